@@ -1,0 +1,66 @@
+# sparkprov: `make help` lists the entry points.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PYTHON_BOOT ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STACK_DIR ?= .stack
+PROTOS := $(wildcard proto/sparkprov/v1/*.proto)
+MVN := mvn -q -B
+
+.PHONY: help setup up down status demo test test-unit lint typecheck bench clean
+
+help: ## list the entry points
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+setup: $(VENV)/.installed sparkprov/v1/query_pb2_grpc.py $(STACK_DIR)/lib/kafka/.fetched $(STACK_DIR)/lib/neo4j/.fetched ## venv, stubs, Kafka and Neo4j jars (idempotent)
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@touch $@
+
+sparkprov/v1/query_pb2_grpc.py: $(PROTOS) $(VENV)/.installed
+	@mkdir -p sparkprov/v1
+	$(PY) -m grpc_tools.protoc -Iproto --python_out=. --pyi_out=. --grpc_python_out=. $(PROTOS)
+	@touch sparkprov/v1/__init__.py
+
+$(STACK_DIR)/lib/kafka/.fetched: stack/kafka/pom.xml
+	$(MVN) -f stack/kafka/pom.xml dependency:copy-dependencies -Dstack.dir=$(abspath $(STACK_DIR))
+	@touch $@
+
+$(STACK_DIR)/lib/neo4j/.fetched: stack/neo4j/pom.xml $(wildcard stack/neo4j/src/main/java/io/sparkprov/stack/*.java)
+	$(MVN) -f stack/neo4j/pom.xml package dependency:copy-dependencies -Dstack.dir=$(abspath $(STACK_DIR))
+	@touch $@
+
+up: setup ## start Kafka, Neo4j, ingest and query services; returns when all are healthy
+	$(PY) -m localstack up --dir $(STACK_DIR)
+
+down: ## stop exactly the processes `make up` started
+	@if [ -x $(PY) ]; then $(PY) -m localstack down --dir $(STACK_DIR); fi
+
+status: ## health of each local process
+	$(PY) -m localstack status --dir $(STACK_DIR)
+
+demo: up ## run the example workflow under capture and print a backward trace
+	$(PY) -m examples.people
+
+test: setup ## the whole suite: unit and integration tests on the real stack
+	$(PY) -m pytest
+
+test-unit: setup ## unit tests only (no servers)
+	$(PY) -m pytest tests/unit
+
+lint: setup ## ruff
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+typecheck: setup ## mypy --strict on our packages
+	$(PY) -m mypy sparkprov capture_agent ingest_service query_service localstack
+
+bench: up ## benchmarks (not tests); results under bench/results/
+	@echo "see bench/README.md"
+
+clean: down ## remove the venv, stubs and the stack folder (data included)
+	rm -rf $(VENV) sparkprov/v1 $(STACK_DIR)

@@ -1,0 +1,24 @@
+"""Errors of the capture agent, ordered by what the caller does about them."""
+
+from __future__ import annotations
+
+__all__ = ["CaptureError", "PublishError", "UnsupportedOperation"]
+
+
+class CaptureError(Exception):
+    """Root of every error the capture agent raises."""
+
+
+class UnsupportedOperation(CaptureError):
+    """The DataFrame operation cannot be captured exactly; the message names it and the way out."""
+
+    def __init__(self, operation: str, hint: str = "") -> None:
+        message = f"sparkprov cannot capture the provenance of {operation}"
+        if hint:
+            message += f": {hint}"
+        super().__init__(message)
+        self.operation = operation
+
+
+class PublishError(CaptureError):
+    """Lineage could not be delivered to Kafka within the configured bound; the run has failed."""

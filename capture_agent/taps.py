@@ -1,0 +1,217 @@
+"""Capture points ("taps"): where Spark hands lineage to Python, one Arrow batch at a time.
+
+A tap is a non-deterministic pandas UDF used as an always-true filter on the hidden lineage
+columns of a frame. Spark ships only those columns to Python (JVM-side expressions computed
+every id before), the tap turns each Arrow batch into a few columnar protobuf messages without any
+per-record Python call of ours, and publishes them from the executor. Being non-deterministic,
+the filter is never pushed down, merged or pruned by the optimizer, and it runs inside the user's
+own job: no second computation.
+
+Each spec says which nodes and edges one batch of rows yields (../shared/MODEL.md, section 2).
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sparkprov.events import EdgeColumns, NodeColumns, encode_batch
+
+__all__ = [
+    "GroupSpec",
+    "HIDDEN_PREFIX",
+    "ID",
+    "JoinSpec",
+    "MemberSpec",
+    "PlusSpec",
+    "SourceSpec",
+    "TapSpec",
+    "TapContext",
+    "make_tap",
+]
+
+HIDDEN_PREFIX = "__sp_"
+ID = HIDDEN_PREFIX + "id"  # the id of the row's provenance node, on every tracked frame
+
+
+def _ids(pdf: pd.DataFrame, column: str) -> list[int]:
+    return pdf[column].to_numpy(dtype=np.int64).tolist()  # type: ignore[no-any-return]
+
+
+def _texts(series: pd.Series) -> list[str | None]:
+    obj = series.astype(object)
+    return obj.where(series.notna(), None).tolist()  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class TapSpec:
+    """What one tap emits. ``attributes`` are the relation's columns whose values nodes keep."""
+
+    key: str
+    relation: str = ""
+    attributes: tuple[str, ...] = ()
+
+    def hidden_inputs(self) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
+        raise NotImplementedError
+
+    def _row_nodes(self, op: str, label: str, pdf: pd.DataFrame, **extra: Any) -> NodeColumns:
+        attributes = {name: _texts(pdf[f"a{i}"]) for i, name in enumerate(self.attributes)}
+        return NodeColumns(
+            op=op,
+            ids=_ids(pdf, "id"),
+            label=label,
+            relation=self.relation,
+            attributes=attributes,
+            **extra,
+        )
+
+
+@dataclass(frozen=True)
+class SourceSpec(TapSpec):
+    """A source row becomes a TOKEN labelled ``relation#row``."""
+
+    def hidden_inputs(self) -> tuple[str, ...]:
+        return ("id", "rowno")
+
+    def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
+        # monotonically_increasing_id packs the partition into the upper 31 bits.
+        rowno = pdf["rowno"].to_numpy(dtype=np.int64)
+        partition = pd.Series(rowno >> 33).astype(str)
+        offset = pd.Series(rowno & ((1 << 33) - 1)).astype(str)
+        labels = (self.relation + "#" + partition + "." + offset).tolist()
+        return [self._row_nodes("TOKEN", "", pdf, labels=labels)], None
+
+
+@dataclass(frozen=True)
+class PlusSpec(TapSpec):
+    """A named row that no operator gave a fresh node: a PLUS node over its provenance."""
+
+    def hidden_inputs(self) -> tuple[str, ...]:
+        return ("id", "parent")
+
+    def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
+        return [self._row_nodes("PLUS", "+", pdf)], EdgeColumns(
+            _ids(pdf, "parent"), _ids(pdf, "id")
+        )
+
+
+@dataclass(frozen=True)
+class JoinSpec(TapSpec):
+    """A joined row: TIMES of its left and right rows."""
+
+    def hidden_inputs(self) -> tuple[str, ...]:
+        return ("id", "left", "right")
+
+    def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
+        ids = _ids(pdf, "id")
+        return [self._row_nodes("TIMES", "·", pdf)], EdgeColumns(
+            _ids(pdf, "left") + _ids(pdf, "right"), ids + ids
+        )
+
+
+@dataclass(frozen=True)
+class MemberSpec(TapSpec):
+    """Group members, before the aggregation: member -> DELTA edges and, per aggregated column,
+    a VALUE and a TENSOR node per member whose value is not null, wired to the AGGREGATE node."""
+
+    aggregates: int = 0
+
+    def hidden_inputs(self) -> tuple[str, ...]:
+        cols = ["id", "group"]
+        for i in range(self.aggregates):
+            cols += [f"t{i}", f"v{i}", f"g{i}", f"x{i}"]
+        return tuple(cols)
+
+    def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
+        members = pdf["id"].to_numpy(dtype=np.int64)
+        src = [members]
+        dst = [pdf["group"].to_numpy(dtype=np.int64)]
+        nodes: list[NodeColumns] = []
+        for i in range(self.aggregates):
+            present = pdf[f"x{i}"].notna().to_numpy()
+            tensors = pdf[f"t{i}"].to_numpy(dtype=np.int64)[present]
+            values = pdf[f"v{i}"].to_numpy(dtype=np.int64)[present]
+            texts = pdf[f"x{i}"][present].astype(str).tolist()
+            nodes.append(NodeColumns("TENSOR", tensors.tolist(), label="⊗"))
+            nodes.append(NodeColumns("VALUE", values.tolist(), labels=texts, values=texts))
+            src += [members[present], values, tensors]
+            dst += [tensors, tensors, pdf[f"g{i}"].to_numpy(dtype=np.int64)[present]]
+        return nodes, EdgeColumns(np.concatenate(src).tolist(), np.concatenate(dst).tolist())
+
+
+@dataclass(frozen=True)
+class GroupSpec(TapSpec):
+    """Groups, after the aggregation: a DELTA row node per group and an AGGREGATE node per
+    aggregated column carrying the computed value, feeding the row node."""
+
+    functions: tuple[str, ...] = ()
+
+    def hidden_inputs(self) -> tuple[str, ...]:
+        cols = ["id"]
+        for i in range(len(self.functions)):
+            cols += [f"g{i}", f"x{i}"]
+        return tuple(cols)
+
+    def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
+        nodes = [self._row_nodes("DELTA", "δ", pdf)]
+        ids = _ids(pdf, "id")
+        src: list[int] = []
+        dst: list[int] = []
+        for i, function in enumerate(self.functions):
+            aggregates = _ids(pdf, f"g{i}")
+            texts = [("null" if v is None else v) for v in _texts(pdf[f"x{i}"])]
+            nodes.append(NodeColumns("AGGREGATE", aggregates, label=function, values=texts))
+            src += aggregates
+            dst += ids
+        return nodes, EdgeColumns(src, dst)
+
+
+@dataclass(frozen=True)
+class TapContext:
+    """Everything a tap needs on the executor; pickled into the UDF."""
+
+    run_id: str
+    workflow: str
+    publisher: Any  # PublisherConfig
+    counts: Any  # pyspark Accumulator of {(tap, partition): (nodes, edges)}
+    rows_per_message: int = 10000
+
+
+def make_tap(spec: TapSpec, ctx: TapContext) -> Any:
+    """The pandas UDF (iterator of batches) that publishes ``spec``'s lineage and keeps every row."""
+    from pyspark import TaskContext
+    from pyspark.sql.functions import pandas_udf
+    from pyspark.sql.types import BooleanType
+
+    from capture_agent.publisher import PartitionSender
+
+    def tap(batches: Iterator[pd.DataFrame]) -> Iterator[pd.Series]:
+        task = TaskContext.get()
+        partition = task.partitionId() if task is not None else -1
+        key = f"{ctx.run_id}/{spec.key}/{partition}".encode()
+        sender = PartitionSender(ctx.publisher, key=key)
+        n_nodes = n_edges = sequence = 0
+        step = ctx.rows_per_message
+        for pdf in batches:
+            for start in range(0, len(pdf), step):
+                chunk = pdf.iloc[start : start + step]
+                nodes, edges = spec.emit(chunk)
+                sender.send(
+                    encode_batch(
+                        ctx.run_id, ctx.workflow, spec.key, partition, sequence, nodes, edges
+                    )
+                )
+                sequence += 1
+                n_nodes += sum(len(block.ids) for block in nodes)
+                n_edges += len(edges.src) if edges is not None else 0
+            yield pd.Series(np.ones(len(pdf), dtype=bool))
+        sender.close()
+        # Keyed by (tap, partition): a retried or repeated task overwrites, never adds twice.
+        ctx.counts.add({(spec.key, partition): (n_nodes, n_edges)})
+
+    return pandas_udf(tap, BooleanType()).asNondeterministic()  # type: ignore[call-overload]

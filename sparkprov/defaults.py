@@ -1,0 +1,42 @@
+"""Environment variable names and laptop defaults shared by the services and the local stack.
+
+Each service builds its own frozen settings object from these in its ``__main__``; nothing else
+reads ``os.environ``. The defaults match what ``make up`` starts.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ENV_DISABLED",
+    "ENV_DLQ_TOPIC",
+    "ENV_GRPC_ADDR",
+    "ENV_INGEST_HTTP_ADDR",
+    "ENV_KAFKA_BOOTSTRAP",
+    "ENV_NEO4J_PASSWORD",
+    "ENV_NEO4J_URI",
+    "ENV_NEO4J_USER",
+    "ENV_TOPIC",
+    "KAFKA_BOOTSTRAP",
+    "DLQ_TOPIC",
+    "GRPC_ADDR",
+    "INGEST_HTTP_ADDR",
+    "NEO4J_URI",
+    "TOPIC",
+]
+
+ENV_KAFKA_BOOTSTRAP = "SPARKPROV_KAFKA_BOOTSTRAP"
+ENV_TOPIC = "SPARKPROV_TOPIC"
+ENV_DLQ_TOPIC = "SPARKPROV_DLQ_TOPIC"
+ENV_NEO4J_URI = "SPARKPROV_NEO4J_URI"
+ENV_NEO4J_USER = "SPARKPROV_NEO4J_USER"
+ENV_NEO4J_PASSWORD = "SPARKPROV_NEO4J_PASSWORD"
+ENV_GRPC_ADDR = "SPARKPROV_GRPC_ADDR"
+ENV_INGEST_HTTP_ADDR = "SPARKPROV_INGEST_HTTP_ADDR"
+ENV_DISABLED = "SPARKPROV_DISABLED"
+
+KAFKA_BOOTSTRAP = "127.0.0.1:9092"
+TOPIC = "sparkprov.lineage"
+DLQ_TOPIC = "sparkprov.lineage.dlq"
+NEO4J_URI = "bolt://127.0.0.1:7687"
+GRPC_ADDR = "127.0.0.1:50051"
+INGEST_HTTP_ADDR = "127.0.0.1:9464"

@@ -1,0 +1,265 @@
+"""Lineage events on the wire: the one adapter between ``sparkprov.v1.lineage_pb2`` and Python.
+
+The capture agent encodes with :func:`encode_batch`, :func:`encode_run_started` and
+:func:`encode_run_complete`; the ingest service decodes with :func:`decode`, which validates
+everything it returns and raises :class:`MalformedEvent` (with a short machine-readable reason)
+for anything it cannot store. Decoded batches are plain rows ready for ``UNWIND``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf.message import DecodeError
+
+from sparkprov.v1 import lineage_pb2
+
+__all__ = [
+    "ATTRIBUTE_PREFIX",
+    "MAX_EVENT_BYTES",
+    "OP_NAMES",
+    "SCHEMA_VERSION",
+    "Batch",
+    "EdgeColumns",
+    "MalformedEvent",
+    "NodeColumns",
+    "RunComplete",
+    "RunStarted",
+    "decode",
+    "encode_batch",
+    "encode_run_complete",
+    "encode_run_started",
+    "op_number",
+]
+
+SCHEMA_VERSION = 1
+MAX_EVENT_BYTES = 8 * 1024 * 1024
+# Row attributes are stored as node properties with this prefix, so they never clash with ours.
+ATTRIBUTE_PREFIX = "a_"
+
+OP_NAMES: dict[int, str] = {
+    value: name.removeprefix("OP_")
+    for name, value in lineage_pb2.Op.items()
+    if value != lineage_pb2.OP_UNSPECIFIED
+}
+_OP_BY_NAME = {name: value for value, name in OP_NAMES.items()}
+
+
+def op_number(name: str) -> int:
+    """The proto enum value of an op name such as ``"TOKEN"`` (0 when unknown)."""
+    return _OP_BY_NAME.get(name, lineage_pb2.OP_UNSPECIFIED)
+
+
+class MalformedEvent(ValueError):
+    """An event that cannot be stored; ``reason`` is a short code for the dead-letter topic."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class NodeColumns:
+    """Nodes of one op, column by column (as a capture point produces them)."""
+
+    op: str
+    ids: Sequence[int]
+    label: str = ""
+    labels: Sequence[str] = ()
+    relation: str = ""
+    attributes: dict[str, Sequence[str | None]] = field(default_factory=dict)
+    values: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class EdgeColumns:
+    src: Sequence[int]
+    dst: Sequence[int]
+
+
+@dataclass(frozen=True)
+class Batch:
+    run_id: str
+    workflow: str
+    tap: str
+    partition: int
+    sequence: int
+    # {"id", "op", "label", "relation", "value", "props"}; props holds prefixed attributes.
+    nodes: list[dict[str, Any]]
+    # {"src", "dst"}
+    edges: list[dict[str, int]]
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    run_id: str
+    workflow: str
+    started_unix_ms: int
+    application_id: str
+
+
+@dataclass(frozen=True)
+class RunComplete:
+    run_id: str
+    workflow: str
+    node_count: int
+    edge_count: int
+    failed: bool
+    error: str
+    finished_unix_ms: int
+
+
+Event = Batch | RunStarted | RunComplete
+
+
+def _envelope(run_id: str, workflow: str) -> lineage_pb2.LineageEvent:
+    return lineage_pb2.LineageEvent(
+        schema_version=SCHEMA_VERSION, run_id=run_id, workflow=workflow
+    )
+
+
+def encode_batch(
+    run_id: str,
+    workflow: str,
+    tap: str,
+    partition: int,
+    sequence: int,
+    nodes: Sequence[NodeColumns],
+    edges: EdgeColumns | None,
+) -> bytes:
+    event = _envelope(run_id, workflow)
+    batch = event.batch
+    batch.tap = tap
+    batch.partition = partition
+    batch.sequence = sequence
+    for cols in nodes:
+        block = batch.nodes.add()
+        block.op = _OP_BY_NAME[cols.op]
+        block.ids.extend(cols.ids)
+        block.label = cols.label
+        block.labels.extend(cols.labels)
+        block.relation = cols.relation
+        for name, values in cols.attributes.items():
+            block.attribute_names.append(name)
+            column = block.attribute_values.add()
+            column.values.extend("" if v is None else v for v in values)
+            column.null_rows.extend(i for i, v in enumerate(values) if v is None)
+        block.values.extend(cols.values)
+    if edges is not None:
+        batch.edges.src.extend(edges.src)
+        batch.edges.dst.extend(edges.dst)
+    return event.SerializeToString()
+
+
+def encode_run_started(
+    run_id: str, workflow: str, started_unix_ms: int, application_id: str
+) -> bytes:
+    event = _envelope(run_id, workflow)
+    event.run_started.started_unix_ms = started_unix_ms
+    event.run_started.application_id = application_id
+    return event.SerializeToString()
+
+
+def encode_run_complete(
+    run_id: str,
+    workflow: str,
+    node_count: int,
+    edge_count: int,
+    *,
+    failed: bool = False,
+    error: str = "",
+    finished_unix_ms: int = 0,
+) -> bytes:
+    event = _envelope(run_id, workflow)
+    done = event.run_complete
+    done.node_count = node_count
+    done.edge_count = edge_count
+    done.failed = failed
+    done.error = error
+    done.finished_unix_ms = finished_unix_ms
+    return event.SerializeToString()
+
+
+def decode(data: bytes | None) -> Event:
+    """Parse and validate one Kafka message value."""
+    if data is None:
+        raise MalformedEvent("empty", "message has no value")
+    if len(data) > MAX_EVENT_BYTES:
+        raise MalformedEvent("oversized", f"{len(data)} bytes > {MAX_EVENT_BYTES}")
+    event = lineage_pb2.LineageEvent()
+    try:
+        event.ParseFromString(data)
+    except DecodeError as e:
+        raise MalformedEvent("undecodable", str(e) or "not a LineageEvent") from e
+    if event.schema_version != SCHEMA_VERSION:
+        raise MalformedEvent(
+            "schema_version", f"got {event.schema_version}, this reader knows {SCHEMA_VERSION}"
+        )
+    if not event.run_id:
+        raise MalformedEvent("no_run_id", "event carries no run_id")
+    body = event.WhichOneof("body")
+    if body == "run_started":
+        s = event.run_started
+        return RunStarted(event.run_id, event.workflow, s.started_unix_ms, s.application_id)
+    if body == "run_complete":
+        c = event.run_complete
+        if c.node_count < 0 or c.edge_count < 0:
+            raise MalformedEvent("bad_counts", "negative node or edge count")
+        return RunComplete(
+            event.run_id,
+            event.workflow,
+            c.node_count,
+            c.edge_count,
+            c.failed,
+            c.error,
+            c.finished_unix_ms,
+        )
+    if body == "batch":
+        return _decode_batch(event)
+    raise MalformedEvent("no_body", "event has no batch, run_started or run_complete")
+
+
+def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
+    pb = event.batch
+    run_id = event.run_id
+    nodes: list[dict[str, Any]] = []
+    for block in pb.nodes:
+        op = OP_NAMES.get(block.op)
+        if op is None:
+            raise MalformedEvent("bad_op", f"unknown op {block.op} in tap {pb.tap!r}")
+        n = len(block.ids)
+        for name, column in (("labels", block.labels), ("values", block.values)):
+            if column and len(column) != n:
+                raise MalformedEvent("ragged", f"{name} has {len(column)} entries for {n} ids")
+        if len(block.attribute_names) != len(block.attribute_values):
+            raise MalformedEvent("ragged", "attribute names and columns differ in number")
+        columns = []
+        for name, column in zip(block.attribute_names, block.attribute_values, strict=True):
+            if len(column.values) != n:
+                raise MalformedEvent(
+                    "ragged", f"attribute {name!r} has {len(column.values)} values for {n} ids"
+                )
+            nulls = set(column.null_rows)
+            columns.append((ATTRIBUTE_PREFIX + name, column.values, nulls))
+        labels = block.labels
+        values = block.values
+        for i, node_id in enumerate(block.ids):
+            props = {key: vals[i] for key, vals, nulls in columns if i not in nulls}
+            nodes.append(
+                {
+                    "id": node_id,
+                    "op": op,
+                    "label": labels[i] if labels else block.label,
+                    "relation": block.relation or None,
+                    "value": values[i] if values else None,
+                    "props": props,
+                }
+            )
+    src, dst = pb.edges.src, pb.edges.dst
+    if len(src) != len(dst):
+        raise MalformedEvent("ragged", f"{len(src)} edge sources for {len(dst)} destinations")
+    edges = [{"src": s, "dst": d} for s, d in zip(src, dst, strict=True)]
+    return Batch(run_id, event.workflow, pb.tap, pb.partition, pb.sequence, nodes, edges)

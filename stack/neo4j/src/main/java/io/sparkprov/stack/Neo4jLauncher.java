@@ -1,0 +1,55 @@
+package io.sparkprov.stack;
+
+import java.nio.file.Path;
+import java.util.concurrent.CountDownLatch;
+import org.neo4j.configuration.GraphDatabaseSettings;
+import org.neo4j.configuration.connectors.BoltConnector;
+import org.neo4j.configuration.connectors.HttpConnector;
+import org.neo4j.configuration.helpers.SocketAddress;
+import org.neo4j.dbms.api.DatabaseManagementService;
+import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
+
+/**
+ * Runs Neo4j Community as an embedded DBMS with the Bolt connector enabled, so the local stack
+ * needs no Docker and no server tarball. Usage:
+ *   java -cp 'lib/neo4j/*' io.sparkprov.stack.Neo4jLauncher HOME_DIR HOST PORT [PAGECACHE_BYTES]
+ * Prints "neo4j ready bolt://HOST:PORT" once Bolt accepts connections; stops cleanly on SIGTERM.
+ */
+public final class Neo4jLauncher {
+  private Neo4jLauncher() {}
+
+  public static void main(String[] args) throws InterruptedException {
+    if (args.length < 3) {
+      System.err.println("usage: Neo4jLauncher HOME_DIR HOST PORT [PAGECACHE_BYTES]");
+      System.exit(2);
+    }
+    Path home = Path.of(args[0]).toAbsolutePath();
+    String host = args[1];
+    int port = Integer.parseInt(args[2]);
+    long pageCache = args.length > 3 ? Long.parseLong(args[3]) : 512L * 1024 * 1024;
+
+    DatabaseManagementService dbms =
+        new DatabaseManagementServiceBuilder(home)
+            .setConfig(BoltConnector.enabled, true)
+            .setConfig(BoltConnector.listen_address, new SocketAddress(host, port))
+            .setConfig(HttpConnector.enabled, false)
+            .setConfig(GraphDatabaseSettings.auth_enabled, false)
+            .setConfig(GraphDatabaseSettings.pagecache_memory, pageCache)
+            .build();
+    // Opening the default database forces it to start before we announce readiness.
+    dbms.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME).executeTransactionally("RETURN 1");
+
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  dbms.shutdown();
+                  stopped.countDown();
+                },
+                "neo4j-shutdown"));
+    System.out.println("neo4j ready bolt://" + host + ":" + port);
+    System.out.flush();
+    stopped.await();
+  }
+}
