@@ -87,10 +87,10 @@ class Batch:
     tap: str
     partition: int
     sequence: int
-    # {"id", "op", "label", "relation", "value", "props"}; props holds prefixed attributes.
+    # {"id", "run", "op", "label", "relation", "value", "props"}; props: prefixed attributes.
     nodes: list[dict[str, Any]]
-    # {"src", "dst"}
-    edges: list[dict[str, int]]
+    # {"src", "dst", "run"}
+    edges: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -251,6 +251,7 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
             nodes.append(
                 {
                     "id": node_id,
+                    "run": run_id,
                     "op": op,
                     "label": labels[i] if labels else block.label,
                     "relation": block.relation or None,
@@ -261,5 +262,5 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
     src, dst = pb.edges.src, pb.edges.dst
     if len(src) != len(dst):
         raise MalformedEvent("ragged", f"{len(src)} edge sources for {len(dst)} destinations")
-    edges = [{"src": s, "dst": d} for s, d in zip(src, dst, strict=True)]
+    edges = [{"src": s, "dst": d, "run": run_id} for s, d in zip(src, dst, strict=True)]
     return Batch(run_id, event.workflow, pb.tap, pb.partition, pb.sequence, nodes, edges)

@@ -1,0 +1,62 @@
+"""``python -m ingest_service``: settings from the environment (see README), then consume."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from types import FrameType
+
+from ingest_service.consumer import Consumer, Metrics
+from ingest_service.monitoring import serve
+from ingest_service.settings import IngestSettings
+from ingest_service.store import Store, StoreUnavailable
+from ingest_service.topics import ensure_topics
+
+log = logging.getLogger("ingest_service")
+
+
+def main() -> int:
+    logging.basicConfig(
+        level=os.environ.get("SPARKPROV_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+    logging.getLogger("kafka").setLevel(logging.WARNING)
+    logging.getLogger("neo4j").setLevel(logging.WARNING)
+    settings = IngestSettings.from_env(os.environ)
+    store = Store.connect(settings.neo4j_uri, settings.neo4j_user, settings.neo4j_password)
+    while True:
+        try:
+            store.ensure_schema()
+            break
+        except StoreUnavailable as e:
+            log.warning("waiting for Neo4j at %s: %s", settings.neo4j_uri, e)
+            import time
+
+            time.sleep(2)
+    ensure_topics(settings)
+    metrics = Metrics()
+    http = serve(settings.http_addr, metrics)
+    consumer = Consumer(settings, store, metrics)
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("signal %d: finishing the current flush and stopping", signum)
+        consumer.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    log.info(
+        "consuming %s at %s as group %s into %s",
+        settings.topic, settings.kafka_bootstrap, settings.group_id, settings.neo4j_uri,
+    )
+    try:
+        consumer.run()
+    finally:
+        http.shutdown()
+        store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""The consume loop: poll, decode, buffer, write to Neo4j, then commit the offsets.
+
+Malformed messages are copied to the dead-letter topic with their reason (headers) and skipped;
+the DLQ producer is flushed before the offsets that skip them are committed. When Neo4j is down,
+the loop pauses its partitions, backs off and retries the same flush: nothing is committed until
+the write succeeds, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ingest_service.settings import IngestSettings
+from ingest_service.store import Flush, Store, StoreUnavailable
+from sparkprov.events import MalformedEvent, decode
+
+__all__ = ["Consumer", "Metrics"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Metrics:
+    """Counters for /metrics; written by the loop thread, read by the HTTP thread."""
+
+    messages: int = 0
+    dead_letters: int = 0
+    flushes: int = 0
+    nodes_written: int = 0
+    edges_written: int = 0
+    runs_completed: int = 0
+    write_seconds_total: float = 0.0
+    last_write_seconds: float = 0.0
+    store_failures: int = 0
+    lag: int = 0
+    last_loop_monotonic: float = field(default_factory=time.monotonic)
+    ready: bool = False
+
+
+class Consumer:
+    def __init__(self, settings: IngestSettings, store: Store, metrics: Metrics) -> None:
+        from kafka import KafkaConsumer, KafkaProducer
+        from kafka.consumer.subscription_state import ConsumerRebalanceListener
+
+        self._settings = settings
+        self._store = store
+        self.metrics = metrics
+        self._stop = threading.Event()
+        self._buffer = Flush()
+        self._uncommitted = False
+        self._first_buffered = 0.0
+        self._consumer = KafkaConsumer(
+            bootstrap_servers=settings.kafka_bootstrap.split(","),
+            group_id=settings.group_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_poll_records=settings.max_poll_records,
+            max_partition_fetch_bytes=16 * 1024 * 1024,
+            fetch_max_bytes=64 * 1024 * 1024,
+        )
+        self._dlq = KafkaProducer(
+            bootstrap_servers=settings.kafka_bootstrap.split(","),
+            acks="all",
+            max_request_size=16 * 1024 * 1024,
+        )
+        outer = self
+
+        class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+            def on_partitions_revoked(self, revoked: Any) -> None:
+                # Write and commit what we hold before another member takes these partitions;
+                # if Neo4j is down, drop the buffer: uncommitted, it is redelivered to the new owner.
+                if outer._uncommitted:
+                    try:
+                        outer._flush(retry=False)
+                    except StoreUnavailable:
+                        log.warning("rebalance while Neo4j is unavailable: buffer left uncommitted")
+                        outer._buffer = Flush()
+                        outer._uncommitted = False
+
+            def on_partitions_assigned(self, assigned: Any) -> None:
+                log.info("assigned partitions %s", sorted(tp.partition for tp in assigned))
+
+        self._consumer.subscribe([settings.topic], listener=_Listener())
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self) -> None:
+        """Consume until :meth:`stop`; then write and commit what is buffered."""
+        self.metrics.ready = True
+        last_lag = 0.0
+        try:
+            while not self._stop.is_set():
+                self.metrics.last_loop_monotonic = time.monotonic()
+                polled = self._consumer.poll(timeout_ms=100)
+                for records in polled.values():
+                    for record in records:
+                        self._take(record)
+                if self._due():
+                    self._flush(retry=True)
+                if time.monotonic() - last_lag > 5:
+                    self._update_lag()
+                    last_lag = time.monotonic()
+            if self._uncommitted:
+                self._flush(retry=True)
+        finally:
+            self._consumer.close(autocommit=False)
+            self._dlq.close(timeout=10)
+
+    def _take(self, record: Any) -> None:
+        self.metrics.messages += 1
+        if not self._uncommitted:
+            self._first_buffered = time.monotonic()
+        self._uncommitted = True
+        try:
+            event = decode(record.value)
+        except MalformedEvent as e:
+            self._dead_letter(record, e)
+            return
+        self._buffer.add(event)
+
+    def _dead_letter(self, record: Any, error: MalformedEvent) -> None:
+        self.metrics.dead_letters += 1
+        log.warning(
+            "dead-lettering %s[%d]@%d: %s", record.topic, record.partition, record.offset, error
+        )
+        headers = [
+            ("reason", error.reason.encode()),
+            ("detail", error.detail[:1000].encode()),
+            ("source", f"{record.topic}/{record.partition}/{record.offset}".encode()),
+        ]
+        self._dlq.send(self._settings.dlq_topic, value=record.value, key=record.key, headers=headers)
+
+    def _due(self) -> bool:
+        if not self._uncommitted:
+            return False
+        if self._buffer.rows >= self._settings.batch_rows:
+            return True
+        return (time.monotonic() - self._first_buffered) * 1000 >= self._settings.batch_ms
+
+    def _flush(self, *, retry: bool) -> None:
+        backoff = 0.5
+        paused = False
+        while True:
+            try:
+                started = time.perf_counter()
+                result = self._store.write(self._buffer) if self._buffer else None
+                elapsed = time.perf_counter() - started
+                break
+            except StoreUnavailable as e:
+                self.metrics.store_failures += 1
+                if not retry or self._stop.is_set() and backoff > 8:
+                    raise
+                if not paused:
+                    self._consumer.pause(*self._consumer.assignment())
+                    paused = True
+                log.warning("Neo4j unavailable (%s); retrying in %.1fs, nothing committed", e, backoff)
+                self._stop.wait(backoff)
+                self._consumer.poll(timeout_ms=0)  # keep group membership while paused
+                backoff = min(backoff * 2, 15.0)
+        if paused:
+            self._consumer.resume(*self._consumer.paused())
+        self._dlq.flush(timeout=30)
+        from kafka.errors import CommitFailedError
+
+        try:
+            self._consumer.commit()
+        except CommitFailedError as e:
+            # The group rebalanced under us: the writes are idempotent, redelivery is harmless.
+            log.warning("offset commit failed after a rebalance (%s); events will be redelivered", e)
+        if result is not None:
+            m = self.metrics
+            m.flushes += 1
+            m.nodes_written += result.nodes_created
+            m.edges_written += result.edges_created
+            m.runs_completed += len(result.completed_runs)
+            m.write_seconds_total += elapsed
+            m.last_write_seconds = elapsed
+            for run in result.completed_runs:
+                log.info("run %s complete", run)
+            log.debug(
+                "flushed %d events: %d new nodes, %d new edges, %d component merges in %.3fs",
+                self._buffer.events, result.nodes_created, result.edges_created,
+                result.components_merged, elapsed,
+            )
+        self._buffer = Flush()
+        self._uncommitted = False
+
+    def _update_lag(self) -> None:
+        try:
+            assignment = self._consumer.assignment()
+            if not assignment:
+                self.metrics.lag = 0
+                return
+            ends = self._consumer.end_offsets(list(assignment))
+            self.metrics.lag = sum(
+                max(0, ends[tp] - self._consumer.position(tp)) for tp in assignment
+            )
+        except Exception:  # noqa: BLE001 - metrics only
+            log.debug("lag update failed", exc_info=True)

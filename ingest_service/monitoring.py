@@ -1,0 +1,68 @@
+"""HTTP endpoints of the ingest service: ``/healthz`` (200 once consuming) and ``/metrics``
+(Prometheus text format)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from ingest_service.consumer import Metrics
+
+__all__ = ["serve"]
+
+_STALL_S = 120.0
+
+
+def _render(m: Metrics) -> str:
+    rows = [
+        ("sparkprov_ingest_messages_total", "counter", "Kafka messages consumed", m.messages),
+        ("sparkprov_ingest_dead_letters_total", "counter", "messages sent to the DLQ",
+         m.dead_letters),
+        ("sparkprov_ingest_flushes_total", "counter", "Neo4j write transactions", m.flushes),
+        ("sparkprov_ingest_nodes_total", "counter", "new nodes stored", m.nodes_written),
+        ("sparkprov_ingest_edges_total", "counter", "new edges stored", m.edges_written),
+        ("sparkprov_ingest_runs_completed_total", "counter", "runs marked complete",
+         m.runs_completed),
+        ("sparkprov_ingest_store_failures_total", "counter", "failed write attempts",
+         m.store_failures),
+        ("sparkprov_ingest_write_seconds_total", "counter", "time in Neo4j writes",
+         m.write_seconds_total),
+        ("sparkprov_ingest_last_write_seconds", "gauge", "latency of the last write",
+         m.last_write_seconds),
+        ("sparkprov_ingest_consumer_lag", "gauge", "messages behind the log end", m.lag),
+    ]
+    out = []
+    for name, kind, help_text, value in rows:
+        out += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", f"{name} {value}"]
+    return "\n".join(out) + "\n"
+
+
+def serve(address: str, metrics: Metrics) -> ThreadingHTTPServer:
+    host, _, port = address.rpartition(":")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if self.path == "/healthz":
+                alive = time.monotonic() - metrics.last_loop_monotonic < _STALL_S
+                ok = metrics.ready and alive
+                self._reply(200 if ok else 503, "ok\n" if ok else "not ready\n")
+            elif self.path == "/metrics":
+                self._reply(200, _render(metrics), "text/plain; version=0.0.4")
+            else:
+                self._reply(404, "not found\n")
+
+        def _reply(self, code: int, body: str, ctype: str = "text/plain") -> None:
+            data = body.encode()
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            pass
+
+    server = ThreadingHTTPServer((host or "127.0.0.1", int(port)), Handler)
+    threading.Thread(target=server.serve_forever, name="ingest-http", daemon=True).start()
+    return server

@@ -1,0 +1,50 @@
+"""Settings of the ingest service, built once from the environment in ``__main__``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sparkprov import defaults
+
+__all__ = ["IngestSettings"]
+
+
+@dataclass(frozen=True)
+class IngestSettings:
+    kafka_bootstrap: str = defaults.KAFKA_BOOTSTRAP
+    topic: str = defaults.TOPIC
+    dlq_topic: str = defaults.DLQ_TOPIC
+    group_id: str = "sparkprov-ingest"
+    # Created with this many partitions when missing; more partitions let more consumers share.
+    topic_partitions: int = 4
+    neo4j_uri: str = defaults.NEO4J_URI
+    neo4j_user: str = ""
+    neo4j_password: str = ""
+    http_addr: str = defaults.INGEST_HTTP_ADDR
+    # A flush happens when this many nodes+edges are buffered or the oldest waited batch_ms.
+    batch_rows: int = 20000
+    batch_ms: int = 250
+    max_poll_records: int = 500
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> IngestSettings:
+        def get(name: str, default: str) -> str:
+            return environ.get(name, default)
+
+        return cls(
+            kafka_bootstrap=get(defaults.ENV_KAFKA_BOOTSTRAP, defaults.KAFKA_BOOTSTRAP),
+            topic=get(defaults.ENV_TOPIC, defaults.TOPIC),
+            dlq_topic=get(defaults.ENV_DLQ_TOPIC, defaults.DLQ_TOPIC),
+            group_id=get("SPARKPROV_INGEST_GROUP", cls.group_id),
+            topic_partitions=int(get("SPARKPROV_TOPIC_PARTITIONS", str(cls.topic_partitions))),
+            neo4j_uri=get(defaults.ENV_NEO4J_URI, defaults.NEO4J_URI),
+            neo4j_user=get(defaults.ENV_NEO4J_USER, ""),
+            neo4j_password=get(defaults.ENV_NEO4J_PASSWORD, ""),
+            http_addr=get(defaults.ENV_INGEST_HTTP_ADDR, defaults.INGEST_HTTP_ADDR),
+            batch_rows=int(get("SPARKPROV_INGEST_BATCH_ROWS", str(cls.batch_rows))),
+            batch_ms=int(get("SPARKPROV_INGEST_BATCH_MS", str(cls.batch_ms))),
+            max_poll_records=int(
+                get("SPARKPROV_INGEST_MAX_POLL_RECORDS", str(cls.max_poll_records))
+            ),
+        )
