@@ -1,0 +1,1 @@
+"""Example workflows run under capture (``make demo`` runs :mod:`examples.people`)."""

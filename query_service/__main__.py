@@ -1,0 +1,44 @@
+"""``python -m query_service``: settings from the environment (see README), then serve gRPC."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+
+from query_service.server import create_server
+from query_service.settings import QuerySettings
+from query_service.store import Store
+
+log = logging.getLogger("query_service")
+
+
+def main() -> int:
+    logging.basicConfig(
+        level=os.environ.get("SPARKPROV_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+    logging.getLogger("neo4j").setLevel(logging.WARNING)
+    settings = QuerySettings.from_env(os.environ)
+    store = Store.connect(settings.neo4j_uri, settings.neo4j_user, settings.neo4j_password)
+    server, port = create_server(settings, store)
+    server.start()
+    log.info("serving sparkprov.v1.ProvenanceQuery on %s (port %d)", settings.grpc_addr, port)
+    stopped = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stopped.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    stopped.wait()
+    server.stop(grace=5).wait()
+    store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""Plain domain objects and errors of the query service; no protobuf here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+__all__ = [
+    "Direction",
+    "EdgeView",
+    "InvalidArgument",
+    "NodeView",
+    "NotFound",
+    "QueryError",
+    "RunView",
+    "Strategy",
+    "TraceResult",
+    "Unimplemented",
+]
+
+
+class QueryError(Exception):
+    """Root of the errors a request can end with; each maps to one gRPC status."""
+
+
+class InvalidArgument(QueryError):
+    pass
+
+
+class NotFound(QueryError):
+    pass
+
+
+class Unimplemented(QueryError):
+    pass
+
+
+class Direction(Enum):
+    BACKWARD = "backward"
+    FORWARD = "forward"
+
+
+class Strategy(Enum):
+    AUTO = 0
+    RECURSIVE = 1
+    COMPONENT = 2
+    CONNECTED_SET = 3
+
+
+@dataclass(frozen=True)
+class NodeView:
+    id: int
+    run_id: str
+    op: str
+    label: str
+    relation: str
+    attributes: dict[str, str]
+    value: str
+    component_id: int | None
+    set_id: int | None
+
+
+@dataclass(frozen=True)
+class EdgeView:
+    src: int
+    dst: int
+
+
+@dataclass
+class TraceResult:
+    nodes: list[NodeView]
+    edges: list[EdgeView]
+    truncated: bool
+    strategy: Strategy
+    levels: int = 0
+    queries: int = 0
+    edges_fetched: int = 0
+    sets_visited: int = 0
+    millis: float = 0.0
+    extra: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunView:
+    run_id: str
+    workflow: str
+    complete: bool
+    node_count: int
+    edge_count: int
+    expected_node_count: int
+    expected_edge_count: int
+    failed: bool
+    started_unix_ms: int

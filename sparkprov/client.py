@@ -1,0 +1,130 @@
+"""A small Python client of the query service, for scripts, the demo and tests.
+
+    with QueryClient("127.0.0.1:50051") as client:
+        run = client.wait_for_run(run_id)
+        row = client.find_nodes(run_id, "AvgAge", {"City": "NY"})[0]
+        print(render_trace(client.backward_trace([row.id]), row.id))
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from types import TracebackType
+
+import grpc
+
+from sparkprov.v1 import lineage_pb2, query_pb2, query_pb2_grpc
+
+__all__ = ["QueryClient", "RunNotComplete", "render_trace"]
+
+
+class RunNotComplete(TimeoutError):
+    """The run was not fully ingested within the wait."""
+
+
+class QueryClient:
+    def __init__(self, address: str, timeout_s: float = 30.0) -> None:
+        self._channel = grpc.insecure_channel(address)
+        self.stub = query_pb2_grpc.ProvenanceQueryStub(self._channel)
+        self.timeout_s = timeout_s
+
+    def __enter__(self) -> QueryClient:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def runs(self, workflow: str = "") -> list[query_pb2.Run]:
+        reply = self.stub.ListRuns(
+            query_pb2.ListRunsRequest(workflow=workflow), timeout=self.timeout_s
+        )
+        return list(reply.runs)
+
+    def wait_for_run(self, run_id: str, timeout_s: float = 120.0) -> query_pb2.Run:
+        """Poll ListRuns until the run is complete (everything its marker counted is stored)."""
+        deadline = time.monotonic() + timeout_s
+        last: query_pb2.Run | None = None
+        while time.monotonic() < deadline:
+            for run in self.runs():
+                if run.run_id == run_id:
+                    last = run
+                    if run.complete:
+                        return run
+            time.sleep(0.5)
+        state = (
+            "never seen"
+            if last is None
+            else f"{last.node_count}/{last.expected_node_count} nodes, "
+            f"{last.edge_count}/{last.expected_edge_count} edges stored"
+        )
+        raise RunNotComplete(f"run {run_id} not complete after {timeout_s:.0f}s ({state})")
+
+    def find_nodes(
+        self, run_id: str, relation: str, equals: Mapping[str, str] | None = None, limit: int = 0
+    ) -> list[query_pb2.Node]:
+        reply = self.stub.FindNodes(
+            query_pb2.FindNodesRequest(
+                run_id=run_id, relation=relation, equals=dict(equals or {}), limit=limit
+            ),
+            timeout=self.timeout_s,
+        )
+        return list(reply.nodes)
+
+    def backward_trace(self, node_ids: list[str], **options: int) -> query_pb2.TraceResponse:
+        request = query_pb2.TraceRequest(node_ids=node_ids, **options)
+        return self.stub.BackwardTrace(request, timeout=self.timeout_s)  # type: ignore[no-any-return]
+
+    def forward_trace(self, node_ids: list[str], **options: int) -> query_pb2.TraceResponse:
+        request = query_pb2.TraceRequest(node_ids=node_ids, **options)
+        return self.stub.ForwardTrace(request, timeout=self.timeout_s)  # type: ignore[no-any-return]
+
+
+def _describe(node: query_pb2.Node) -> str:
+    op = lineage_pb2.Op.Name(node.op).removeprefix("OP_")
+    text = f"[{op}] "
+    if node.relation:
+        text += f"{node.relation} "
+    text += node.label
+    if node.value and node.value != node.label:
+        text += f" = {node.value}"
+    elif node.op == lineage_pb2.OP_AGGREGATE and node.value:
+        text += f" = {node.value}"
+    if node.attributes:
+        text += "  " + " ".join(f"{k}={v}" for k, v in sorted(node.attributes.items()))
+    return text
+
+
+def render_trace(trace: query_pb2.TraceResponse, root: str, *, backward: bool = True) -> str:
+    """An indented tree of a trace from ``root``; shared ancestors are printed once."""
+    nodes = {n.id: n for n in trace.nodes}
+    nexts: dict[str, list[str]] = {}
+    for edge in trace.edges:
+        a, b = (edge.dst, edge.src) if backward else (edge.src, edge.dst)
+        nexts.setdefault(a, []).append(b)
+    arrow = "<- " if backward else "-> "
+    lines: list[str] = []
+    shown: set[str] = set()
+
+    def walk(node_id: str, depth: int) -> None:
+        node = nodes.get(node_id)
+        text = _describe(node) if node else f"(node {node_id})"
+        prefix = "    " * depth + (arrow if depth else "")
+        if node_id in shown:
+            lines.append(f"{prefix}{text}  (see above)")
+            return
+        shown.add(node_id)
+        lines.append(prefix + text)
+        children = sorted(nexts.get(node_id, []), key=lambda i: _describe(nodes[i]) if i in nodes else i)
+        for child in children:
+            walk(child, depth + 1)
+
+    walk(root, 0)
+    if trace.truncated:
+        lines.append("... (truncated by the limit)")
+    return "\n".join(lines)
