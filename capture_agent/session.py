@@ -61,7 +61,7 @@ class ProvenanceSession:
         bootstrap: str | None = None,
         topic: str | None = None,
         run_id: str | None = None,
-        rows_per_message: int = 10000,
+        rows_per_message: int = 2048,
         publish_timeout_s: float = 60.0,
     ) -> None:
         if not workflow:

@@ -179,7 +179,7 @@ class TapContext:
     workflow: str
     publisher: Any  # PublisherConfig
     counts: Any  # pyspark Accumulator of {(tap, partition): (nodes, edges)}
-    rows_per_message: int = 10000
+    rows_per_message: int = 2048
 
 
 def make_tap(spec: TapSpec, ctx: TapContext) -> Any:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ingest_service.settings import IngestSettings
-from ingest_service.store import Flush, Store, StoreUnavailable
+from ingest_service.store import Flush, FlushResult, Store, StoreUnavailable
 from sparkprov.events import MalformedEvent, decode
 
 __all__ = ["Consumer", "Metrics"]
@@ -41,6 +41,17 @@ class Metrics:
     ready: bool = False
 
 
+def _merge(total: FlushResult | None, part: FlushResult) -> FlushResult:
+    if total is None:
+        return part
+    return FlushResult(
+        total.nodes_created + part.nodes_created,
+        total.edges_created + part.edges_created,
+        total.components_merged + part.components_merged,
+        total.completed_runs + part.completed_runs,
+    )
+
+
 class Consumer:
     def __init__(self, settings: IngestSettings, store: Store, metrics: Metrics) -> None:
         from kafka import KafkaConsumer, KafkaProducer
@@ -52,6 +63,8 @@ class Consumer:
         self._stop = threading.Event()
         self._buffer = Flush()
         self._uncommitted = False
+        # Next offset to commit per (topic, partition): only what the buffer holds is committed.
+        self._offsets: dict[tuple[str, int], int] = {}
         self._first_buffered = 0.0
         self._consumer = KafkaConsumer(
             bootstrap_servers=settings.kafka_bootstrap.split(","),
@@ -61,6 +74,9 @@ class Consumer:
             max_poll_records=settings.max_poll_records,
             max_partition_fetch_bytes=16 * 1024 * 1024,
             fetch_max_bytes=64 * 1024 * 1024,
+            # A killed member is noticed (and its partitions reassigned) within 10s.
+            session_timeout_ms=10000,
+            heartbeat_interval_ms=3000,
         )
         self._dlq = KafkaProducer(
             bootstrap_servers=settings.kafka_bootstrap.split(","),
@@ -79,6 +95,7 @@ class Consumer:
                     except StoreUnavailable:
                         log.warning("rebalance while Neo4j is unavailable: buffer left uncommitted")
                         outer._buffer = Flush()
+                        outer._offsets = {}
                         outer._uncommitted = False
 
             def on_partitions_assigned(self, assigned: Any) -> None:
@@ -100,13 +117,22 @@ class Consumer:
                 for records in polled.values():
                     for record in records:
                         self._take(record)
+                        # Flush inside a poll too: a poll may bring far more than one batch.
+                        if self._buffer.rows >= self._settings.batch_rows:
+                            self._flush(retry=True)
                 if self._due():
                     self._flush(retry=True)
                 if time.monotonic() - last_lag > 5:
                     self._update_lag()
                     last_lag = time.monotonic()
             if self._uncommitted:
-                self._flush(retry=True)
+                try:
+                    self._flush(retry=False)
+                except StoreUnavailable:
+                    log.warning(
+                        "stopping with %d events unwritten; uncommitted, they will be redelivered",
+                        self._buffer.events,
+                    )
         finally:
             self._consumer.close(autocommit=False)
             self._dlq.close(timeout=10)
@@ -116,6 +142,7 @@ class Consumer:
         if not self._uncommitted:
             self._first_buffered = time.monotonic()
         self._uncommitted = True
+        self._offsets[(record.topic, record.partition)] = record.offset + 1
         try:
             event = decode(record.value)
         except MalformedEvent as e:
@@ -148,12 +175,15 @@ class Consumer:
         while True:
             try:
                 started = time.perf_counter()
-                result = self._store.write(self._buffer) if self._buffer else None
+                result = None
+                if self._buffer:
+                    for part in self._buffer.split(self._settings.batch_rows):
+                        result = _merge(result, self._store.write(part))
                 elapsed = time.perf_counter() - started
                 break
             except StoreUnavailable as e:
                 self.metrics.store_failures += 1
-                if not retry or self._stop.is_set() and backoff > 8:
+                if not retry or self._stop.is_set():
                     raise
                 if not paused:
                     self._consumer.pause(*self._consumer.assignment())
@@ -165,10 +195,16 @@ class Consumer:
         if paused:
             self._consumer.resume(*self._consumer.paused())
         self._dlq.flush(timeout=30)
+        from kafka import OffsetAndMetadata, TopicPartition
         from kafka.errors import CommitFailedError
 
+        offsets = {
+            TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)
+            for (topic, partition), offset in self._offsets.items()
+        }
         try:
-            self._consumer.commit()
+            if offsets:
+                self._consumer.commit(offsets)
         except CommitFailedError as e:
             # The group rebalanced under us: the writes are idempotent, redelivery is harmless.
             log.warning("offset commit failed after a rebalance (%s); events will be redelivered", e)
@@ -188,6 +224,7 @@ class Consumer:
                 result.components_merged, elapsed,
             )
         self._buffer = Flush()
+        self._offsets = {}
         self._uncommitted = False
 
     def _update_lag(self) -> None:

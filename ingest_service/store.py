@@ -56,14 +56,9 @@ WITH a, b, r
 OPTIONAL MATCH (a)-[old:DERIVES]->(b)
 WITH a, b, r, old IS NULL AS fresh
 MERGE (a)-[:DERIVES]->(b)
-RETURN r.run AS run, sum(CASE WHEN fresh THEN 1 ELSE 0 END) AS created
-"""
-
-_CROSSING_COMPONENTS = """
-UNWIND $rows AS r
-MATCH (a:Node {id: r.src}), (b:Node {id: r.dst})
-WHERE a.component_id <> b.component_id
-RETURN DISTINCT a.component_id AS a, b.component_id AS b
+WITH r.run AS run, fresh, a.component_id AS ca, b.component_id AS cb
+RETURN run, sum(CASE WHEN fresh THEN 1 ELSE 0 END) AS created,
+       collect(DISTINCT CASE WHEN ca <> cb THEN [ca, cb] END) AS crossing
 """
 
 _COMPONENT_SIZES = """
@@ -149,6 +144,27 @@ class Flush:
         else:
             self.completed.append(event)
 
+    def split(self, max_rows: int) -> list[Flush]:
+        """Parts of at most ``max_rows`` nodes+edges each (nodes first, markers last), so one huge
+        message never becomes one huge transaction. Parts are written in order; the offsets are
+        committed after the last, and a retry of any part is harmless (idempotent writes)."""
+        if self.rows <= max_rows:
+            return [self]
+        parts: list[Flush] = []
+        rows: list[tuple[str, Any, dict[str, Any]]] = [
+            *(("node", k, v) for k, v in self.nodes.items()),
+            *(("edge", k, v) for k, v in self.edges.items()),
+        ]
+        for start in range(0, len(rows), max_rows):
+            part = Flush(workflows=self.workflows)
+            for kind, key, row in rows[start : start + max_rows]:
+                (part.nodes if kind == "node" else part.edges)[key] = row
+            part.events = 1
+            parts.append(part)
+        parts[-1].started = self.started
+        parts[-1].completed = self.completed
+        return parts
+
     @property
     def rows(self) -> int:
         return len(self.nodes) + len(self.edges)
@@ -208,11 +224,13 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush) -> FlushResult:
 
     nodes_created = credit(tx.run(_WRITE_NODES, rows=list(flush.nodes.values())), "nodes")
     edge_rows = list(flush.edges.values())
-    edges_created = credit(tx.run(_WRITE_EDGES, rows=edge_rows), "edges")
+    edge_records = list(tx.run(_WRITE_EDGES, rows=edge_rows))
+    edges_created = credit(edge_records, "edges")
+    # Pairs of distinct components that the new edges connect (union-find input).
+    pairs = {(a, b) for record in edge_records for a, b in record["crossing"]}
 
     merged = 0
-    if edge_rows:
-        pairs = [(r["a"], r["b"]) for r in tx.run(_CROSSING_COMPONENTS, rows=edge_rows)]
+    if pairs:
         if pairs:
             ids = sorted({c for pair in pairs for c in pair})
             sizes = {r["id"]: r["size"] for r in tx.run(_COMPONENT_SIZES, ids=ids)}

@@ -1,0 +1,55 @@
+"""Fixtures on the real stack: Kafka (KRaft), Neo4j, ingest and query services.
+
+The stack is the one ``make up`` manages (same folder, same addresses): if it is already up the
+tests reuse it, otherwise they start it and, at the end, stop exactly what they started.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import neo4j
+import pytest
+
+from localstack import Stack, StackSettings
+from sparkprov import defaults
+from sparkprov.client import QueryClient
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Stack]:
+    directory = Path(os.environ.get("SPARKPROV_STACK_DIR", ROOT / ".stack"))
+    stack = Stack(StackSettings.from_env(directory, os.environ))
+    started = stack.up()
+    yield stack
+    if started:
+        stack.down(tuple(started))
+
+
+@pytest.fixture(scope="session")
+def neo4j_driver(stack: Stack) -> Iterator[neo4j.Driver]:
+    driver = neo4j.GraphDatabase.driver(stack.settings.neo4j_uri, auth=None)
+    yield driver
+    driver.close()
+
+
+@pytest.fixture(scope="session")
+def client(stack: Stack) -> Iterator[QueryClient]:
+    with QueryClient(stack.settings.grpc_addr) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def spark(stack: Stack) -> Iterator[object]:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ[defaults.ENV_KAFKA_BOOTSTRAP] = stack.settings.kafka_bootstrap
+    from examples.spark import local_spark
+
+    session = local_spark("sparkprov-tests")
+    yield session
+    session.stop()
