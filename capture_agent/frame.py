@@ -76,7 +76,7 @@ class TrackedFrame:
 
     @property
     def df(self) -> DataFrame:
-        """The plain DataFrame (lineage of what it computes is still captured; later steps are not)."""
+        """The plain DataFrame: lineage of what it computes is captured, of later steps not."""
         return self._materialized().drop(ID)
 
     def __getitem__(self, item: str) -> Column:
@@ -115,9 +115,7 @@ class TrackedFrame:
         df = self._materialized().withColumn(HIDDEN_PREFIX + "parent", F.col(ID))
         df = df.withColumn(ID, self._session._node_id(key, F.col(HIDDEN_PREFIX + "parent")))
         spec = PlusSpec(key=key, relation=relation, attributes=attributes)
-        return TrackedFrame(
-            self._session, df, spec, {"parent": F.col(HIDDEN_PREFIX + "parent")}
-        )
+        return TrackedFrame(self._session, df, spec, {"parent": F.col(HIDDEN_PREFIX + "parent")})
 
     # -- row-preserving operators ---------------------------------------------------------
 
@@ -129,7 +127,10 @@ class TrackedFrame:
     def select(self, *cols: Column | str | Sequence[Column | str]) -> TrackedFrame:
         flat: list[Column | str] = []
         for c in cols:
-            flat.extend(c if isinstance(c, list | tuple) else [c])
+            if isinstance(c, list | tuple):
+                flat.extend(c)
+            else:
+                flat.append(c)  # type: ignore[arg-type]
         expanded: list[Column | str] = []
         for c in flat:
             if isinstance(c, str) and c == "*":
@@ -158,7 +159,7 @@ class TrackedFrame:
     def join(
         self,
         other: TrackedFrame,
-        on: str | Sequence[str] | Column | None = None,
+        on: str | list[str] | Column | None = None,
         how: str = "inner",
     ) -> TrackedFrame:
         """Inner join: each result row is a TIMES node of its two input rows."""

@@ -183,9 +183,9 @@ class TapContext:
 
 
 def make_tap(spec: TapSpec, ctx: TapContext) -> Any:
-    """The pandas UDF (iterator of batches) that publishes ``spec``'s lineage and keeps every row."""
+    """The pandas UDF (iterator of batches) publishing ``spec``'s lineage; keeps every row."""
     from pyspark import TaskContext
-    from pyspark.sql.functions import pandas_udf
+    from pyspark.sql.pandas.functions import pandas_udf
     from pyspark.sql.types import BooleanType
 
     from capture_agent.publisher import PartitionSender

@@ -48,7 +48,10 @@ def main() -> int:
     signal.signal(signal.SIGINT, on_signal)
     log.info(
         "consuming %s at %s as group %s into %s",
-        settings.topic, settings.kafka_bootstrap, settings.group_id, settings.neo4j_uri,
+        settings.topic,
+        settings.kafka_bootstrap,
+        settings.group_id,
+        settings.neo4j_uri,
     )
     try:
         consumer.run()

@@ -88,7 +88,7 @@ class Consumer:
         class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
             def on_partitions_revoked(self, revoked: Any) -> None:
                 # Write and commit what we hold before another member takes these partitions;
-                # if Neo4j is down, drop the buffer: uncommitted, it is redelivered to the new owner.
+                # if Neo4j is down, drop the buffer: uncommitted, the new owner gets it again.
                 if outer._uncommitted:
                     try:
                         outer._flush(retry=False)
@@ -160,7 +160,9 @@ class Consumer:
             ("detail", error.detail[:1000].encode()),
             ("source", f"{record.topic}/{record.partition}/{record.offset}".encode()),
         ]
-        self._dlq.send(self._settings.dlq_topic, value=record.value, key=record.key, headers=headers)
+        self._dlq.send(
+            self._settings.dlq_topic, value=record.value, key=record.key, headers=headers
+        )
 
     def _due(self) -> bool:
         if not self._uncommitted:
@@ -188,7 +190,9 @@ class Consumer:
                 if not paused:
                     self._consumer.pause(*self._consumer.assignment())
                     paused = True
-                log.warning("Neo4j unavailable (%s); retrying in %.1fs, nothing committed", e, backoff)
+                log.warning(
+                    "Neo4j unavailable (%s); retrying in %.1fs, nothing committed", e, backoff
+                )
                 self._stop.wait(backoff)
                 self._consumer.poll(timeout_ms=0)  # keep group membership while paused
                 backoff = min(backoff * 2, 15.0)
@@ -207,7 +211,9 @@ class Consumer:
                 self._consumer.commit(offsets)
         except CommitFailedError as e:
             # The group rebalanced under us: the writes are idempotent, redelivery is harmless.
-            log.warning("offset commit failed after a rebalance (%s); events will be redelivered", e)
+            log.warning(
+                "offset commit failed after a rebalance (%s); events will be redelivered", e
+            )
         if result is not None:
             m = self.metrics
             m.flushes += 1
@@ -220,8 +226,11 @@ class Consumer:
                 log.info("run %s complete", run)
             log.debug(
                 "flushed %d events: %d new nodes, %d new edges, %d component merges in %.3fs",
-                self._buffer.events, result.nodes_created, result.edges_created,
-                result.components_merged, elapsed,
+                self._buffer.events,
+                result.nodes_created,
+                result.edges_created,
+                result.components_merged,
+                elapsed,
             )
         self._buffer = Flush()
         self._offsets = {}

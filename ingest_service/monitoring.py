@@ -17,19 +17,39 @@ _STALL_S = 120.0
 def _render(m: Metrics) -> str:
     rows = [
         ("sparkprov_ingest_messages_total", "counter", "Kafka messages consumed", m.messages),
-        ("sparkprov_ingest_dead_letters_total", "counter", "messages sent to the DLQ",
-         m.dead_letters),
+        (
+            "sparkprov_ingest_dead_letters_total",
+            "counter",
+            "messages sent to the DLQ",
+            m.dead_letters,
+        ),
         ("sparkprov_ingest_flushes_total", "counter", "Neo4j write transactions", m.flushes),
         ("sparkprov_ingest_nodes_total", "counter", "new nodes stored", m.nodes_written),
         ("sparkprov_ingest_edges_total", "counter", "new edges stored", m.edges_written),
-        ("sparkprov_ingest_runs_completed_total", "counter", "runs marked complete",
-         m.runs_completed),
-        ("sparkprov_ingest_store_failures_total", "counter", "failed write attempts",
-         m.store_failures),
-        ("sparkprov_ingest_write_seconds_total", "counter", "time in Neo4j writes",
-         m.write_seconds_total),
-        ("sparkprov_ingest_last_write_seconds", "gauge", "latency of the last write",
-         m.last_write_seconds),
+        (
+            "sparkprov_ingest_runs_completed_total",
+            "counter",
+            "runs marked complete",
+            m.runs_completed,
+        ),
+        (
+            "sparkprov_ingest_store_failures_total",
+            "counter",
+            "failed write attempts",
+            m.store_failures,
+        ),
+        (
+            "sparkprov_ingest_write_seconds_total",
+            "counter",
+            "time in Neo4j writes",
+            m.write_seconds_total,
+        ),
+        (
+            "sparkprov_ingest_last_write_seconds",
+            "gauge",
+            "latency of the last write",
+            m.last_write_seconds,
+        ),
         ("sparkprov_ingest_consumer_lag", "gauge", "messages behind the log end", m.lag),
     ]
     out = []

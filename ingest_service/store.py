@@ -203,7 +203,7 @@ class Store:
     def write(self, flush: Flush) -> FlushResult:
         try:
             with self._driver.session() as session:
-                return session.execute_write(_write, flush)  # type: ignore[no-any-return]
+                return session.execute_write(_write, flush)
         except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as e:
             if isinstance(e, neo4j.exceptions.ClientError):
                 raise  # a bug of ours, not an outage: let it surface
@@ -231,28 +231,35 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush) -> FlushResult:
 
     merged = 0
     if pairs:
-        if pairs:
-            ids = sorted({c for pair in pairs for c in pair})
-            sizes = {r["id"]: r["size"] for r in tx.run(_COMPONENT_SIZES, ids=ids)}
-            merges, grown = plan_merges(pairs, sizes)
-            tx.run(_RELABEL, moves=[{"old": m.old, "new": m.new} for m in merges]).consume()
-            tx.run(
-                _RESIZE, sizes=[{"id": c, "size": s} for c, s in grown.items()]
-            ).consume()
-            merged = len(merges)
+        ids = sorted({c for pair in pairs for c in pair})
+        sizes = {r["id"]: r["size"] for r in tx.run(_COMPONENT_SIZES, ids=ids)}
+        merges, grown = plan_merges(pairs, sizes)
+        tx.run(_RELABEL, moves=[{"old": m.old, "new": m.new} for m in merges]).consume()
+        tx.run(_RESIZE, sizes=[{"id": c, "size": s} for c, s in grown.items()]).consume()
+        merged = len(merges)
 
     if flush.started:
         rows = [
-            {"run": s.run_id, "workflow": s.workflow, "started": s.started_unix_ms,
-             "app": s.application_id}
+            {
+                "run": s.run_id,
+                "workflow": s.workflow,
+                "started": s.started_unix_ms,
+                "app": s.application_id,
+            }
             for s in flush.started
         ]
         tx.run(_RUN_STARTED, rows=rows).consume()
     if flush.completed:
         rows = [
-            {"run": c.run_id, "workflow": c.workflow, "nodes": c.node_count,
-             "edges": c.edge_count, "failed": c.failed, "error": c.error,
-             "finished": c.finished_unix_ms}
+            {
+                "run": c.run_id,
+                "workflow": c.workflow,
+                "nodes": c.node_count,
+                "edges": c.edge_count,
+                "failed": c.failed,
+                "error": c.error,
+                "finished": c.finished_unix_ms,
+            }
             for c in flush.completed
         ]
         tx.run(_RUN_COMPLETE, rows=rows).consume()
@@ -265,10 +272,16 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush) -> FlushResult:
 
     completed = []
     for record in tx.run(_RUN_CHECK, runs=sorted(flush.workflows)):
-        if record["nodes"] != record["expected_nodes"] or record["edges"] != record["expected_edges"]:
+        if (
+            record["nodes"] != record["expected_nodes"]
+            or record["edges"] != record["expected_edges"]
+        ):
             log.warning(
                 "run %s stored more than its marker counted: nodes %d/%d, edges %d/%d",
-                record["run"], record["nodes"], record["expected_nodes"], record["edges"],
+                record["run"],
+                record["nodes"],
+                record["expected_nodes"],
+                record["edges"],
                 record["expected_edges"],
             )
         completed.append(record["run"])

@@ -20,8 +20,12 @@ def ensure_topics(settings: IngestSettings) -> None:
     try:
         existing = set(admin.list_topics())
         wanted = [
-            NewTopic(settings.topic, settings.topic_partitions, 1,
-                     topic_configs={"max.message.bytes": "8500000"}),
+            NewTopic(
+                settings.topic,
+                settings.topic_partitions,
+                1,
+                topic_configs={"max.message.bytes": "8500000"},
+            ),
             NewTopic(settings.dlq_topic, 1, 1, topic_configs={"max.message.bytes": "16800000"}),
         ]
         missing = [t for t in wanted if t.name not in existing]

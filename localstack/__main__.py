@@ -15,7 +15,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="localstack", description=__doc__)
     parser.add_argument("command", choices=["up", "down", "status"])
     parser.add_argument("--dir", default=".stack", help="data, logs and jars (default .stack)")
-    parser.add_argument("--only", default="", help="comma-separated subset of " + ",".join(Stack.ORDER))
+    parser.add_argument(
+        "--only", default="", help="comma-separated subset of " + ",".join(Stack.ORDER)
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("kafka").setLevel(logging.WARNING)

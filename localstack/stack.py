@@ -91,8 +91,9 @@ class Stack:
         self.settings = settings
         self.dir = settings.directory
         self._components = {
-            "kafka": _Component("kafka", self._kafka_command, self._kafka_healthy,
-                                self._kafka_prepare),
+            "kafka": _Component(
+                "kafka", self._kafka_command, self._kafka_healthy, self._kafka_prepare
+            ),
             "neo4j": _Component("neo4j", self._neo4j_command, self._neo4j_healthy),
             "ingest": _Component("ingest", self._ingest_command, self._ingest_healthy),
             "query": _Component("query", self._query_command, self._query_healthy),
@@ -105,9 +106,16 @@ class Stack:
         started = []
         for name in names:
             component = self._components[name]
-            if self.pid(name) is not None or component.healthy():
-                if self._wait_healthy(component, self.pid(name)):
-                    continue
+            pid = self.pid(name)
+            if pid is not None:  # ours, already started: it must become healthy
+                if not self._wait_healthy(component, pid):
+                    raise StackError(
+                        f"{name} (pid {pid}) is running but not healthy; last log lines:\n"
+                        f"{self._tail(name)}"
+                    )
+                continue
+            if component.healthy():  # someone else's, on the configured address: reuse it
+                continue
             self._start(component)
             started.append(name)
         return started
@@ -218,7 +226,10 @@ class Stack:
         while time.monotonic() < deadline and _start_time(pid) is not None:
             with contextlib.suppress(ChildProcessError, OSError):
                 os.waitpid(pid, os.WNOHANG)
-            if Path(f"/proc/{pid}/stat").exists() and " Z " in Path(f"/proc/{pid}/stat").read_text():
+            if (
+                Path(f"/proc/{pid}/stat").exists()
+                and " Z " in Path(f"/proc/{pid}/stat").read_text()
+            ):
                 break
             time.sleep(0.2)
         else:
@@ -282,14 +293,23 @@ class Stack:
         if not (data / "meta.properties").exists():
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
             result = subprocess.run(  # noqa: S603
-                [*self._kafka_java(), "kafka.tools.StorageTool", "format", "-t", cluster_id,
-                 "-c", str(config)],
+                [
+                    *self._kafka_java(),
+                    "kafka.tools.StorageTool",
+                    "format",
+                    "-t",
+                    cluster_id,
+                    "-c",
+                    str(config),
+                ],
                 capture_output=True,
                 text=True,
                 check=False,
             )
             if result.returncode != 0:
-                raise StackError(f"formatting Kafka storage failed:\n{result.stdout}{result.stderr}")
+                raise StackError(
+                    f"formatting Kafka storage failed:\n{result.stdout}{result.stderr}"
+                )
 
     def _kafka_java(self) -> list[str]:
         lib = self.dir / "lib" / "kafka"

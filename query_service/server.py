@@ -64,7 +64,7 @@ def _deadline(context: grpc.ServicerContext) -> Callable[[], None]:
     return check
 
 
-class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):
+class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: ignore[misc]
     def __init__(self, store: Store, settings: QuerySettings) -> None:
         self._store = store
         self._settings = settings
@@ -116,7 +116,7 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):
 
 
 def create_server(settings: QuerySettings, store: Store) -> tuple[grpc.Server, int]:
-    """A started-ready (not yet started) server bound to ``settings.grpc_addr``; port 0 picks one."""
+    """A server (not started) bound to ``settings.grpc_addr``; port 0 picks a free one."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=settings.max_workers))
     query_pb2_grpc.add_ProvenanceQueryServicer_to_server(
         ProvenanceQueryServicer(store, settings), server

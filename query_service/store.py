@@ -13,8 +13,12 @@ from sparkprov.events import ATTRIBUTE_PREFIX
 __all__ = ["Store"]
 
 _NODES = "UNWIND $ids AS i MATCH (n:Node {id: i}) RETURN n"
-_PARENTS = "UNWIND $ids AS i MATCH (p:Node)-[:DERIVES]->(:Node {id: i}) RETURN p.id AS src, i AS dst"
-_CHILDREN = "UNWIND $ids AS i MATCH (:Node {id: i})-[:DERIVES]->(c:Node) RETURN i AS src, c.id AS dst"
+_PARENTS = (
+    "UNWIND $ids AS i MATCH (p:Node)-[:DERIVES]->(:Node {id: i}) RETURN p.id AS src, i AS dst"
+)
+_CHILDREN = (
+    "UNWIND $ids AS i MATCH (:Node {id: i})-[:DERIVES]->(c:Node) RETURN i AS src, c.id AS dst"
+)
 _COMPONENT_EDGES = """
 MATCH (a:Node {component_id: $component})-[:DERIVES]->(b:Node)
 RETURN a.id AS src, b.id AS dst
@@ -87,8 +91,12 @@ class Store:
         self, run_id: str, relation: str, equals: Mapping[str, str], limit: int
     ) -> list[NodeView]:
         records = self._read(
-            _FIND, run=run_id, relation=relation, equals=dict(equals),
-            prefix=ATTRIBUTE_PREFIX, limit=limit,
+            _FIND,
+            run=run_id,
+            relation=relation,
+            equals=dict(equals),
+            prefix=ATTRIBUTE_PREFIX,
+            limit=limit,
         )
         return [_node(r["n"]) for r in records]
 

@@ -1,9 +1,9 @@
 """A small Python client of the query service, for scripts, the demo and tests.
 
-    with QueryClient("127.0.0.1:50051") as client:
-        run = client.wait_for_run(run_id)
-        row = client.find_nodes(run_id, "AvgAge", {"City": "NY"})[0]
-        print(render_trace(client.backward_trace([row.id]), row.id))
+with QueryClient("127.0.0.1:50051") as client:
+    run = client.wait_for_run(run_id)
+    row = client.find_nodes(run_id, "AvgAge", {"City": "NY"})[0]
+    print(render_trace(client.backward_trace([row.id]), row.id))
 """
 
 from __future__ import annotations
@@ -77,11 +77,11 @@ class QueryClient:
         return list(reply.nodes)
 
     def backward_trace(self, node_ids: list[str], **options: int) -> query_pb2.TraceResponse:
-        request = query_pb2.TraceRequest(node_ids=node_ids, **options)
+        request = query_pb2.TraceRequest(node_ids=node_ids, **options)  # type: ignore[arg-type]
         return self.stub.BackwardTrace(request, timeout=self.timeout_s)  # type: ignore[no-any-return]
 
     def forward_trace(self, node_ids: list[str], **options: int) -> query_pb2.TraceResponse:
-        request = query_pb2.TraceRequest(node_ids=node_ids, **options)
+        request = query_pb2.TraceRequest(node_ids=node_ids, **options)  # type: ignore[arg-type]
         return self.stub.ForwardTrace(request, timeout=self.timeout_s)  # type: ignore[no-any-return]
 
 
@@ -91,9 +91,8 @@ def _describe(node: query_pb2.Node) -> str:
     if node.relation:
         text += f"{node.relation} "
     text += node.label
-    if node.value and node.value != node.label:
-        text += f" = {node.value}"
-    elif node.op == lineage_pb2.OP_AGGREGATE and node.value:
+    shows_value = node.value != node.label or node.op == lineage_pb2.OP_AGGREGATE
+    if node.value and shows_value:
         text += f" = {node.value}"
     if node.attributes:
         text += "  " + " ".join(f"{k}={v}" for k, v in sorted(node.attributes.items()))
@@ -120,7 +119,9 @@ def render_trace(trace: query_pb2.TraceResponse, root: str, *, backward: bool = 
             return
         shown.add(node_id)
         lines.append(prefix + text)
-        children = sorted(nexts.get(node_id, []), key=lambda i: _describe(nodes[i]) if i in nodes else i)
+        children = sorted(
+            nexts.get(node_id, []), key=lambda i: _describe(nodes[i]) if i in nodes else i
+        )
         for child in children:
             walk(child, depth + 1)
 

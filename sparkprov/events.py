@@ -8,7 +8,7 @@ for anything it cannot store. Decoded batches are plain rows ready for ``UNWIND`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,12 +44,12 @@ OP_NAMES: dict[int, str] = {
     for name, value in lineage_pb2.Op.items()
     if value != lineage_pb2.OP_UNSPECIFIED
 }
-_OP_BY_NAME = {name: value for value, name in OP_NAMES.items()}
+_OP_BY_NAME: dict[str, Any] = {name: value for value, name in OP_NAMES.items()}
 
 
 def op_number(name: str) -> int:
     """The proto enum value of an op name such as ``"TOKEN"`` (0 when unknown)."""
-    return _OP_BY_NAME.get(name, lineage_pb2.OP_UNSPECIFIED)
+    return int(_OP_BY_NAME.get(name, lineage_pb2.OP_UNSPECIFIED))
 
 
 class MalformedEvent(ValueError):
@@ -70,7 +70,7 @@ class NodeColumns:
     label: str = ""
     labels: Sequence[str] = ()
     relation: str = ""
-    attributes: dict[str, Sequence[str | None]] = field(default_factory=dict)
+    attributes: Mapping[str, Sequence[str | None]] = field(default_factory=dict)
     values: Sequence[str] = ()
 
 
@@ -116,9 +116,7 @@ Event = Batch | RunStarted | RunComplete
 
 
 def _envelope(run_id: str, workflow: str) -> lineage_pb2.LineageEvent:
-    return lineage_pb2.LineageEvent(
-        schema_version=SCHEMA_VERSION, run_id=run_id, workflow=workflow
-    )
+    return lineage_pb2.LineageEvent(schema_version=SCHEMA_VERSION, run_id=run_id, workflow=workflow)
 
 
 def encode_batch(
@@ -231,9 +229,9 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
         if op is None:
             raise MalformedEvent("bad_op", f"unknown op {block.op} in tap {pb.tap!r}")
         n = len(block.ids)
-        for name, column in (("labels", block.labels), ("values", block.values)):
-            if column and len(column) != n:
-                raise MalformedEvent("ragged", f"{name} has {len(column)} entries for {n} ids")
+        for name, entries in (("labels", block.labels), ("values", block.values)):
+            if entries and len(entries) != n:
+                raise MalformedEvent("ragged", f"{name} has {len(entries)} entries for {n} ids")
         if len(block.attribute_names) != len(block.attribute_values):
             raise MalformedEvent("ragged", "attribute names and columns differ in number")
         columns = []

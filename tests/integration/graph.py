@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import networkx as nx
 import neo4j
+import networkx as nx
 
 
 def run_graph(driver: neo4j.Driver, run_id: str) -> nx.DiGraph:
     """The run's nodes (with all properties) and every edge touching them."""
     graph = nx.DiGraph()
-    records, _, _ = driver.execute_query(
-        "MATCH (n:Node {run_id: $run}) RETURN n", run=run_id
-    )
+    records, _, _ = driver.execute_query("MATCH (n:Node {run_id: $run}) RETURN n", run=run_id)
     for record in records:
         props = dict(record["n"])
         graph.add_node(props["id"], **props)

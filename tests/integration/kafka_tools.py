@@ -29,8 +29,11 @@ def wait_group_caught_up(bootstrap: str, group: str, topic: str, timeout_s: floa
 def read_all(bootstrap: str, topic: str) -> list:  # type: ignore[type-arg]
     """Every record currently in the topic."""
     consumer = KafkaConsumer(
-        topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest",
-        enable_auto_commit=False, consumer_timeout_ms=3000,
+        topic,
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=3000,
     )
     try:
         return list(consumer)

@@ -79,7 +79,9 @@ def test_resent_events_duplicate_nothing(stack, spark, client, neo4j_driver) -> 
     run = client.wait_for_run(prov.run_id)
     nodes, edges = prov.counts()
 
-    mine = [r for r in read_all(bootstrap, defaults.TOPIC) if r.key and prov.run_id.encode() in r.key]
+    mine = [
+        r for r in read_all(bootstrap, defaults.TOPIC) if r.key and prov.run_id.encode() in r.key
+    ]
     assert len(mine) > 3
     producer = KafkaProducer(bootstrap_servers=bootstrap)
     for record in mine:  # every event of the run, sent a second time

@@ -30,7 +30,10 @@ def _code(call, *args):  # type: ignore[no-untyped-def]
     [
         (query_pb2.TraceRequest(), grpc.StatusCode.INVALID_ARGUMENT),
         (query_pb2.TraceRequest(node_ids=["abc"]), grpc.StatusCode.INVALID_ARGUMENT),
-        (query_pb2.TraceRequest(node_ids=["99999999999999999999"]), grpc.StatusCode.INVALID_ARGUMENT),
+        (
+            query_pb2.TraceRequest(node_ids=["99999999999999999999"]),
+            grpc.StatusCode.INVALID_ARGUMENT,
+        ),
         (query_pb2.TraceRequest(node_ids=["1"], limit=10**9), grpc.StatusCode.INVALID_ARGUMENT),
         (query_pb2.TraceRequest(node_ids=["123456789"]), grpc.StatusCode.NOT_FOUND),
         (query_pb2.TraceRequest(node_ids=["1"], strategy=42), grpc.StatusCode.INVALID_ARGUMENT),
@@ -70,7 +73,7 @@ def test_find_nodes_filters_by_attribute_values(client, run_id) -> None:  # type
     [
         "x' OR 1=1 //",
         "`) DETACH DELETE n //",
-        "\"}) MATCH (m) DETACH DELETE m //",
+        '"}) MATCH (m) DETACH DELETE m //',
         "Name] OR true OR n[",
     ],
 )

@@ -26,7 +26,9 @@ def _of(graph, relation):  # type: ignore[no-untyped-def]
 
 
 def _parents(graph, node):  # type: ignore[no-untyped-def]
-    return {graph.nodes[p].get("a_name") or graph.nodes[p]["label"] for p in graph.predecessors(node)}
+    return {
+        graph.nodes[p].get("a_name") or graph.nodes[p]["label"] for p in graph.predecessors(node)
+    }
 
 
 def test_inner_join_makes_times_of_both_rows(spark, client, neo4j_driver) -> None:  # type: ignore[no-untyped-def]
@@ -38,7 +40,11 @@ def test_inner_join_makes_times_of_both_rows(spark, client, neo4j_driver) -> Non
         return p.join(d, on="dept").named("Staff").collect()
 
     rows, graph = _captured(spark, client, neo4j_driver, build)
-    assert sorted((r["name"], r["title"]) for r in rows) == [("ann", "ops"), ("bob", "dev"), ("bob", "qa")]
+    assert sorted((r["name"], r["title"]) for r in rows) == [
+        ("ann", "ops"),
+        ("bob", "dev"),
+        ("bob", "qa"),
+    ]
     staff = _of(graph, "Staff")
     assert len(staff) == 3 and all(d["op"] == "TIMES" for d in staff.values())
     for node, data in staff.items():
@@ -59,14 +65,18 @@ def test_aggregates_count_sum_min_max_avg(spark, client, neo4j_driver) -> None: 
     def build(prov):  # type: ignore[no-untyped-def]
         t = prov.source(df, "T")
         out = t.groupBy("g").agg(
-            F.count("x").alias("n"), F.sum("x").alias("s"), F.min("x").alias("lo"),
-            F.max("x").alias("hi"), F.avg("x").alias("mean"),
+            F.count("x").alias("n"),
+            F.sum("x").alias("s"),
+            F.min("x").alias("lo"),
+            F.max("x").alias("hi"),
+            F.avg("x").alias("mean"),
         )
         return out.named("G").collect()
 
     rows, graph = _captured(spark, client, neo4j_driver, build)
     assert {r["g"]: (r["n"], r["s"], r["lo"], r["hi"]) for r in rows} == {
-        "a": (2, 6, 1, 5), "b": (1, 2, 2, 2)
+        "a": (2, 6, 1, 5),
+        "b": (1, 2, 2, 2),
     }
     groups = {d["a_g"]: n for n, d in _of(graph, "G").items()}
     a = groups["a"]
@@ -74,7 +84,9 @@ def test_aggregates_count_sum_min_max_avg(spark, client, neo4j_driver) -> None: 
     members = [p for p in graph.predecessors(a) if graph.nodes[p]["op"] == "TOKEN"]
     assert len(members) == 3  # the null row is a member of the group too
     aggregates = {
-        graph.nodes[p]["label"]: p for p in graph.predecessors(a) if graph.nodes[p]["op"] == "AGGREGATE"
+        graph.nodes[p]["label"]: p
+        for p in graph.predecessors(a)
+        if graph.nodes[p]["op"] == "AGGREGATE"
     }
     assert set(aggregates) == {"COUNT", "SUM", "MIN", "MAX", "AVG"}
     assert graph.nodes[aggregates["SUM"]]["value"] == "6"

@@ -54,8 +54,10 @@ def test_exact_lineage_of_avgage_ny(people_run, client, neo4j_driver) -> None:  
     by_relation = {(n.relation, n.attributes.get("Name")) for n in trace.nodes if n.relation}
     assert by_relation == {
         ("AvgAge", None),
-        ("Person2", "Steve"), ("Person2", "Mark"),
-        ("Person1", "Steve"), ("Person1", "Mark"),
+        ("Person2", "Steve"),
+        ("Person2", "Mark"),
+        ("Person1", "Steve"),
+        ("Person1", "Mark"),
     }
     edges = {(int(e.src), int(e.dst)) for e in trace.edges}
     # Person2 Steve/Mark derive from Person1 Steve/Mark, and feed the NY group directly.
@@ -102,7 +104,5 @@ def test_strategies_agree(people_run, client, neo4j_driver) -> None:  # type: ig
             results = []
             for strategy in (0, 1, 2):
                 reply = direction([str(node)], strategy=strategy)
-                results.append(
-                    ({n.id for n in reply.nodes}, {(e.src, e.dst) for e in reply.edges})
-                )
+                results.append(({n.id for n in reply.nodes}, {(e.src, e.dst) for e in reply.edges}))
             assert results[0] == results[1] == results[2]

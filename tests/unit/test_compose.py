@@ -1,4 +1,4 @@
-"""docker-compose.yml cannot run here (no Docker engine): check it against the services' settings."""
+"""docker-compose.yml cannot run here (no Docker engine): check it against our settings."""
 
 from __future__ import annotations
 
@@ -18,7 +18,9 @@ def _settings_read_by(package: str) -> set[str]:
     for path in (ROOT / package).glob("*.py"):
         names |= set(re.findall(r'"(SPARKPROV_[A-Z_]+)"', path.read_text()))
     return names | {
-        v for k, v in vars(defaults).items() if k.startswith("ENV_")
+        v
+        for k, v in vars(defaults).items()
+        if k.startswith("ENV_")
         if k in (ROOT / package / "settings.py").read_text()
     }
 

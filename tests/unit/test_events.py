@@ -9,10 +9,19 @@ from sparkprov.v1 import lineage_pb2
 
 def test_batch_round_trip_keeps_columns_nulls_and_values() -> None:
     data = events.encode_batch(
-        "run1", "wf", "tap#1", 3, 7,
+        "run1",
+        "wf",
+        "tap#1",
+        3,
+        7,
         [
-            NodeColumns("TOKEN", [1, -2], labels=["R#0.0", "R#0.1"], relation="R",
-                        attributes={"name": ["ann", None], "age": ["3", "4"]}),
+            NodeColumns(
+                "TOKEN",
+                [1, -2],
+                labels=["R#0.0", "R#0.1"],
+                relation="R",
+                attributes={"name": ["ann", None], "age": ["3", "4"]},
+            ),
             NodeColumns("AGGREGATE", [9], label="SUM", values=["7"]),
         ],
         EdgeColumns([1, -2], [9, 9]),
@@ -20,16 +29,28 @@ def test_batch_round_trip_keeps_columns_nulls_and_values() -> None:
     batch = events.decode(data)
     assert isinstance(batch, events.Batch)
     assert (batch.run_id, batch.workflow, batch.tap, batch.partition, batch.sequence) == (
-        "run1", "wf", "tap#1", 3, 7,
+        "run1",
+        "wf",
+        "tap#1",
+        3,
+        7,
     )
     assert batch.nodes[0] == {
-        "id": 1, "run": "run1", "op": "TOKEN", "label": "R#0.0", "relation": "R", "value": None,
+        "id": 1,
+        "run": "run1",
+        "op": "TOKEN",
+        "label": "R#0.0",
+        "relation": "R",
+        "value": None,
         "props": {"a_name": "ann", "a_age": "3"},
     }
     assert batch.nodes[1]["props"] == {"a_age": "4"}  # null attribute: absent
     assert batch.nodes[2]["label"] == "SUM" and batch.nodes[2]["value"] == "7"
     assert batch.nodes[2]["relation"] is None
-    assert batch.edges == [{"src": 1, "dst": 9, "run": "run1"}, {"src": -2, "dst": 9, "run": "run1"}]
+    assert batch.edges == [
+        {"src": 1, "dst": 9, "run": "run1"},
+        {"src": -2, "dst": 9, "run": "run1"},
+    ]
 
 
 def test_markers_round_trip() -> None:

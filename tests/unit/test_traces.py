@@ -23,7 +23,8 @@ class FakeStore:
     def nodes(self, ids):  # type: ignore[no-untyped-def]
         return {
             i: NodeView(i, "r", "TOKEN", str(i), "", {}, "", self.component[i], None)
-            for i in ids if i in self.graph
+            for i in ids
+            if i in self.graph
         }
 
     def parents(self, ids):  # type: ignore[no-untyped-def]
@@ -51,7 +52,10 @@ def dags(draw):  # type: ignore[no-untyped-def]
 def test_strategies_equal_networkx(graph: nx.DiGraph, data: st.DataObject) -> None:
     store = FakeStore(graph)
     seed = data.draw(st.sampled_from(sorted(graph.nodes)))
-    for direction, reach in ((Direction.BACKWARD, nx.ancestors), (Direction.FORWARD, nx.descendants)):
+    for direction, reach in (
+        (Direction.BACKWARD, nx.ancestors),
+        (Direction.FORWARD, nx.descendants),
+    ):
         expected_nodes = reach(graph, seed) | {seed}
         expected_edges = set(graph.subgraph(expected_nodes).edges)
         for strategy in (Strategy.AUTO, Strategy.RECURSIVE, Strategy.COMPONENT):
@@ -62,7 +66,8 @@ def test_strategies_equal_networkx(graph: nx.DiGraph, data: st.DataObject) -> No
             # Traversal edges only: every edge on a path to (or from) the seed.
             assert got_edges <= expected_edges
             on_paths = {
-                (a, b) for a, b in expected_edges
+                (a, b)
+                for a, b in expected_edges
                 if (b in expected_nodes if direction is Direction.BACKWARD else a in expected_nodes)
             }
             assert got_edges == on_paths
