@@ -11,7 +11,8 @@ executors; the driver only publishes a run-start and a run-complete marker with 
 """
 
 from capture_agent.errors import CaptureError, PublishError, UnsupportedOperation
-from capture_agent.frame import TrackedFrame, TrackedGroupedData
+from capture_agent.frame import TrackedFrame
+from capture_agent.grouping import TrackedGroupedData
 from capture_agent.session import ProvenanceSession
 
 __all__ = [

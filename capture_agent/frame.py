@@ -11,32 +11,50 @@ Operations sparkprov does not capture raise :class:`UnsupportedOperation` naming
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from capture_agent.errors import UnsupportedOperation
+from capture_agent.plans import inspect_projection
 from capture_agent.taps import (
     HIDDEN_PREFIX,
     ID,
-    GroupSpec,
+    BlackBoxSpec,
+    ExplodeSpec,
     JoinSpec,
-    MemberSpec,
     PlusSpec,
     TapSpec,
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, Row
+    from pyspark.sql import Column, DataFrame, DataFrameWriter, Row
 
+    from capture_agent.grouping import TrackedGroupedData
     from capture_agent.session import ProvenanceSession
 
-__all__ = ["TrackedFrame", "TrackedGroupedData"]
+__all__ = ["TrackedFrame", "visible_columns"]
 
-_SUPPORTED_JOINS = {"inner"}
+_JOINS = {
+    "inner": "inner",
+    "cross": "cross",
+    "left": "left", "leftouter": "left", "left_outer": "left",
+    "right": "right", "rightouter": "right", "right_outer": "right",
+    "outer": "full", "full": "full", "fullouter": "full", "full_outer": "full",
+    "semi": "left_semi", "leftsemi": "left_semi", "left_semi": "left_semi",
+    "anti": "left_anti", "leftanti": "left_anti", "left_anti": "left_anti",
+}  # fmt: skip
+
+_PARENT = HIDDEN_PREFIX + "parent"
 
 
-def _visible(df: DataFrame) -> list[str]:
+def visible_columns(df: DataFrame) -> list[str]:
     return [c for c in df.columns if not c.startswith(HIDDEN_PREFIX)]
+
+
+def _check_name(name: str) -> None:
+    if name.startswith(HIDDEN_PREFIX):
+        raise ValueError(f"column {name!r} uses the prefix reserved for provenance")
 
 
 class TrackedFrame:
@@ -64,15 +82,27 @@ class TrackedFrame:
             df = self._df
             if self._pending is not None:
                 df = self._session._apply_tap(df, self._pending, self._hidden)
-            self._done = df.select(*_visible(df), ID)
+            self._done = _visible_then_id(df)
         return self._done
 
     def _derive(self, df: DataFrame) -> TrackedFrame:
         return TrackedFrame(self._session, df)
 
+    def _fresh(self, df: DataFrame, spec: TapSpec, parent: Column | None = None) -> TrackedFrame:
+        """Rows of ``df`` get a fresh node each, child of their current one (``spec``'s kind)."""
+        from pyspark.sql import functions as F
+
+        df = df.withColumn(_PARENT, parent if parent is not None else F.col(ID))
+        df = df.withColumn(ID, self._session._node_id(spec.key, F.col(_PARENT)))
+        return TrackedFrame(self._session, df, spec, {"parent": F.col(_PARENT)})
+
     @property
     def columns(self) -> list[str]:
-        return _visible(self._df)
+        return visible_columns(self._df)
+
+    @property
+    def schema(self) -> Any:
+        return self.df.schema
 
     @property
     def df(self) -> DataFrame:
@@ -80,8 +110,7 @@ class TrackedFrame:
         return self._materialized().drop(ID)
 
     def __getitem__(self, item: str) -> Column:
-        if item.startswith(HIDDEN_PREFIX):
-            raise KeyError(item)
+        _check_name(item)
         return self._materialized()[item]
 
     def __getattr__(self, name: str) -> Any:
@@ -89,13 +118,13 @@ class TrackedFrame:
             raise AttributeError(name)
         from pyspark.sql import DataFrame
 
-        if name in _visible(self._df):
+        if name in visible_columns(self._df):
             return self._materialized()[name]
         if hasattr(DataFrame, name):
             raise UnsupportedOperation(
                 f"DataFrame.{name}",
-                "this operation is not captured yet; use one of filter/where, select, withColumn,"
-                " join (inner), groupBy().agg, union, distinct, or call .df to leave tracking",
+                "this operation is not captured; see the README for the captured operations, "
+                "or call .df to leave tracking (later steps then have no provenance)",
             )
         raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
 
@@ -105,17 +134,14 @@ class TrackedFrame:
         """Name this frame's rows as ``relation``: each row gets a node with the name and values."""
         if not relation:
             raise ValueError("relation name must not be empty")
-        attributes = tuple(self.columns)
+        attributes = _unique(self.columns)
         if self._pending is not None:
-            spec = _renamed(self._pending, relation, attributes)
+            spec = replace(self._pending, relation=relation, attributes=attributes)
             return TrackedFrame(self._session, self._df, spec, self._hidden)
-        from pyspark.sql import functions as F
-
         key = self._session._next_key(f"named:{relation}")
-        df = self._materialized().withColumn(HIDDEN_PREFIX + "parent", F.col(ID))
-        df = df.withColumn(ID, self._session._node_id(key, F.col(HIDDEN_PREFIX + "parent")))
-        spec = PlusSpec(key=key, relation=relation, attributes=attributes)
-        return TrackedFrame(self._session, df, spec, {"parent": F.col(HIDDEN_PREFIX + "parent")})
+        return self._fresh(
+            self._materialized(), PlusSpec(key=key, relation=relation, attributes=attributes)
+        )
 
     # -- row-preserving operators ---------------------------------------------------------
 
@@ -123,6 +149,44 @@ class TrackedFrame:
         return self._derive(self._materialized().filter(condition))
 
     where = filter
+
+    def _project(self, build: Callable[[DataFrame], DataFrame], operation: str) -> TrackedFrame:
+        """A projection: rows keep their provenance, unless it generated rows (explode) or
+        called Python UDFs (a BLACK_BOX node per row)."""
+        from pyspark.errors import AnalysisException
+        from pyspark.sql import functions as F
+
+        try:
+            df = build(self._materialized())
+        except AnalysisException as e:
+            if "MISSING_GROUP_BY" in str(e) or "MISSING_AGGREGATION" in str(e):
+                raise UnsupportedOperation(
+                    f"aggregate functions inside {operation}", "use .agg() or .groupBy().agg()"
+                ) from e
+            raise
+        kind = inspect_projection(self._materialized(), df, operation)
+        session = self._session
+        if kind.generator:
+            key = session._next_key("generate")
+            new = [c for c in visible_columns(df) if c not in self.columns]
+            element = F.concat_ws(",", *[F.col(c).cast("string") for c in new])
+            # Titian-style position within the partition tells apart equal elements of a row.
+            df = df.withColumn(_PARENT, F.col(ID))
+            df = df.withColumn(
+                ID,
+                session._node_id(key, F.col(_PARENT), F.monotonically_increasing_id()),
+            )
+            hidden = {
+                "parent": F.col(_PARENT),
+                "element_id": session._node_id(key, F.lit("element"), F.col(ID)),
+                "element": element,
+            }
+            return TrackedFrame(session, df, ExplodeSpec(key=key), hidden)
+        if kind.python_udfs:
+            key = session._next_key("udf")
+            label = ",".join(dict.fromkeys(kind.python_udfs))
+            return self._fresh(df, BlackBoxSpec(key=key, label=label))
+        return self._derive(df)
 
     def select(self, *cols: Column | str | Sequence[Column | str]) -> TrackedFrame:
         flat: list[Column | str] = []
@@ -135,24 +199,84 @@ class TrackedFrame:
         for c in flat:
             if isinstance(c, str) and c == "*":
                 expanded.extend(self.columns)
-            elif isinstance(c, str) and c.startswith(HIDDEN_PREFIX):
-                raise ValueError(f"column {c!r} is reserved for provenance")
             else:
+                if isinstance(c, str):
+                    _check_name(c)
                 expanded.append(c)
-        return self._derive(self._materialized().select(*expanded, ID))
+        return self._project(lambda df: df.select(*expanded, ID), "select")
+
+    def selectExpr(self, *exprs: str) -> TrackedFrame:  # noqa: N802 - Spark's name
+        return self._project(lambda df: df.selectExpr(*exprs, ID), "selectExpr")
 
     def withColumn(self, name: str, col: Column) -> TrackedFrame:  # noqa: N802 - Spark's name
-        if name.startswith(HIDDEN_PREFIX):
-            raise ValueError(f"column {name!r} is reserved for provenance")
-        return self._derive(self._materialized().withColumn(name, col))
+        _check_name(name)
+        return self._project(lambda df: df.withColumn(name, col), "withColumn")
+
+    def withColumns(self, mapping: dict[str, Column]) -> TrackedFrame:  # noqa: N802
+        for name in mapping:
+            _check_name(name)
+        return self._project(lambda df: df.withColumns(mapping), "withColumns")
+
+    def withColumnRenamed(self, existing: str, new: str) -> TrackedFrame:  # noqa: N802
+        _check_name(existing)
+        _check_name(new)
+        return self._derive(self._materialized().withColumnRenamed(existing, new))
+
+    def withColumnsRenamed(self, mapping: dict[str, str]) -> TrackedFrame:  # noqa: N802
+        for name in [*mapping, *mapping.values()]:
+            _check_name(name)
+        return self._derive(self._materialized().withColumnsRenamed(mapping))
+
+    def drop(self, *cols: str | Column) -> TrackedFrame:
+        for c in cols:
+            if isinstance(c, str):
+                _check_name(c)
+        return self._derive(self._materialized().drop(*cols))
+
+    def alias(self, alias: str) -> TrackedFrame:
+        return self._derive(self._materialized().alias(alias))
+
+    def orderBy(self, *cols: Any, **kwargs: Any) -> TrackedFrame:  # noqa: N802
+        """Post-processing: order is not provenance; rows keep theirs."""
+        return self._derive(self._materialized().orderBy(*cols, **kwargs))
+
+    sort = orderBy
+
+    def sortWithinPartitions(self, *cols: Any, **kwargs: Any) -> TrackedFrame:  # noqa: N802
+        return self._derive(self._materialized().sortWithinPartitions(*cols, **kwargs))
+
+    def limit(self, num: int) -> TrackedFrame:
+        """The rows kept keep their provenance (taps upstream may see more rows than kept)."""
+        return self._derive(self._materialized().limit(num))
+
+    def repartition(self, *args: Any) -> TrackedFrame:
+        return self._derive(self._materialized().repartition(*args))
+
+    def coalesce(self, num: int) -> TrackedFrame:
+        return self._derive(self._materialized().coalesce(num))
+
+    def cache(self) -> TrackedFrame:
+        return self._derive(self._materialized().cache())
+
+    def persist(self, *args: Any) -> TrackedFrame:
+        return self._derive(self._materialized().persist(*args))
 
     def union(self, other: TrackedFrame) -> TrackedFrame:
         """Bag union: every row keeps its provenance."""
-        left = self._materialized()
-        right = other._materialized()
+        left, right = self._materialized(), _tracked(other, "union")._materialized()
         return self._derive(
-            left.select(*_visible(left), ID).union(right.select(*_visible(right), ID))
+            left.select(*visible_columns(left), ID).union(right.select(*visible_columns(right), ID))
         )
+
+    unionAll = union
+
+    def unionByName(  # noqa: N802 - Spark's name
+        self,
+        other: TrackedFrame,
+        allowMissingColumns: bool = False,  # noqa: N803
+    ) -> TrackedFrame:
+        left, right = self._materialized(), _tracked(other, "unionByName")._materialized()
+        return self._derive(left.unionByName(right, allowMissingColumns=allowMissingColumns))
 
     # -- operators that make fresh nodes ---------------------------------------------------
 
@@ -160,47 +284,64 @@ class TrackedFrame:
         self,
         other: TrackedFrame,
         on: str | list[str] | Column | None = None,
-        how: str = "inner",
+        how: str | None = None,
     ) -> TrackedFrame:
-        """Inner join: each result row is a TIMES node of its two input rows."""
-        if not isinstance(other, TrackedFrame):
-            raise TypeError("join() needs another TrackedFrame; track it with prov.source()")
-        if how not in _SUPPORTED_JOINS:
-            raise UnsupportedOperation(f"join(how={how!r})", "only inner joins are captured yet")
-        if on is None:
-            raise UnsupportedOperation("join without a condition (a cross join)")
+        """Joins. inner/cross/outer: each result row is a TIMES node of its input rows (of its one
+        side where an outer join found no partner). semi/anti: the kept row's provenance passes
+        through (which rows of the other side decided is not part of it)."""
         from pyspark.sql import functions as F
 
+        other = _tracked(other, "join")
+        kind = _JOINS.get((how or "inner").lower().replace("-", "_"))
+        if kind is None:
+            raise UnsupportedOperation(f"join(how={how!r})", f"use one of {sorted(_JOINS)}")
+        if on is None and kind not in ("cross",):
+            kind = "cross"
         left_col, right_col = HIDDEN_PREFIX + "left", HIDDEN_PREFIX + "right"
-        left = self._materialized().withColumnRenamed(ID, left_col)
         right = other._materialized().withColumnRenamed(ID, right_col)
-        joined = left.join(right, on=on, how=how)
+        if kind in ("left_semi", "left_anti"):
+            kept = self._materialized().join(right, on=on, how=kind)
+            return self._derive(kept.drop(right_col))
+        left = self._materialized().withColumnRenamed(ID, left_col)
+        joined = left.crossJoin(right) if on is None else left.join(right, on=on, how=kind)
         key = self._session._next_key("join")
         joined = joined.withColumn(
             ID, self._session._node_id(key, F.col(left_col), F.col(right_col))
         )
-        spec = JoinSpec(key=key)
-        return TrackedFrame(
-            self._session,
-            joined,
-            spec,
-            {"left": F.col(left_col), "right": F.col(right_col)},
-        )
+        hidden = {"left": F.col(left_col), "right": F.col(right_col)}
+        return TrackedFrame(self._session, joined, JoinSpec(key=key), hidden)
+
+    def crossJoin(self, other: TrackedFrame) -> TrackedFrame:  # noqa: N802 - Spark's name
+        return self.join(other, how="cross")
 
     def groupBy(self, *cols: str | Column) -> TrackedGroupedData:  # noqa: N802 - Spark's name
-        return TrackedGroupedData(self, list(cols))
+        from capture_agent.grouping import TrackedGroupedData
+
+        flat: list[str | Column] = []
+        for c in cols:
+            flat.extend(c if isinstance(c, list) else [c])
+        return TrackedGroupedData(self, flat)
 
     groupby = groupBy
 
     def agg(self, *exprs: Column) -> TrackedFrame:
         """Aggregation over the whole frame: one group."""
-        return TrackedGroupedData(self, []).agg(*exprs)
+        return self.groupBy().agg(*exprs)
 
     def distinct(self) -> TrackedFrame:
         """One DELTA node per distinct row, fed by all its duplicates."""
-        return TrackedGroupedData(self, list(self.columns))._aggregate([])
+        return self.dropDuplicates()
 
-    # -- actions --------------------------------------------------------------------------
+    def dropDuplicates(self, subset: list[str] | None = None) -> TrackedFrame:  # noqa: N802
+        """One DELTA node per distinct value of ``subset`` (all columns by default), fed by all
+        the duplicates; the row kept is Spark's choice, its provenance is the DELTA node."""
+        from capture_agent.grouping import TrackedGroupedData
+
+        return TrackedGroupedData(self, list(subset or self.columns)).deduplicate()
+
+    drop_duplicates = dropDuplicates
+
+    # -- actions and writes: the materialization points -----------------------------------
 
     def collect(self) -> list[Row]:
         return self.df.collect()
@@ -208,112 +349,53 @@ class TrackedFrame:
     def count(self) -> int:
         return self.df.count()
 
+    def take(self, num: int) -> list[Row]:
+        return self.df.take(num)
+
+    def head(self, n: int | None = None) -> Any:
+        return self.df.head() if n is None else self.df.head(n)
+
+    def first(self) -> Row | None:
+        return self.df.first()
+
     def toPandas(self) -> Any:  # noqa: N802 - Spark's name
         return self.df.toPandas()
 
-    def show(self, n: int = 20, truncate: bool | int = True) -> None:
-        self.df.show(n, truncate)
+    def show(self, n: int = 20, truncate: bool | int = True, vertical: bool = False) -> None:
+        self.df.show(n, truncate, vertical)
+
+    @property
+    def write(self) -> DataFrameWriter:
+        """Writing is a materialization point: the job that writes also publishes the lineage."""
+        return self.df.write
 
 
-def _renamed(spec: TapSpec, relation: str, attributes: tuple[str, ...]) -> TapSpec:
-    from dataclasses import replace
-
-    return replace(spec, relation=relation, attributes=attributes)
-
-
-class TrackedGroupedData:
-    """``TrackedFrame.groupBy(...)``: aggregations whose groups become DELTA nodes."""
-
-    def __init__(self, frame: TrackedFrame, keys: list[str | Column]) -> None:
-        self._frame = frame
-        self._keys = keys
-
-    def agg(self, *exprs: Column) -> TrackedFrame:
-        if not exprs:
-            raise ValueError("agg() needs at least one aggregate expression")
-        if any(isinstance(e, dict) for e in exprs):
-            raise UnsupportedOperation(
-                "agg({column: function}) with a dict", "pass Column expressions such as F.sum('x')"
-            )
-        return self._aggregate(list(exprs))
-
-    def count(self) -> TrackedFrame:
-        from pyspark.sql import functions as F
-
-        return self._aggregate([F.count(F.lit(1)).alias("count")])
-
-    def _aggregate(self, exprs: list[Column]) -> TrackedFrame:
-        from pyspark.sql import functions as F
-
-        session = self._frame._session
-        base = self._frame._materialized()
-        key = session._next_key("group")
-        group_col = HIDDEN_PREFIX + "group"
-        key_cols = [F.col(k) if isinstance(k, str) else k for k in self._keys]
-        hash_inputs: list[Column] = []
-        for k in key_cols:
-            hash_inputs += [k, k.isNull()]  # so that (null, 'a') and ('a', null) differ
-        members = base.withColumn(group_col, session._node_id(key, *hash_inputs))
-
-        functions, inputs = _describe_aggregates(members, key_cols, exprs) if exprs else ([], [])
-        member_hidden: dict[str, Column] = {"id": F.col(ID), "group": F.col(group_col)}
-        for i, input_sql in enumerate(inputs):
-            tensor = session._node_id(key, F.lit(i), F.lit("tensor"), F.col(ID))
-            member_hidden[f"t{i}"] = tensor
-            member_hidden[f"v{i}"] = session._node_id(key, F.lit(i), F.lit("value"), F.col(ID))
-            member_hidden[f"g{i}"] = session._node_id(key, F.lit(i), F.col(group_col))
-            member_hidden[f"x{i}"] = F.expr(input_sql).cast("string")
-        member_spec = MemberSpec(key=key + ":members", aggregates=len(inputs))
-        members = session._apply_tap(members, member_spec, member_hidden)
-
-        if exprs:
-            grouped = members.groupBy(*key_cols, F.col(group_col)).agg(*exprs)
-        else:
-            grouped = members.select(*_visible(base), group_col).distinct()
-        visible = _visible(grouped)
-        out = grouped.withColumn(ID, F.col(group_col))
-        hidden: dict[str, Column] = {}
-        agg_names = visible[len(visible) - len(exprs) :] if exprs else []
-        for i, name in enumerate(agg_names):
-            hidden[f"g{i}"] = session._node_id(key, F.lit(i), F.col(group_col))
-            hidden[f"x{i}"] = F.col(name).cast("string")
-        out = out.select(*visible, ID, *[c.alias(HIDDEN_PREFIX + n) for n, c in hidden.items()])
-        hidden = {n: F.col(HIDDEN_PREFIX + n) for n in hidden}
-        spec = GroupSpec(key=key, functions=tuple(functions))
-        return TrackedFrame(session, out, spec, hidden)
+def _visible_then_id(df: DataFrame) -> DataFrame:
+    """Visible columns in order, then ``__sp_id``; works with repeated visible names too."""
+    extra = [c for c in df.columns if c.startswith(HIDDEN_PREFIX) and c != ID]
+    if extra:
+        df = df.drop(*extra)
+    if df.columns[-1] == ID:
+        return df
+    original = df.columns
+    temp = [c if c == ID else f"{HIDDEN_PREFIX}c{i}" for i, c in enumerate(original)]
+    moved = df.toDF(*temp).select(*[t for t in temp if t != ID], ID)
+    return moved.toDF(*[c for c in original if c != ID], ID)
 
 
-def _describe_aggregates(
-    members: DataFrame, key_cols: list[Column], exprs: list[Column]
-) -> tuple[list[str], list[str]]:
-    """The function name and input expression (SQL text) of each aggregate, from Spark's
-    analyzed plan, so that any built-in aggregate is recognised as Spark itself resolves it."""
-    probe = members.groupBy(*key_cols).agg(*exprs)
-    try:
-        plan = probe._jdf.queryExecution().analyzed()
-        aggregate_exprs = plan.aggregateExpressions()
-    except Exception as e:  # Spark Connect, or a plan that is not a plain Aggregate
+def _unique(names: list[str]) -> tuple[str, ...]:
+    """Attribute names, with repeats (e.g. both sides' key of a join) numbered: k, k_2."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name}_{seen[name]}")
+    return tuple(out)
+
+
+def _tracked(other: Any, operation: str) -> TrackedFrame:
+    if not isinstance(other, TrackedFrame):
         raise UnsupportedOperation(
-            "this aggregation", "sparkprov needs classic (non-Connect) PySpark and plain aggregates"
-        ) from e
-    total = aggregate_exprs.size()
-    functions: list[str] = []
-    inputs: list[str] = []
-    for i in range(total - len(exprs), total):
-        expr = aggregate_exprs.apply(i)
-        child = expr.child() if expr.getClass().getSimpleName() == "Alias" else expr
-        if child.getClass().getSimpleName() != "AggregateExpression":
-            raise UnsupportedOperation(
-                f"aggregate expression {expr.sql()}",
-                "each agg() column must be one aggregate function (compute on its result "
-                "with a later withColumn)",
-            )
-        if child.isDistinct():
-            raise UnsupportedOperation(f"distinct aggregate {expr.sql()}")
-        function = child.aggregateFunction()
-        args = function.children()
-        if args.size() != 1:
-            raise UnsupportedOperation(f"aggregate {expr.sql()} with {args.size()} inputs")
-        functions.append(function.prettyName().upper())
-        inputs.append(args.apply(0).sql())
-    return functions, inputs
+            f"{operation} with an untracked DataFrame", "track it first with prov.source()"
+        )
+    return other

@@ -20,10 +20,16 @@ from pyspark.accumulators import AccumulatorParam
 
 from capture_agent.errors import PublishError
 from capture_agent.frame import TrackedFrame
+from capture_agent.modules import Invocation
 from capture_agent.publisher import PublisherConfig, producer_for
 from capture_agent.taps import HIDDEN_PREFIX, ID, SourceSpec, TapContext, TapSpec, make_tap
 from sparkprov import defaults
-from sparkprov.events import encode_run_complete, encode_run_started
+from sparkprov.events import (
+    NodeColumns,
+    encode_batch,
+    encode_run_complete,
+    encode_run_started,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -36,13 +42,16 @@ _Counts = dict[tuple[str, int], tuple[int, int]]
 
 
 class _CountsParam(AccumulatorParam):  # type: ignore[type-arg]
-    """Merges {(tap, partition): (nodes, edges)}; the same key always carries the same counts."""
+    """Merges {(tap, first row id): (nodes, edges)}. The same key means the same input rows; a
+    task that stopped early (a limit) saw a prefix of them, so the larger count wins."""
 
     def zero(self, value: _Counts) -> _Counts:
         return {}
 
     def addInPlace(self, value1: _Counts, value2: _Counts) -> _Counts:  # noqa: N802
-        value1.update(value2)
+        for key, (nodes, edges) in value2.items():
+            old = value1.get(key, (0, 0))
+            value1[key] = (max(old[0], nodes), max(old[1], edges))
         return value1
 
 
@@ -63,11 +72,18 @@ class ProvenanceSession:
         run_id: str | None = None,
         rows_per_message: int = 2048,
         publish_timeout_s: float = 60.0,
+        enabled: bool | None = None,
     ) -> None:
         if not workflow:
             raise ValueError("workflow must be a non-empty name")
         self.spark = spark
         self.workflow = workflow
+        # The kill switch: SPARKPROV_DISABLED=1 turns every tracked operation into the plain one
+        # (a constant id column, no taps, nothing published).
+        if enabled is None:
+            disabled = os.environ.get(defaults.ENV_DISABLED, "").strip().lower()
+            enabled = disabled not in {"1", "true", "yes", "on"}
+        self.enabled = enabled
         self.run_id = run_id or uuid.uuid4().hex
         self._publisher = PublisherConfig(
             bootstrap=bootstrap
@@ -89,6 +105,9 @@ class ProvenanceSession:
     # -- lifecycle ------------------------------------------------------------------------
 
     def __enter__(self) -> ProvenanceSession:
+        if not self.enabled:
+            log.info("sparkprov capture disabled (%s); running plain", defaults.ENV_DISABLED)
+            return self
         app_id = self.spark.sparkContext.applicationId or ""
         self._publish(
             encode_run_started(self.run_id, self.workflow, int(time.time() * 1000), app_id)
@@ -102,6 +121,8 @@ class ProvenanceSession:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if not self.enabled:
+            return
         nodes, edges = self.counts()
         self._publish(
             encode_run_complete(
@@ -150,10 +171,22 @@ class ProvenanceSession:
         key = self._next_key(f"source:{relation}")
         rowno = HIDDEN_PREFIX + "rowno"
         # Partition and offset (Titian's record id): stable when Spark re-executes a task.
-        tracked = df.withColumn(rowno, F.monotonically_increasing_id())
+        row_id = F.monotonically_increasing_id() if self.enabled else F.lit(0).cast("long")
+        tracked = df.withColumn(rowno, row_id)
         tracked = tracked.withColumn(ID, self._node_id(key, F.col(rowno)))
         spec = SourceSpec(key=key, relation=relation, attributes=tuple(df.columns))
         return TrackedFrame(self, tracked, spec, {"rowno": F.col(rowno)})
+
+    def module(self, name: str) -> Invocation:
+        """``with prov.module("dealer1") as m:`` -- one invocation of module ``name``."""
+        return Invocation(self, name, next(self._keys))
+
+    def _publish_module(self, invocation: Invocation) -> None:
+        if not self.enabled:
+            return
+        node = NodeColumns("MODULE", [invocation.node_id], label=invocation.name)
+        self._publish(encode_batch(self.run_id, self.workflow, invocation.key, -1, 0, [node], None))
+        self._counts.add({(invocation.key, -1): (1, 0)})
 
     def _next_key(self, prefix: str) -> str:
         return f"{prefix}#{next(self._keys)}"
@@ -161,18 +194,31 @@ class ProvenanceSession:
     def _node_id(self, key: str, *cols: Column) -> Column:
         from pyspark.sql import functions as F
 
+        if not self.enabled:
+            return F.lit(0).cast("long")
         return F.xxhash64(F.lit(self.run_id), F.lit(key), *cols)
 
     def _apply_tap(self, df: DataFrame, spec: TapSpec, hidden: dict[str, Any]) -> DataFrame:
         from pyspark.sql import functions as F
 
+        if not self.enabled:
+            return df
         fields = []
         for name in spec.hidden_inputs():
             column = hidden.get(name, F.col(ID) if name == "id" else None)
             if column is None:
                 raise AssertionError(f"tap {spec.key} lacks input column {name}")
             fields.append(column.alias(name))
-        for i, attribute in enumerate(spec.attributes):
-            fields.append(F.col(attribute).cast("string").alias(f"a{i}"))
+        # A join may leave two visible columns of one name: rename them apart for the tap only.
+        original = df.columns
+        visible = [c for c in original if not c.startswith(HIDDEN_PREFIX)]
+        renamed = len(set(visible)) != len(visible)
+        if renamed:
+            numbered = iter(spec.attributes)
+            df = df.toDF(*[c if c.startswith(HIDDEN_PREFIX) else next(numbered) for c in original])
+            visible = list(spec.attributes)
+        for i, _ in enumerate(spec.attributes):
+            fields.append(F.col(f"`{visible[i]}`").cast("string").alias(f"a{i}"))
         tap = make_tap(spec, self._ctx)
-        return df.filter(tap(F.struct(*fields)))
+        tapped = df.filter(tap(F.struct(*fields)))
+        return tapped.toDF(*original) if renamed else tapped

@@ -20,7 +20,11 @@ import pandas as pd
 from sparkprov.events import EdgeColumns, NodeColumns, encode_batch
 
 __all__ = [
+    "BlackBoxSpec",
+    "ExplodeSpec",
     "GroupSpec",
+    "ModuleRowSpec",
+    "StateSpec",
     "HIDDEN_PREFIX",
     "ID",
     "JoinSpec",
@@ -33,6 +37,7 @@ __all__ = [
 ]
 
 HIDDEN_PREFIX = "__sp_"
+TAP_PREFIX = "sparkprov_tap"  # name of our UDFs, so that plan inspection can tell them apart
 ID = HIDDEN_PREFIX + "id"  # the id of the row's provenance node, on every tracked frame
 
 
@@ -101,17 +106,98 @@ class PlusSpec(TapSpec):
 
 
 @dataclass(frozen=True)
+class BlackBoxSpec(PlusSpec):
+    """A row whose values a Python UDF computed: a BLACK_BOX node labelled with the function's
+    name, fed by the row it was computed from."""
+
+    label: str = ""
+
+    def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
+        return [self._row_nodes("BLACK_BOX", self.label, pdf)], EdgeColumns(
+            _ids(pdf, "parent"), _ids(pdf, "id")
+        )
+
+
+@dataclass(frozen=True)
 class JoinSpec(TapSpec):
-    """A joined row: TIMES of its left and right rows."""
+    """A joined row: TIMES of its left and right rows (of its one side, in an outer join)."""
 
     def hidden_inputs(self) -> tuple[str, ...]:
         return ("id", "left", "right")
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
+        ids = pdf["id"].to_numpy(dtype=np.int64)
+        src, dst = [], []
+        for side in ("left", "right"):
+            present = pdf[side].notna().to_numpy()
+            src.append(pdf[side][present].to_numpy(dtype=np.int64))
+            dst.append(ids[present])
+        return [self._row_nodes("TIMES", "·", pdf)], EdgeColumns(
+            np.concatenate(src).tolist(), np.concatenate(dst).tolist()
+        )
+
+
+@dataclass(frozen=True)
+class ExplodeSpec(TapSpec):
+    """A generated row (explode & co.): TIMES of the parent row and a VALUE node of the element."""
+
+    def hidden_inputs(self) -> tuple[str, ...]:
+        return ("id", "parent", "element_id", "element")
+
+    def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
+        ids = pdf["id"].to_numpy(dtype=np.int64)
+        present = pdf["element"].notna().to_numpy()
+        elements = pdf["element_id"].to_numpy(dtype=np.int64)[present]
+        texts = pdf["element"][present].astype(str).tolist()
+        nodes = [
+            self._row_nodes("TIMES", "·", pdf),
+            NodeColumns("VALUE", elements.tolist(), labels=texts, values=texts),
+        ]
+        src = np.concatenate([pdf["parent"].to_numpy(dtype=np.int64), elements])
+        dst = np.concatenate([ids, ids[present]])
+        return nodes, EdgeColumns(src.tolist(), dst.tolist())
+
+
+@dataclass(frozen=True)
+class ModuleRowSpec(TapSpec):
+    """A module input or output row: TIMES of the row and the module invocation."""
+
+    module: int = 0
+
+    def hidden_inputs(self) -> tuple[str, ...]:
+        return ("id", "parent")
+
+    def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
         ids = _ids(pdf, "id")
         return [self._row_nodes("TIMES", "·", pdf)], EdgeColumns(
-            _ids(pdf, "left") + _ids(pdf, "right"), ids + ids
+            _ids(pdf, "parent") + [self.module] * len(ids), ids + ids
         )
+
+
+@dataclass(frozen=True)
+class StateSpec(TapSpec):
+    """A module state tuple: its TOKEN (same id in every invocation and run, so shared) and the
+    state node, TIMES of the token and the invocation. The token keeps the values."""
+
+    module: int = 0
+
+    def hidden_inputs(self) -> tuple[str, ...]:
+        return ("id", "token")
+
+    def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
+        tokens = _ids(pdf, "token")
+        labels = [f"{self.relation}#{t & 0xFFFFFFFF:08x}" for t in tokens]
+        token_nodes = NodeColumns(
+            op="TOKEN",
+            ids=tokens,
+            labels=labels,
+            relation=self.relation,
+            attributes={name: _texts(pdf[f"a{i}"]) for i, name in enumerate(self.attributes)},
+            shared=True,
+        )
+        ids = _ids(pdf, "id")
+        state_nodes = NodeColumns("TIMES", ids, label="·")
+        return [token_nodes, state_nodes], EdgeColumns(tokens + [self.module] * len(ids), ids + ids)
 
 
 @dataclass(frozen=True)
@@ -196,8 +282,11 @@ def make_tap(spec: TapSpec, ctx: TapContext) -> Any:
         key = f"{ctx.run_id}/{spec.key}/{partition}".encode()
         sender = PartitionSender(ctx.publisher, key=key)
         n_nodes = n_edges = sequence = 0
+        first_id: int | None = None
         step = ctx.rows_per_message
         for pdf in batches:
+            if first_id is None and len(pdf):
+                first_id = int(pdf["id"].iloc[0])
             for start in range(0, len(pdf), step):
                 chunk = pdf.iloc[start : start + step]
                 nodes, edges = spec.emit(chunk)
@@ -207,11 +296,15 @@ def make_tap(spec: TapSpec, ctx: TapContext) -> Any:
                     )
                 )
                 sequence += 1
-                n_nodes += sum(len(block.ids) for block in nodes)
+                n_nodes += sum(len(block.ids) for block in nodes if not block.shared)
                 n_edges += len(edges.src) if edges is not None else 0
             yield pd.Series(np.ones(len(pdf), dtype=bool))
         sender.close()
-        # Keyed by (tap, partition): a retried or repeated task overwrites, never adds twice.
-        ctx.counts.add({(spec.key, partition): (n_nodes, n_edges)})
+        # Keyed by the tap and the first row's id, which names the input partition whatever task
+        # ran it (a cartesian product computes each input partition in several tasks; a retry
+        # recomputes it): the same rows are never counted twice.
+        if first_id is not None:
+            ctx.counts.add({(spec.key, first_id): (n_nodes, n_edges)})
 
+    tap.__name__ = f"{TAP_PREFIX}_{spec.key}"
     return pandas_udf(tap, BooleanType()).asNondeterministic()  # type: ignore[call-overload]

@@ -40,10 +40,10 @@ UNWIND $rows AS r
 MERGE (n:Node {id: r.id})
   ON CREATE SET n.component_id = r.id
 WITH n, r, n.op IS NULL AS fresh
-SET n.run_id = r.run, n.op = r.op, n.label = r.label, n.relation = r.relation,
-    n.value = r.value
+SET n.run_id = CASE WHEN r.shared AND n.run_id IS NOT NULL THEN n.run_id ELSE r.run END,
+    n.op = r.op, n.label = r.label, n.relation = r.relation, n.value = r.value
 SET n += r.props
-RETURN r.run AS run, sum(CASE WHEN fresh THEN 1 ELSE 0 END) AS created
+RETURN r.run AS run, sum(CASE WHEN fresh AND NOT r.shared THEN 1 ELSE 0 END) AS created
 """
 
 _WRITE_EDGES = """

@@ -72,6 +72,7 @@ class NodeColumns:
     relation: str = ""
     attributes: Mapping[str, Sequence[str | None]] = field(default_factory=dict)
     values: Sequence[str] = ()
+    shared: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,8 @@ class Batch:
     tap: str
     partition: int
     sequence: int
-    # {"id", "run", "op", "label", "relation", "value", "props"}; props: prefixed attributes.
+    # {"id", "run", "op", "label", "relation", "value", "shared", "props"}; props: prefixed
+    # attributes.
     nodes: list[dict[str, Any]]
     # {"src", "dst", "run"}
     edges: list[dict[str, Any]]
@@ -146,6 +148,7 @@ def encode_batch(
             column.values.extend("" if v is None else v for v in values)
             column.null_rows.extend(i for i, v in enumerate(values) if v is None)
         block.values.extend(cols.values)
+        block.shared = cols.shared
     if edges is not None:
         batch.edges.src.extend(edges.src)
         batch.edges.dst.extend(edges.dst)
@@ -254,6 +257,7 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
                     "label": labels[i] if labels else block.label,
                     "relation": block.relation or None,
                     "value": values[i] if values else None,
+                    "shared": block.shared,
                     "props": props,
                 }
             )

@@ -4,6 +4,7 @@ checked node by node through the real pipeline)."""
 from __future__ import annotations
 
 import pytest
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from capture_agent import ProvenanceSession, UnsupportedOperation
@@ -148,9 +149,22 @@ def test_unsupported_operations_raise_a_clear_error(spark) -> None:  # type: ign
     df = spark.createDataFrame([(1,)], ["x"])
     with ProvenanceSession(spark, workflow="unsupported") as prov:
         t = prov.source(df, "T")
-        with pytest.raises(UnsupportedOperation, match="DataFrame.crossJoin"):
-            t.crossJoin(t)
-        with pytest.raises(UnsupportedOperation, match="how='left'"):
-            t.join(prov.source(df, "U"), on="x", how="left")
+        with pytest.raises(UnsupportedOperation, match="DataFrame.rollup"):
+            t.rollup("x")
+        with pytest.raises(UnsupportedOperation, match="DataFrame.mapInPandas"):
+            t.mapInPandas(lambda it: it, "x long")
+        with pytest.raises(UnsupportedOperation, match="how='sideways'"):
+            t.join(prov.source(df, "U"), on="x", how="sideways")
+        with pytest.raises(UnsupportedOperation, match="untracked DataFrame"):
+            t.union(df)  # type: ignore[arg-type]
+        with pytest.raises(UnsupportedOperation, match="aggregate functions inside select"):
+            t.select(F.max("x"))
+        w = Window.partitionBy("x").orderBy("x")
+        with pytest.raises(UnsupportedOperation, match="window function sum"):
+            t.withColumn("s", F.sum("x").over(w))
+        with pytest.raises(UnsupportedOperation, match="window function lag"):
+            t.withColumn("s", F.lag("x").over(w))
+        with pytest.raises(UnsupportedOperation, match="distinct aggregate"):
+            t.groupBy("x").agg(F.countDistinct("x"))
         with pytest.raises(UnsupportedOperation, match="aggregate expression"):
             t.groupBy("x").agg((F.sum("x") * 2).alias("twice"))

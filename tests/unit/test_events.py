@@ -42,6 +42,7 @@ def test_batch_round_trip_keeps_columns_nulls_and_values() -> None:
         "label": "R#0.0",
         "relation": "R",
         "value": None,
+        "shared": False,
         "props": {"a_name": "ann", "a_age": "3"},
     }
     assert batch.nodes[1]["props"] == {"a_age": "4"}  # null attribute: absent

@@ -1,0 +1,129 @@
+"""Aggregations and duplicate elimination: every group becomes a DELTA node.
+
+No per-group member list is built: a member's group id is ``xxhash64`` of the grouping key,
+computed before the shuffle, and the group's output row gets the very same id after it. So the
+member -> group edges are tapped on the members (map side) and the DELTA and AGGREGATE nodes on
+the groups, each where Spark already has the rows.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from capture_agent.errors import UnsupportedOperation
+from capture_agent.frame import TrackedFrame, visible_columns
+from capture_agent.plans import describe_aggregates
+from capture_agent.taps import HIDDEN_PREFIX, ID, GroupSpec, MemberSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["TrackedGroupedData"]
+
+_GROUP = HIDDEN_PREFIX + "group"
+
+
+class TrackedGroupedData:
+    """``TrackedFrame.groupBy(...)``: aggregations whose groups become DELTA nodes."""
+
+    def __init__(self, frame: TrackedFrame, keys: list[str | Column]) -> None:
+        self._frame = frame
+        self._keys = keys
+
+    def agg(self, *exprs: Column) -> TrackedFrame:
+        if not exprs:
+            raise ValueError("agg() needs at least one aggregate expression")
+        if any(isinstance(e, dict) for e in exprs):
+            raise UnsupportedOperation(
+                "agg({column: function}) with a dict", "pass Column expressions such as F.sum('x')"
+            )
+        return self._aggregate(list(exprs))
+
+    def count(self) -> TrackedFrame:
+        from pyspark.sql import functions as F
+
+        return self._aggregate([F.count(F.lit(1)).alias("count")])
+
+    def _simple(self, function: str, cols: tuple[str, ...]) -> TrackedFrame:
+        from pyspark.sql import functions as F
+
+        names = cols or tuple(self._frame.columns)
+        return self._aggregate([getattr(F, function)(c).alias(f"{function}({c})") for c in names])
+
+    def sum(self, *cols: str) -> TrackedFrame:
+        return self._simple("sum", cols)
+
+    def avg(self, *cols: str) -> TrackedFrame:
+        return self._simple("avg", cols)
+
+    mean = avg
+
+    def min(self, *cols: str) -> TrackedFrame:
+        return self._simple("min", cols)
+
+    def max(self, *cols: str) -> TrackedFrame:
+        return self._simple("max", cols)
+
+    def __getattr__(self, name: str) -> TrackedFrame:
+        raise UnsupportedOperation(
+            f"GroupedData.{name}", "use groupBy().agg() with built-in aggregate functions"
+        )
+
+    # -- the shared machinery -------------------------------------------------------------
+
+    def _members(self) -> tuple[DataFrame, str, list[Column]]:
+        from pyspark.sql import functions as F
+
+        session = self._frame._session
+        key = session._next_key("group")
+        key_cols = [F.col(k) if isinstance(k, str) else k for k in self._keys]
+        hash_inputs: list[Column] = []
+        for k in key_cols:
+            hash_inputs += [k, k.isNull()]  # so that (null, 'a') and ('a', null) differ
+        members = self._frame._materialized().withColumn(
+            _GROUP, session._node_id(key, *hash_inputs)
+        )
+        return members, key, key_cols
+
+    def _aggregate(self, exprs: list[Column]) -> TrackedFrame:
+        from pyspark.sql import functions as F
+
+        session = self._frame._session
+        members, key, key_cols = self._members()
+        functions, inputs = describe_aggregates(members.groupBy(*key_cols).agg(*exprs), len(exprs))
+
+        member_hidden: dict[str, Column] = {"id": F.col(ID), "group": F.col(_GROUP)}
+        for i, input_sql in enumerate(inputs):
+            member_hidden[f"t{i}"] = session._node_id(key, F.lit(i), F.lit("tensor"), F.col(ID))
+            member_hidden[f"v{i}"] = session._node_id(key, F.lit(i), F.lit("value"), F.col(ID))
+            member_hidden[f"g{i}"] = session._node_id(key, F.lit(i), F.col(_GROUP))
+            member_hidden[f"x{i}"] = F.expr(input_sql).cast("string")
+        member_spec = MemberSpec(key=key + ":members", aggregates=len(inputs))
+        members = session._apply_tap(members, member_spec, member_hidden)
+
+        grouped = members.groupBy(*key_cols, F.col(_GROUP)).agg(*exprs)
+        visible = visible_columns(grouped)
+        hidden: dict[str, Column] = {}
+        for i, name in enumerate(visible[len(visible) - len(exprs) :]):
+            hidden[f"g{i}"] = session._node_id(key, F.lit(i), F.col(_GROUP))
+            hidden[f"x{i}"] = F.col(name).cast("string")
+        out = grouped.select(
+            *visible,
+            F.col(_GROUP).alias(ID),
+            *[c.alias(HIDDEN_PREFIX + n) for n, c in hidden.items()],
+        )
+        spec = GroupSpec(key=key, functions=tuple(functions))
+        return TrackedFrame(session, out, spec, {n: F.col(HIDDEN_PREFIX + n) for n in hidden})
+
+    def deduplicate(self) -> TrackedFrame:
+        """dropDuplicates(keys): one DELTA per key value, fed by every duplicate."""
+        from pyspark.sql import functions as F
+
+        session = self._frame._session
+        members, key, _ = self._members()
+        members = session._apply_tap(
+            members, MemberSpec(key=key + ":members"), {"id": F.col(ID), "group": F.col(_GROUP)}
+        )
+        kept = members.dropDuplicates([_GROUP])
+        out = kept.select(*visible_columns(kept), F.col(_GROUP).alias(ID))
+        return TrackedFrame(session, out, GroupSpec(key=key))

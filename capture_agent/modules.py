@@ -1,0 +1,92 @@
+"""Lipstick's workflow model: a ``with prov.module(name)`` block is one module invocation.
+
+The invocation is an OP_MODULE node (the one node the driver publishes itself: one per
+invocation, not per row). Rows entering through :meth:`Invocation.input` get a module-input node,
+state tuples from :meth:`Invocation.state` a state node, rows leaving through
+:meth:`Invocation.output` a module-output node: each TIMES of the row and the invocation. A state
+tuple's TOKEN is a hash of the workflow, the relation and the tuple's values, so the same tuple
+keeps the same token in every invocation and in every later run of the workflow: provenance spans
+executions (Lipstick section 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from capture_agent.frame import TrackedFrame, _tracked, _unique
+from capture_agent.taps import HIDDEN_PREFIX, ID, ModuleRowSpec, StateSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+    from capture_agent.session import ProvenanceSession
+
+__all__ = ["Invocation"]
+
+
+def _stable_id(*parts: str) -> int:
+    digest = hashlib.blake2b("\x1f".join(parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+class Invocation:
+    """One invocation of module ``name``; use as a context manager."""
+
+    def __init__(self, session: ProvenanceSession, name: str, index: int) -> None:
+        if not name:
+            raise ValueError("a module needs a name")
+        self.name = name
+        self._session = session
+        self.key = f"module:{name}#{index}"
+        self.node_id = _stable_id(session.run_id, self.key)
+
+    def __enter__(self) -> Invocation:
+        self._session._publish_module(self)
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        pass
+
+    def input(self, frame: TrackedFrame, relation: str) -> TrackedFrame:
+        """A tracked frame entering the module: a module-input node per row, named ``relation``."""
+        return self._row_nodes(_tracked(frame, "module input"), relation, "input")
+
+    def output(self, frame: TrackedFrame, relation: str) -> TrackedFrame:
+        """A tracked frame leaving the module: a module-output node per row, named ``relation``."""
+        return self._row_nodes(_tracked(frame, "module output"), relation, "output")
+
+    def _row_nodes(self, frame: TrackedFrame, relation: str, role: str) -> TrackedFrame:
+        key = self._session._next_key(f"{self.key}:{role}:{relation}")
+        spec = ModuleRowSpec(
+            key=key, relation=relation, attributes=_unique(frame.columns), module=self.node_id
+        )
+        return frame._fresh(frame._materialized(), spec)
+
+    def state(self, df: DataFrame, relation: str) -> TrackedFrame:
+        """A state relation of the module (a set: duplicate tuples are one tuple). Each tuple's
+        TOKEN is the same in every invocation and run; each gets a state node here."""
+        from pyspark.sql import functions as F
+
+        session = self._session
+        columns = [c for c in df.columns]
+        for c in columns:
+            if c.startswith(HIDDEN_PREFIX):
+                raise ValueError(f"column {c!r} uses the prefix reserved for provenance")
+        key = session._next_key(f"{self.key}:state:{relation}")
+        values: list[Column] = []
+        for c in columns:
+            values += [F.col(c), F.col(c).isNull()]
+        token_col = HIDDEN_PREFIX + "token"
+        tracked = df.dropDuplicates().withColumn(
+            token_col,
+            F.xxhash64(F.lit(session.workflow), F.lit("state"), F.lit(relation), *values)
+            if session.enabled
+            else F.lit(0).cast("long"),
+        )
+        tracked = tracked.withColumn(ID, session._node_id(key, F.col(token_col)))
+        spec = StateSpec(key=key, relation=relation, attributes=tuple(columns), module=self.node_id)
+        return TrackedFrame(session, tracked, spec, {"token": F.col(token_col)})

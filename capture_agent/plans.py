@@ -1,0 +1,147 @@
+"""Reading Spark's analyzed plans (classic PySpark, through py4j) to see what an operation did.
+
+A projection can hide operations whose provenance differs from "the row keeps its provenance":
+generators (explode), window functions, aggregates, Python UDFs. Spark has already resolved
+them in the analyzed plan, so this module asks the plan rather than parsing user expressions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from capture_agent.errors import UnsupportedOperation
+from capture_agent.taps import TAP_PREFIX
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["ProjectionKind", "describe_aggregates", "inspect_projection"]
+
+# Window functions after which a row keeps exactly its own provenance.
+_RANKING = {"Rank", "DenseRank", "RowNumber", "PercentRank", "NTile", "CumeDist"}
+_NODE_LINE = re.compile(r"^[\s:+\-]*([A-Za-z]+)\b", re.MULTILINE)
+
+
+def _analyzed(df: DataFrame) -> Any:
+    try:
+        return df._jdf.queryExecution().analyzed()
+    except Exception as e:  # Spark Connect has no _jdf
+        raise UnsupportedOperation(
+            "this DataFrame", "sparkprov needs classic (non-Connect) PySpark"
+        ) from e
+
+
+def _seq(scala_seq: Any) -> Iterator[Any]:
+    for i in range(scala_seq.size()):
+        yield scala_seq.apply(i)
+
+
+def _name(obj: Any) -> str:
+    return str(obj.getClass().getSimpleName())
+
+
+def _node_counts(plan: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name in _NODE_LINE.findall(plan.treeString()):
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def _expressions(expr: Any) -> Iterator[Any]:
+    yield expr
+    for child in _seq(expr.children()):
+        yield from _expressions(child)
+
+
+@dataclass
+class ProjectionKind:
+    """What a select/withColumn added on top of its input."""
+
+    generator: bool = False
+    python_udfs: list[str] = field(default_factory=list)
+
+
+def inspect_projection(before: DataFrame, after: DataFrame, operation: str) -> ProjectionKind:
+    """Classify the plan ``after`` added over ``before``; raise for what cannot be captured."""
+    old, new = _analyzed(before), _analyzed(after)
+    added = _node_counts(new)
+    for name, n in _node_counts(old).items():
+        added[name] = added.get(name, 0) - n
+    kind = ProjectionKind()
+    if added.get("Aggregate", 0) > 0:
+        raise UnsupportedOperation(
+            f"aggregate functions inside {operation}", "use .agg() or .groupBy().agg()"
+        )
+    if added.get("Generate", 0) > 0:
+        kind.generator = True
+    if added.get("Window", 0) > 0:
+        _check_window(new, operation)
+    # Python UDFs of this projection sit in the top node's expressions (or right below a
+    # generator/window the projection added).
+    node = new
+    for _ in range(3):
+        if _name(node) not in {"Project", "Generate", "Window"}:
+            break
+        for expr in _seq(node.expressions()):
+            for sub in _expressions(expr):
+                if _name(sub) == "PythonUDF" and not str(sub.name()).startswith(TAP_PREFIX):
+                    kind.python_udfs.append(str(sub.name()))
+        children = list(_seq(node.children()))
+        if len(children) != 1:
+            break
+        node = children[0]
+    return kind
+
+
+def _check_window(plan: Any, operation: str) -> None:
+    node = plan
+    for _ in range(4):
+        if _name(node) == "Window":
+            for expr in _seq(node.windowExpressions()):
+                for sub in _expressions(expr):
+                    if _name(sub) == "WindowExpression":
+                        function = sub.windowFunction()
+                        if _name(function) not in _RANKING:
+                            if _name(function) == "AggregateExpression":
+                                function = function.aggregateFunction()
+                            raise UnsupportedOperation(
+                                f"window function {function.prettyName()} in {operation}",
+                                "only ranking window functions (rank, dense_rank, row_number, "
+                                "percent_rank, ntile, cume_dist) are captured yet",
+                            )
+            return
+        children = list(_seq(node.children()))
+        if not children:
+            return
+        node = children[0]
+
+
+def describe_aggregates(grouped: DataFrame, count: int) -> tuple[list[str], list[str]]:
+    """Function name and input expression (SQL text) of the last ``count`` aggregate columns of
+    a groupBy().agg() result, as Spark resolved them."""
+    plan = _analyzed(grouped)
+    if _name(plan) != "Aggregate":
+        raise UnsupportedOperation("this aggregation", "expected a plain groupBy().agg()")
+    exprs = list(_seq(plan.aggregateExpressions()))[-count:]
+    functions: list[str] = []
+    inputs: list[str] = []
+    for expr in exprs:
+        child = expr.child() if _name(expr) == "Alias" else expr
+        if _name(child) != "AggregateExpression":
+            raise UnsupportedOperation(
+                f"aggregate expression {expr.sql()}",
+                "each agg() column must be one aggregate function (compute on its result "
+                "with a later withColumn)",
+            )
+        if child.isDistinct():
+            raise UnsupportedOperation(f"distinct aggregate {expr.sql()}")
+        function = child.aggregateFunction()
+        args = list(_seq(function.children()))
+        if len(args) != 1:
+            raise UnsupportedOperation(f"aggregate {expr.sql()} with {len(args)} inputs")
+        functions.append(str(function.prettyName()).upper())
+        inputs.append(str(args[0].sql()))
+    return functions, inputs
