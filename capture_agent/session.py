@@ -42,8 +42,8 @@ _Counts = dict[tuple[str, int], tuple[int, int]]
 
 
 class _CountsParam(AccumulatorParam):  # type: ignore[type-arg]
-    """Merges {(tap, first row id): (nodes, edges)}. The same key means the same input rows; a
-    task that stopped early (a limit) saw a prefix of them, so the larger count wins."""
+    """Merges {(tap, smallest row id): (nodes, edges)}. The same key means the same rows; a
+    task that stopped early (a limit) saw part of them, so the larger count wins."""
 
     def zero(self, value: _Counts) -> _Counts:
         return {}

@@ -282,11 +282,12 @@ def make_tap(spec: TapSpec, ctx: TapContext) -> Any:
         key = f"{ctx.run_id}/{spec.key}/{partition}".encode()
         sender = PartitionSender(ctx.publisher, key=key)
         n_nodes = n_edges = sequence = 0
-        first_id: int | None = None
+        min_id: int | None = None
         step = ctx.rows_per_message
         for pdf in batches:
-            if first_id is None and len(pdf):
-                first_id = int(pdf["id"].iloc[0])
+            if len(pdf):
+                low = int(pdf["id"].min())
+                min_id = low if min_id is None else min(min_id, low)
             for start in range(0, len(pdf), step):
                 chunk = pdf.iloc[start : start + step]
                 nodes, edges = spec.emit(chunk)
@@ -300,11 +301,12 @@ def make_tap(spec: TapSpec, ctx: TapContext) -> Any:
                 n_edges += len(edges.src) if edges is not None else 0
             yield pd.Series(np.ones(len(pdf), dtype=bool))
         sender.close()
-        # Keyed by the tap and the first row's id, which names the input partition whatever task
-        # ran it (a cartesian product computes each input partition in several tasks; a retry
-        # recomputes it): the same rows are never counted twice.
-        if first_id is not None:
-            ctx.counts.add({(spec.key, first_id): (n_nodes, n_edges)})
+        # Keyed by the tap and the smallest row id, which names the partition's rows whatever
+        # task ran them and in whatever order a shuffle delivered them (a cartesian product
+        # computes each input partition in several tasks; a retry or a second job recomputes
+        # it): the same rows are never counted twice.
+        if min_id is not None:
+            ctx.counts.add({(spec.key, min_id): (n_nodes, n_edges)})
 
     tap.__name__ = f"{TAP_PREFIX}_{spec.key}"
     return pandas_udf(tap, BooleanType()).asNondeterministic()  # type: ignore[call-overload]

@@ -41,7 +41,8 @@ MERGE (n:Node {id: r.id})
   ON CREATE SET n.component_id = r.id
 WITH n, r, n.op IS NULL AS fresh
 SET n.run_id = CASE WHEN r.shared AND n.run_id IS NOT NULL THEN n.run_id ELSE r.run END,
-    n.op = r.op, n.label = r.label, n.relation = r.relation, n.value = r.value
+    n.op = r.op, n.label = r.label, n.relation = r.relation, n.value = r.value,
+    n.shared = CASE WHEN r.shared THEN true END
 SET n += r.props
 RETURN r.run AS run, sum(CASE WHEN fresh AND NOT r.shared THEN 1 ELSE 0 END) AS created
 """
