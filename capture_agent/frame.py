@@ -261,6 +261,14 @@ class TrackedFrame:
     def persist(self, *args: Any) -> TrackedFrame:
         return self._derive(self._materialized().persist(*args))
 
+    def localCheckpoint(self, eager: bool = True) -> TrackedFrame:  # noqa: N802 - Spark's name
+        """Cuts Spark's plan (its lineage, not ours): rows keep their provenance ids, so a
+        workflow can pass module outputs on without re-planning everything upstream."""
+        return self._derive(self._materialized().localCheckpoint(eager))
+
+    def checkpoint(self, eager: bool = True) -> TrackedFrame:
+        return self._derive(self._materialized().checkpoint(eager))
+
     def union(self, other: TrackedFrame) -> TrackedFrame:
         """Bag union: every row keeps its provenance."""
         left, right = self._materialized(), _tracked(other, "union")._materialized()
