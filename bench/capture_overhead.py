@@ -130,9 +130,10 @@ def main(argv: list[str] | None = None) -> int:
             "lineage_nodes": lineage[0],
             "lineage_edges": lineage[1],
         }
+        p, c = statistics.median(plain), statistics.median(captured)
         print(
-            f"{name:9} plain {statistics.median(plain):7.2f}s  captured {statistics.median(captured):7.2f}s"
-            f"  ratio {ratio:.2f}  ({lineage[0]:,} nodes, {lineage[1]:,} edges)",
+            f"{name:9} plain {p:7.2f}s  captured {c:7.2f}s  ratio {ratio:.2f}"
+            f"  ({lineage[0]:,} nodes, {lineage[1]:,} edges)",
             flush=True,
         )
     spark.stop()
