@@ -130,11 +130,12 @@ class TrackedFrame:
 
     # -- naming ---------------------------------------------------------------------------
 
-    def named(self, relation: str) -> TrackedFrame:
-        """Name this frame's rows as ``relation``: each row gets a node with the name and values."""
+    def named(self, relation: str, values: Values = "all") -> TrackedFrame:
+        """Name this frame's rows as ``relation``: each row gets a node with the name and its
+        values (``values``: "all" columns, a list of columns, or None)."""
         if not relation:
             raise ValueError("relation name must not be empty")
-        attributes = _unique(self.columns)
+        attributes = chosen(self.columns, values)
         if self._pending is not None:
             spec = replace(self._pending, relation=relation, attributes=attributes)
             return TrackedFrame(self._session, self._df, spec, self._hidden)
@@ -391,7 +392,24 @@ def _visible_then_id(df: DataFrame) -> DataFrame:
     return moved.toDF(*[c for c in original if c != ID], ID)
 
 
-def _unique(names: list[str]) -> tuple[str, ...]:
+Values = str | Sequence[str] | None
+
+
+def chosen(columns: list[str], values: Values) -> tuple[str, ...]:
+    """The attribute names a relation's nodes keep: all columns, the listed ones, or none."""
+    if values is None:
+        return ()
+    if values == "all":
+        return unique_names(columns)
+    if isinstance(values, str):
+        raise ValueError(f'values must be "all", a list of columns or None, not {values!r}')
+    missing = [v for v in values if v not in columns]
+    if missing:
+        raise ValueError(f"values {missing} are not columns of the relation ({columns})")
+    return tuple(dict.fromkeys(values))
+
+
+def unique_names(names: list[str]) -> tuple[str, ...]:
     """Attribute names, with repeats (e.g. both sides' key of a join) numbered: k, k_2."""
     seen: dict[str, int] = {}
     out = []

@@ -15,7 +15,7 @@ import hashlib
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from capture_agent.frame import TrackedFrame, _tracked, _unique
+from capture_agent.frame import TrackedFrame, Values, _tracked, chosen
 from capture_agent.taps import HIDDEN_PREFIX, ID, ModuleRowSpec, StateSpec
 
 if TYPE_CHECKING:
@@ -51,22 +51,23 @@ class Invocation:
     ) -> None:
         pass
 
-    def input(self, frame: TrackedFrame, relation: str) -> TrackedFrame:
+    def input(self, frame: TrackedFrame, relation: str, values: Values = "all") -> TrackedFrame:
         """A tracked frame entering the module: a module-input node per row, named ``relation``."""
-        return self._row_nodes(_tracked(frame, "module input"), relation, "input")
+        return self._row_nodes(_tracked(frame, "module input"), relation, "input", values)
 
-    def output(self, frame: TrackedFrame, relation: str) -> TrackedFrame:
+    def output(self, frame: TrackedFrame, relation: str, values: Values = "all") -> TrackedFrame:
         """A tracked frame leaving the module: a module-output node per row, named ``relation``."""
-        return self._row_nodes(_tracked(frame, "module output"), relation, "output")
+        return self._row_nodes(_tracked(frame, "module output"), relation, "output", values)
 
-    def _row_nodes(self, frame: TrackedFrame, relation: str, role: str) -> TrackedFrame:
+    def _row_nodes(
+        self, frame: TrackedFrame, relation: str, role: str, values: Values
+    ) -> TrackedFrame:
         key = self._session._next_key(f"{self.key}:{role}:{relation}")
-        spec = ModuleRowSpec(
-            key=key, relation=relation, attributes=_unique(frame.columns), module=self.node_id
-        )
+        attributes = chosen(frame.columns, values)
+        spec = ModuleRowSpec(key=key, relation=relation, attributes=attributes, module=self.node_id)
         return frame._fresh(frame._materialized(), spec)
 
-    def state(self, df: DataFrame, relation: str) -> TrackedFrame:
+    def state(self, df: DataFrame, relation: str, values: Values = "all") -> TrackedFrame:
         """A state relation of the module (a set: duplicate tuples are one tuple). Each tuple's
         TOKEN is the same in every invocation and run; each gets a state node here."""
         from pyspark.sql import functions as F
@@ -77,16 +78,17 @@ class Invocation:
             if c.startswith(HIDDEN_PREFIX):
                 raise ValueError(f"column {c!r} uses the prefix reserved for provenance")
         key = session._next_key(f"{self.key}:state:{relation}")
-        values: list[Column] = []
+        content: list[Column] = []
         for c in columns:
-            values += [F.col(c), F.col(c).isNull()]
+            content += [F.col(c), F.col(c).isNull()]
         token_col = HIDDEN_PREFIX + "token"
         tracked = df.dropDuplicates().withColumn(
             token_col,
-            F.xxhash64(F.lit(session.workflow), F.lit("state"), F.lit(relation), *values)
+            F.xxhash64(F.lit(session.workflow), F.lit("state"), F.lit(relation), *content)
             if session.enabled
             else F.lit(0).cast("long"),
         )
         tracked = tracked.withColumn(ID, session._node_id(key, F.col(token_col)))
-        spec = StateSpec(key=key, relation=relation, attributes=tuple(columns), module=self.node_id)
+        attributes = chosen(columns, values)
+        spec = StateSpec(key=key, relation=relation, attributes=attributes, module=self.node_id)
         return TrackedFrame(session, tracked, spec, {"token": F.col(token_col)})

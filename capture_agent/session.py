@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.accumulators import AccumulatorParam
 
 from capture_agent.errors import PublishError
-from capture_agent.frame import TrackedFrame
+from capture_agent.frame import TrackedFrame, Values, chosen, unique_names
 from capture_agent.modules import Invocation
 from capture_agent.publisher import PublisherConfig, producer_for
 from capture_agent.taps import HIDDEN_PREFIX, ID, SourceSpec, TapContext, TapSpec, make_tap
@@ -158,9 +158,9 @@ class ProvenanceSession:
 
     # -- building tracked frames ----------------------------------------------------------
 
-    def source(self, df: DataFrame, relation: str) -> TrackedFrame:
+    def source(self, df: DataFrame, relation: str, values: Values = "all") -> TrackedFrame:
         """Track ``df`` as source relation ``relation``: every row becomes a TOKEN node that keeps
-        the row's values."""
+        the row's values (``values``: "all" columns, a list of columns, or None)."""
         from pyspark.sql import functions as F
 
         if not relation:
@@ -174,7 +174,7 @@ class ProvenanceSession:
         row_id = F.monotonically_increasing_id() if self.enabled else F.lit(0).cast("long")
         tracked = df.withColumn(rowno, row_id)
         tracked = tracked.withColumn(ID, self._node_id(key, F.col(rowno)))
-        spec = SourceSpec(key=key, relation=relation, attributes=tuple(df.columns))
+        spec = SourceSpec(key=key, relation=relation, attributes=chosen(df.columns, values))
         return TrackedFrame(self, tracked, spec, {"rowno": F.col(rowno)})
 
     def module(self, name: str) -> Invocation:
@@ -214,11 +214,10 @@ class ProvenanceSession:
         visible = [c for c in original if not c.startswith(HIDDEN_PREFIX)]
         renamed = len(set(visible)) != len(visible)
         if renamed:
-            numbered = iter(spec.attributes)
+            numbered = iter(unique_names(visible))
             df = df.toDF(*[c if c.startswith(HIDDEN_PREFIX) else next(numbered) for c in original])
-            visible = list(spec.attributes)
-        for i, _ in enumerate(spec.attributes):
-            fields.append(F.col(f"`{visible[i]}`").cast("string").alias(f"a{i}"))
+        for i, name in enumerate(spec.attributes):
+            fields.append(F.col(f"`{name}`").cast("string").alias(f"a{i}"))
         tap = make_tap(spec, self._ctx)
         tapped = df.filter(tap(F.struct(*fields)))
         return tapped.toDF(*original) if renamed else tapped

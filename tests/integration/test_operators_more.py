@@ -146,3 +146,23 @@ def test_kill_switch_makes_capture_a_pass_through(spark, client, monkeypatch) ->
     assert [tuple(r) for r in rows] == [("a", 3)]
     assert prov.counts() == (0, 0)
     assert prov.run_id not in {r.run_id for r in client.runs("disabled")}
+
+
+def test_value_capture_all_listed_or_none(spark, client, neo4j_driver) -> None:  # type: ignore[no-untyped-def]
+    df = spark.createDataFrame([("a", 1, "secret")], ["k", "x", "pii"])
+
+    def build(prov):  # type: ignore[no-untyped-def]
+        t = prov.source(df, "T", values=["k", "x"])
+        t.named("All").collect()
+        t.named("Listed", values=["x"]).collect()
+        return t.named("Nothing", values=None).collect()
+
+    _, graph = _captured(spark, client, neo4j_driver, build)
+    (token,) = [d for _, d in graph.nodes(data=True) if d["op"] == "TOKEN"]
+    assert (token["a_k"], token["a_x"]) == ("a", "1") and "a_pii" not in token
+    (every,) = _of(graph, "All").values()
+    assert {k for k in every if k.startswith("a_")} == {"a_k", "a_x", "a_pii"}
+    (listed,) = _of(graph, "Listed").values()
+    assert {k for k in listed if k.startswith("a_")} == {"a_x"}
+    (nothing,) = _of(graph, "Nothing").values()
+    assert not [k for k in nothing if k.startswith("a_")]
