@@ -104,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
         "pairs": args.pairs,
         "workloads": {},
     }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"capture_overhead-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    report["arguments"] = vars(args)
     for name in chosen:
         body = workloads[name]
         timed(spark, False, body)  # warm-up: JIT, Python workers, file cache
@@ -136,10 +139,8 @@ def main(argv: list[str] | None = None) -> int:
             f"  ({lineage[0]:,} nodes, {lineage[1]:,} edges)",
             flush=True,
         )
+        out.write_text(json.dumps(report, indent=2))  # after each workload: a long run may stop
     spark.stop()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"capture_overhead-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    out.write_text(json.dumps(report, indent=2))
     print(f"wrote {out}")
     return 0
 

@@ -73,6 +73,7 @@ class TrackedFrame:
         self._pending = pending
         self._hidden = hidden or {}
         self._done: DataFrame | None = None
+        self._named = False
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -136,7 +137,10 @@ class TrackedFrame:
         if not relation:
             raise ValueError("relation name must not be empty")
         attributes = chosen(self.columns, values)
-        if self._pending is not None:
+        # The operator's fresh nodes take the name, once; a source (already named), or a frame
+        # named a second time, gets a PLUS node per row instead.
+        if self._pending is not None and not self._pending.relation and not self._named:
+            self._named = True
             spec = replace(self._pending, relation=relation, attributes=attributes)
             return TrackedFrame(self._session, self._df, spec, self._hidden)
         key = self._session._next_key(f"named:{relation}")
