@@ -34,9 +34,10 @@ DEALERS = ("dealer1", "dealer2", "dealer3", "dealer4")
 
 
 @F.udf(returnType=LongType())
-def calc_bid(model: str, num_avail: int, num_sold: int | None, last_bid: int | None) -> int:
+def calc_bid(model, num_avail, num_sold, last_bid):  # type: ignore[no-untyped-def]
     """The dealer's pricing: scarce or popular models cost more; a repeated request never gets a
-    higher bid than last time (Lipstick's bid history)."""
+    higher bid than last time (Lipstick's bid history). No type hints on purpose: pyspark would
+    read them as a pandas UDF signature."""
     base = 20_000 + 1_500 * (sum(map(ord, model)) % 7)
     price = base + 400 * (num_sold or 0) - 150 * min(num_avail, 20)
     if last_bid is not None:

@@ -189,7 +189,12 @@ class Store:
     @classmethod
     def connect(cls, uri: str, user: str = "", password: str = "") -> Store:
         auth = (user, password) if user else None
-        return cls(neo4j.GraphDatabase.driver(uri, auth=auth, max_transaction_retry_time=15.0))
+        # Server notifications (e.g. "property key does not exist" before the first component
+        # grows) are not problems of ours; they would flood the log at every flush.
+        driver = neo4j.GraphDatabase.driver(
+            uri, auth=auth, max_transaction_retry_time=15.0, notifications_min_severity="OFF"
+        )
+        return cls(driver)
 
     def close(self) -> None:
         self._driver.close()
