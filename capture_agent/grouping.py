@@ -94,18 +94,14 @@ class TrackedGroupedData:
 
         member_hidden: dict[str, Column] = {"id": F.col(ID), "group": F.col(_GROUP)}
         for i, input_sql in enumerate(inputs):
-            member_hidden[f"t{i}"] = session._node_id(key, F.lit(i), F.lit("tensor"), F.col(ID))
-            member_hidden[f"v{i}"] = session._node_id(key, F.lit(i), F.lit("value"), F.col(ID))
-            member_hidden[f"g{i}"] = session._node_id(key, F.lit(i), F.col(_GROUP))
             member_hidden[f"x{i}"] = F.expr(input_sql).cast("string")
-        member_spec = MemberSpec(key=key + ":members", aggregates=len(inputs))
+        member_spec = MemberSpec(key=key + ":members", aggregates=len(inputs), group_key=key)
         members = session._apply_tap(members, member_spec, member_hidden)
 
         grouped = members.groupBy(*key_cols, F.col(_GROUP)).agg(*exprs)
         visible = visible_columns(grouped)
         hidden: dict[str, Column] = {}
         for i, name in enumerate(visible[len(visible) - len(exprs) :]):
-            hidden[f"g{i}"] = session._node_id(key, F.lit(i), F.col(_GROUP))
             hidden[f"x{i}"] = F.col(name).cast("string")
         out = grouped.select(
             *visible,

@@ -10,6 +10,7 @@ own job: no second computation.
 Each spec says which nodes and edges one batch of rows yields (../shared/MODEL.md, section 2).
 """
 
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,22 @@ __all__ = [
 HIDDEN_PREFIX = "__sp_"
 TAP_PREFIX = "sparkprov_tap"  # name of our UDFs, so that plan inspection can tell them apart
 ID = HIDDEN_PREFIX + "id"  # the id of the row's provenance node, on every tracked frame
+
+
+def _salt(*parts: object) -> np.uint64:
+    digest = hashlib.blake2b(repr(parts).encode(), digest_size=8).digest()
+    return np.uint64(int.from_bytes(digest, "big"))
+
+
+def derive(ids: np.ndarray, salt: np.uint64) -> np.ndarray:
+    """Ids of nodes derived from other nodes (tensors, values, aggregates): splitmix64 of the
+    parent id and a salt, vectorized, so Spark need not compute or ship them."""
+    with np.errstate(over="ignore"):
+        z = ids.astype(np.int64).view(np.uint64) + salt * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return z.view(np.int64)
 
 
 def _ids(pdf: pd.DataFrame, column: str) -> list[int]:
@@ -206,27 +223,28 @@ class MemberSpec(TapSpec):
     a VALUE and a TENSOR node per member whose value is not null, wired to the AGGREGATE node."""
 
     aggregates: int = 0
+    group_key: str = ""  # the GroupSpec's key: both derive the AGGREGATE ids from it
 
     def hidden_inputs(self) -> tuple[str, ...]:
-        cols = ["id", "group"]
-        for i in range(self.aggregates):
-            cols += [f"t{i}", f"v{i}", f"g{i}", f"x{i}"]
-        return tuple(cols)
+        return ("id", "group", *[f"x{i}" for i in range(self.aggregates)])
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
         members = pdf["id"].to_numpy(dtype=np.int64)
+        groups = pdf["group"].to_numpy(dtype=np.int64)
         src = [members]
-        dst = [pdf["group"].to_numpy(dtype=np.int64)]
+        dst = [groups]
         nodes: list[NodeColumns] = []
         for i in range(self.aggregates):
             present = pdf[f"x{i}"].notna().to_numpy()
-            tensors = pdf[f"t{i}"].to_numpy(dtype=np.int64)[present]
-            values = pdf[f"v{i}"].to_numpy(dtype=np.int64)[present]
+            kept = members[present]
+            tensors = derive(kept, _salt(self.group_key, i, "tensor"))
+            values = derive(kept, _salt(self.group_key, i, "value"))
+            aggregates = derive(groups[present], _salt(self.group_key, i, "aggregate"))
             texts = pdf[f"x{i}"][present].astype(str).tolist()
             nodes.append(NodeColumns("TENSOR", tensors.tolist(), label="⊗"))
             nodes.append(NodeColumns("VALUE", values.tolist(), labels=texts, values=texts))
-            src += [members[present], values, tensors]
-            dst += [tensors, tensors, pdf[f"g{i}"].to_numpy(dtype=np.int64)[present]]
+            src += [kept, values, tensors]
+            dst += [tensors, tensors, aggregates]
         return nodes, EdgeColumns(np.concatenate(src).tolist(), np.concatenate(dst).tolist())
 
 
@@ -238,18 +256,16 @@ class GroupSpec(TapSpec):
     functions: tuple[str, ...] = ()
 
     def hidden_inputs(self) -> tuple[str, ...]:
-        cols = ["id"]
-        for i in range(len(self.functions)):
-            cols += [f"g{i}", f"x{i}"]
-        return tuple(cols)
+        return ("id", *[f"x{i}" for i in range(len(self.functions))])
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
         nodes = [self._row_nodes("DELTA", "δ", pdf)]
-        ids = _ids(pdf, "id")
+        groups = pdf["id"].to_numpy(dtype=np.int64)
+        ids = groups.tolist()
         src: list[int] = []
         dst: list[int] = []
         for i, function in enumerate(self.functions):
-            aggregates = _ids(pdf, f"g{i}")
+            aggregates = derive(groups, _salt(self.key, i, "aggregate")).tolist()
             texts = [("null" if v is None else v) for v in _texts(pdf[f"x{i}"])]
             nodes.append(NodeColumns("AGGREGATE", aggregates, label=function, values=texts))
             src += aggregates

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from capture_agent.taps import GroupSpec, JoinSpec, MemberSpec, PlusSpec, SourceSpec
+from capture_agent.taps import GroupSpec, JoinSpec, MemberSpec, PlusSpec, SourceSpec, derive
 
 
 def test_source_tokens_carry_labels_and_values() -> None:
@@ -28,30 +29,35 @@ def test_plus_and_join_edges() -> None:
 
 
 def test_members_skip_null_values_but_stay_members() -> None:
-    pdf = pd.DataFrame(
-        {
-            "id": [1, 2],
-            "group": [9, 9],
-            "t0": [21, 22],
-            "v0": [31, 32],
-            "g0": [40, 40],
-            "x0": ["5", None],
-        }
-    )
-    nodes, edges = MemberSpec(key="m", aggregates=1).emit(pdf)
+    pdf = pd.DataFrame({"id": [1, 2], "group": [9, 9], "x0": ["5", None]})
+    nodes, edges = MemberSpec(key="g:members", aggregates=1, group_key="g").emit(pdf)
     tensor, value = nodes
-    assert list(tensor.ids) == [21] and list(value.ids) == [31] and list(value.values) == ["5"]
-    assert sorted(zip(edges.src, edges.dst, strict=True)) == sorted(
-        [(1, 9), (2, 9), (1, 21), (31, 21), (21, 40)]
+    assert len(tensor.ids) == len(value.ids) == 1 and list(value.values) == ["5"]
+    (t,), (v,) = tensor.ids, value.ids
+    # the AGGREGATE id the group side derives for the same group
+    (_, aggregate), _ = GroupSpec(key="g", functions=("SUM",)).emit(
+        pd.DataFrame({"id": [9], "x0": ["5"]})
     )
+    (a,) = aggregate.ids
+    assert len({1, 2, 9, t, v, a}) == 6
+    assert sorted(zip(edges.src, edges.dst, strict=True)) == sorted(
+        [(1, 9), (2, 9), (1, t), (v, t), (t, a)]
+    )
+
+
+def test_derived_ids_are_deterministic_and_distinct() -> None:
+    ids = np.arange(-5000, 5000, dtype=np.int64)
+    first = derive(ids, np.uint64(7))
+    assert (first == derive(ids.copy(), np.uint64(7))).all()
+    assert len(set(first.tolist()) | set(derive(ids, np.uint64(8)).tolist())) == 20000
 
 
 def test_groups_feed_aggregates_into_the_row() -> None:
-    pdf = pd.DataFrame({"id": [9], "g0": [40], "x0": ["3.5"], "a0": ["NY"]})
+    pdf = pd.DataFrame({"id": [9], "x0": ["3.5"], "a0": ["NY"]})
     nodes, edges = GroupSpec(
         key="g", relation="Avg", attributes=("City",), functions=("AVG",)
     ).emit(pdf)
     delta, aggregate = nodes
     assert delta.op == "DELTA" and delta.relation == "Avg" and delta.attributes == {"City": ["NY"]}
     assert aggregate.label == "AVG" and list(aggregate.values) == ["3.5"]
-    assert (list(edges.src), list(edges.dst)) == ([40], [9])
+    assert (list(edges.src), list(edges.dst)) == (list(aggregate.ids), [9])
