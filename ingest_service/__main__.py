@@ -6,6 +6,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from types import FrameType
 
 from ingest_service.consumer import Consumer, Metrics
@@ -13,17 +14,13 @@ from ingest_service.monitoring import serve
 from ingest_service.settings import IngestSettings
 from ingest_service.store import Store, StoreUnavailable
 from ingest_service.topics import ensure_topics
+from sparkprov.runtime import configure_logging
 
 log = logging.getLogger("ingest_service")
 
 
 def main() -> int:
-    logging.basicConfig(
-        level=os.environ.get("SPARKPROV_LOG_LEVEL", "INFO"),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
-    logging.getLogger("kafka").setLevel(logging.WARNING)
-    logging.getLogger("neo4j").setLevel(logging.WARNING)
+    configure_logging(os.environ.get("SPARKPROV_LOG_LEVEL", "INFO"))
     settings = IngestSettings.from_env(os.environ)
     store = Store.connect(settings.neo4j_uri, settings.neo4j_user, settings.neo4j_password)
     while True:
@@ -32,8 +29,6 @@ def main() -> int:
             break
         except StoreUnavailable as e:
             log.warning("waiting for Neo4j at %s: %s", settings.neo4j_uri, e)
-            import time
-
             time.sleep(2)
     ensure_topics(settings)
     metrics = Metrics()

@@ -17,6 +17,7 @@ import neo4j
 
 from ingest_service.components import plan_merges
 from sparkprov.events import Batch, RunComplete, RunStarted
+from sparkprov.runtime import neo4j_driver
 
 __all__ = ["Flush", "FlushResult", "Store", "StoreUnavailable"]
 
@@ -188,13 +189,7 @@ class Store:
 
     @classmethod
     def connect(cls, uri: str, user: str = "", password: str = "") -> Store:
-        auth = (user, password) if user else None
-        # Server notifications (e.g. "property key does not exist" before the first component
-        # grows) are not problems of ours; they would flood the log at every flush.
-        driver = neo4j.GraphDatabase.driver(
-            uri, auth=auth, max_transaction_retry_time=15.0, notifications_min_severity="OFF"
-        )
-        return cls(driver)
+        return cls(neo4j_driver(uri, user, password, max_transaction_retry_time=15.0))
 
     def close(self) -> None:
         self._driver.close()

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 from pathlib import Path
 
 from localstack.stack import Stack, StackError, StackSettings
+from sparkprov.runtime import configure_logging
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,8 +19,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only", default="", help="comma-separated subset of " + ",".join(Stack.ORDER)
     )
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    logging.getLogger("kafka").setLevel(logging.WARNING)
+    configure_logging("INFO")
     stack = Stack(StackSettings.from_env(Path(args.dir), os.environ))
     names = tuple(n for n in args.only.split(",") if n) or Stack.ORDER
     try:

@@ -12,16 +12,13 @@ from types import FrameType
 from query_service.server import create_server
 from query_service.settings import QuerySettings
 from query_service.store import Store
+from sparkprov.runtime import configure_logging
 
 log = logging.getLogger("query_service")
 
 
 def main() -> int:
-    logging.basicConfig(
-        level=os.environ.get("SPARKPROV_LOG_LEVEL", "INFO"),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-    )
-    logging.getLogger("neo4j").setLevel(logging.WARNING)
+    configure_logging(os.environ.get("SPARKPROV_LOG_LEVEL", "INFO"))
     settings = QuerySettings.from_env(os.environ)
     store = Store.connect(settings.neo4j_uri, settings.neo4j_user, settings.neo4j_password)
     server, port = create_server(settings, store)

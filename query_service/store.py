@@ -9,6 +9,7 @@ import neo4j
 
 from query_service.model import NodeView, RunView
 from sparkprov.events import ATTRIBUTE_PREFIX
+from sparkprov.runtime import neo4j_driver
 
 __all__ = ["Store"]
 
@@ -62,8 +63,7 @@ class Store:
 
     @classmethod
     def connect(cls, uri: str, user: str = "", password: str = "") -> Store:
-        auth = (user, password) if user else None
-        return cls(neo4j.GraphDatabase.driver(uri, auth=auth))
+        return cls(neo4j_driver(uri, user, password))
 
     def close(self) -> None:
         self._driver.close()
