@@ -22,7 +22,9 @@ log = logging.getLogger("ingest_service")
 def main() -> int:
     configure_logging(os.environ.get("SPARKPROV_LOG_LEVEL", "INFO"))
     settings = IngestSettings.from_env(os.environ)
-    store = Store.connect(settings.neo4j_uri, settings.neo4j_user, settings.neo4j_password)
+    store = Store.connect(
+        settings.neo4j_uri, settings.neo4j_user, settings.neo4j_password, settings.theta
+    )
     while True:
         try:
             store.ensure_schema()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from ingest_service.sets import DEFAULT_THETA
 from sparkprov import defaults
 
 __all__ = ["IngestSettings"]
@@ -26,6 +27,8 @@ class IngestSettings:
     batch_rows: int = 20000
     batch_ms: int = 250
     max_poll_records: int = 500
+    # A connected set that reaches this many nodes is refined by its sub-splits (CSProv theta).
+    theta: int = DEFAULT_THETA
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> IngestSettings:
@@ -47,4 +50,5 @@ class IngestSettings:
             max_poll_records=int(
                 get("SPARKPROV_INGEST_MAX_POLL_RECORDS", str(cls.max_poll_records))
             ),
+            theta=int(get("SPARKPROV_SET_THETA", str(cls.theta))),
         )

@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import neo4j
 
 from ingest_service.components import plan_merges
+from ingest_service.sets import DEFAULT_THETA, LEVELS, dependencies, effective, part
 from sparkprov.events import Batch, RunComplete, RunStarted
 from sparkprov.runtime import neo4j_driver
 
@@ -27,40 +28,71 @@ _SCHEMA = [
     "CREATE CONSTRAINT sp_node_id IF NOT EXISTS FOR (n:Node) REQUIRE n.id IS UNIQUE",
     "CREATE CONSTRAINT sp_run_id IF NOT EXISTS FOR (r:Run) REQUIRE r.run_id IS UNIQUE",
     "CREATE CONSTRAINT sp_component_id IF NOT EXISTS FOR (c:Component) REQUIRE c.id IS UNIQUE",
+    "CREATE CONSTRAINT sp_level_set_key IF NOT EXISTS FOR (s:LevelSet) REQUIRE s.key IS UNIQUE",
+    "CREATE CONSTRAINT sp_set_id IF NOT EXISTS FOR (s:ConnectedSet) REQUIRE s.id IS UNIQUE",
     "CREATE INDEX sp_node_component IF NOT EXISTS FOR (n:Node) ON (n.component_id)",
+    "CREATE INDEX sp_node_set IF NOT EXISTS FOR (n:Node) ON (n.set_id)",
+    *(f"CREATE INDEX sp_node_s{k} IF NOT EXISTS FOR (n:Node) ON (n.s{k})" for k in range(LEVELS)),
+    "CREATE INDEX sp_set_component IF NOT EXISTS FOR (s:ConnectedSet) ON (s.component_id)",
     "CREATE INDEX sp_node_relation IF NOT EXISTS FOR (n:Node) ON (n.run_id, n.relation)",
     "CREATE INDEX sp_run_workflow IF NOT EXISTS FOR (r:Run) ON (r.workflow)",
 ]
 
 _LOCK = "MERGE (l:IngestLock {name: 'ingest'}) SET l.flushes = coalesce(l.flushes, 0) + 1"
 
-# A node first seen as an edge end is a placeholder (no op) until its own record arrives; it
-# counts as stored for its run only then.
-_WRITE_NODES = """
+# Every node starts as its own component and its own set at every level.
+_INIT = "component_id = {v}, {n}.set_id = {v}, " + ", ".join(
+    f"{{n}}.s{k} = {{v}}" for k in range(LEVELS)
+)
+
+
+def _init(n: str, v: str) -> str:
+    return f"{n}." + _INIT.format(n=n, v=v)
+
+
+# A node first seen as an edge end is a placeholder (no op, no split) until its own record
+# arrives; it counts as stored for its run only then, and its edges join sets only then.
+_WRITE_NODES = f"""
 UNWIND $rows AS r
-MERGE (n:Node {id: r.id})
-  ON CREATE SET n.component_id = r.id
+MERGE (n:Node {{id: r.id}})
+  ON CREATE SET {_init("n", "r.id")}
 WITH n, r, n.op IS NULL AS fresh
 SET n.run_id = CASE WHEN r.shared AND n.run_id IS NOT NULL THEN n.run_id ELSE r.run END,
     n.op = r.op, n.label = r.label, n.relation = r.relation, n.value = r.value,
-    n.shared = CASE WHEN r.shared THEN true END
+    n.shared = CASE WHEN r.shared THEN true END,
+    n.split = CASE WHEN fresh THEN r.split ELSE n.split END
 SET n += r.props
-RETURN r.run AS run, sum(CASE WHEN fresh AND NOT r.shared THEN 1 ELSE 0 END) AS created
+WITH r, fresh, n
+RETURN r.run AS run, sum(CASE WHEN fresh AND NOT r.shared THEN 1 ELSE 0 END) AS created,
+       collect(CASE WHEN fresh THEN n.id END) AS fresh
 """
 
-_WRITE_EDGES = """
+_WRITE_EDGES = f"""
 UNWIND $rows AS r
-MERGE (a:Node {id: r.src})
-  ON CREATE SET a.component_id = r.src
-MERGE (b:Node {id: r.dst})
-  ON CREATE SET b.component_id = r.dst
+MERGE (a:Node {{id: r.src}})
+  ON CREATE SET {_init("a", "r.src")}
+MERGE (b:Node {{id: r.dst}})
+  ON CREATE SET {_init("b", "r.dst")}
 WITH a, b, r
 OPTIONAL MATCH (a)-[old:DERIVES]->(b)
 WITH a, b, r, old IS NULL AS fresh
 MERGE (a)-[:DERIVES]->(b)
-WITH r.run AS run, fresh, a.component_id AS ca, b.component_id AS cb
-RETURN run, sum(CASE WHEN fresh THEN 1 ELSE 0 END) AS created,
-       collect(DISTINCT CASE WHEN ca <> cb THEN [ca, cb] END) AS crossing
+RETURN r.run AS run, sum(CASE WHEN fresh THEN 1 ELSE 0 END) AS created
+"""
+
+# Edges already stored at nodes whose record (and so split) arrived only now.
+_INCIDENT = """
+UNWIND $ids AS i
+MATCH (n:Node {id: i})
+MATCH (n)-[e:DERIVES]-(m:Node)
+RETURN DISTINCT startNode(e).id AS src, endNode(e).id AS dst
+"""
+
+_NODE_INFO = f"""
+UNWIND $ids AS i
+MATCH (n:Node {{id: i}})
+RETURN n.id AS id, n.op IS NOT NULL AS known, n.split AS split, n.component_id AS component,
+       n.set_id AS set_id, [{", ".join(f"n.s{k}" for k in range(LEVELS))}] AS levels
 """
 
 _COMPONENT_SIZES = """
@@ -76,12 +108,78 @@ SET n.component_id = m.new
 WITH DISTINCT m
 OPTIONAL MATCH (k:Component {id: m.old})
 DELETE k
+WITH DISTINCT m
+MATCH (s:ConnectedSet {component_id: m.old})
+SET s.component_id = m.new
 """
 
 _RESIZE = """
 UNWIND $sizes AS s
 MERGE (k:Component {id: s.id})
 SET k.size = s.size
+"""
+
+_LEVEL_SIZES = """
+UNWIND $keys AS key
+OPTIONAL MATCH (s:LevelSet {key: key})
+RETURN key, coalesce(s.size, 1) AS size
+"""
+
+_LEVEL_RELABEL = [
+    f"""
+UNWIND $moves AS m
+MATCH (n:Node {{s{k}: m.old}})
+SET n.s{k} = m.new
+RETURN n.id AS id
+"""
+    for k in range(LEVELS)
+]
+
+_LEVEL_MEMBERS = [
+    f"""
+UNWIND $ids AS i
+MATCH (n:Node {{s{k}: i}})
+RETURN n.id AS id
+"""
+    for k in range(LEVELS)
+]
+
+_LEVEL_RESIZE = """
+UNWIND $gone AS key
+OPTIONAL MATCH (s:LevelSet {key: key})
+DELETE s
+WITH count(*) AS _
+UNWIND $sizes AS r
+MERGE (s:LevelSet {key: r.key})
+SET s.size = r.size
+"""
+
+_SET_IDS = """
+UNWIND $rows AS r
+MATCH (n:Node {id: r.id})
+SET n.set_id = r.set_id
+"""
+
+_SETS = """
+UNWIND $rows AS r
+MERGE (s:ConnectedSet {id: r.id})
+SET s.level = r.level, s.size = r.size, s.component_id = r.component
+"""
+
+_SET_DEPS = """
+UNWIND $pairs AS p
+MATCH (a:ConnectedSet {id: p[0]})
+MATCH (b:ConnectedSet {id: p[1]})
+MERGE (a)-[:SET_DEP]->(b)
+"""
+
+# A set id none of whose nodes still carries it (merged into another, or refined): gone, with
+# its dependencies (the edges that made them were re-read under their new sets).
+_SETS_GONE = """
+UNWIND $ids AS i
+MATCH (s:ConnectedSet {id: i})
+WHERE NOT EXISTS { MATCH (:Node {set_id: i}) }
+DETACH DELETE s
 """
 
 _RUN_STARTED = """
@@ -184,12 +282,15 @@ class FlushResult:
 
 
 class Store:
-    def __init__(self, driver: neo4j.Driver) -> None:
+    def __init__(self, driver: neo4j.Driver, theta: int = DEFAULT_THETA) -> None:
         self._driver = driver
+        self._theta = theta
 
     @classmethod
-    def connect(cls, uri: str, user: str = "", password: str = "") -> Store:
-        return cls(neo4j_driver(uri, user, password, max_transaction_retry_time=15.0))
+    def connect(
+        cls, uri: str, user: str = "", password: str = "", theta: int = DEFAULT_THETA
+    ) -> Store:
+        return cls(neo4j_driver(uri, user, password, max_transaction_retry_time=15.0), theta)
 
     def close(self) -> None:
         self._driver.close()
@@ -204,16 +305,17 @@ class Store:
     def write(self, flush: Flush) -> FlushResult:
         try:
             with self._driver.session() as session:
-                return session.execute_write(_write, flush)
+                return session.execute_write(_write, flush, self._theta)
         except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as e:
             if isinstance(e, neo4j.exceptions.ClientError):
                 raise  # a bug of ours, not an outage: let it surface
             raise StoreUnavailable(f"{type(e).__name__}: {e}") from e
 
 
-def _write(tx: neo4j.ManagedTransaction, flush: Flush) -> FlushResult:
+def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int) -> FlushResult:
     tx.run(_LOCK).consume()
     per_run: dict[str, dict[str, int]] = {}
+    fresh: set[int] = set()
 
     def credit(records: Iterable[neo4j.Record], kind: str) -> int:
         total = 0
@@ -221,24 +323,13 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush) -> FlushResult:
             counts = per_run.setdefault(record["run"], {"nodes": 0, "edges": 0})
             counts[kind] += record["created"]
             total += record["created"]
+            if kind == "nodes":
+                fresh.update(i for i in record["fresh"] if i is not None)
         return total
 
     nodes_created = credit(tx.run(_WRITE_NODES, rows=list(flush.nodes.values())), "nodes")
-    edge_rows = list(flush.edges.values())
-    edge_records = list(tx.run(_WRITE_EDGES, rows=edge_rows))
-    edges_created = credit(edge_records, "edges")
-    # Pairs of distinct components that the new edges connect (union-find input).
-    pairs = {(a, b) for record in edge_records for a, b in record["crossing"]}
-
-    merged = 0
-    if pairs:
-        ids = sorted({c for pair in pairs for c in pair})
-        sizes = {r["id"]: r["size"] for r in tx.run(_COMPONENT_SIZES, ids=ids)}
-        merges, grown = plan_merges(pairs, sizes)
-        tx.run(_RELABEL, moves=[{"old": m.old, "new": m.new} for m in merges]).consume()
-        tx.run(_RESIZE, sizes=[{"id": c, "size": s} for c, s in grown.items()]).consume()
-        merged = len(merges)
-
+    edges_created = credit(tx.run(_WRITE_EDGES, rows=list(flush.edges.values())), "edges")
+    merged = _maintain_ids(tx, set(flush.edges), fresh, theta)
     if flush.started:
         rows = [
             {
@@ -287,3 +378,145 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush) -> FlushResult:
             )
         completed.append(record["run"])
     return FlushResult(nodes_created, edges_created, merged, completed)
+
+
+def _maintain_ids(
+    tx: neo4j.ManagedTransaction, edges: set[tuple[int, int]], fresh: set[int], theta: int
+) -> int:
+    """Keep component ids, per-level set ids, connected sets and set dependencies exact after
+    this flush's edges and nodes (see ingest_service.sets). Returns the component merges."""
+    # The edges to (re)consider: this flush's, and the stored edges of nodes that became known.
+    work = set(edges)
+    if fresh:
+        work.update((r["src"], r["dst"]) for r in tx.run(_INCIDENT, ids=sorted(fresh)))
+    if not work and not fresh:
+        return 0
+    info = _node_info(tx, {i for edge in work for i in edge} | fresh)
+
+    # Components: every edge counts, known ends or not.
+    pairs = {
+        (info[a].component, info[b].component)
+        for a, b in work
+        if info[a].component != info[b].component
+    }
+    merged = 0
+    if pairs:
+        ids = sorted({c for pair in pairs for c in pair})
+        sizes = {r["id"]: r["size"] for r in tx.run(_COMPONENT_SIZES, ids=ids)}
+        merges, grown = plan_merges(pairs, sizes)
+        tx.run(_RELABEL, moves=[{"old": m.old, "new": m.new} for m in merges]).consume()
+        tx.run(_RESIZE, sizes=[{"id": c, "size": s} for c, s in grown.items()]).consume()
+        merged = len(merges)
+
+    # Sets, level by level: edges whose two known ends share their part at that level.
+    known = [(a, b) for a, b in work if info[a].known and info[b].known]
+    touched: set[int] = set(i for i in fresh if info[i].known)
+    for level in range(LEVELS):
+        level_pairs = {
+            (info[a].levels[level], info[b].levels[level])
+            for a, b in known
+            if part(info[a].split or (), level) == part(info[b].split or (), level)
+            and info[a].levels[level] != info[b].levels[level]
+        }
+        if not level_pairs:
+            continue
+        ids = sorted({c for pair in level_pairs for c in pair})
+        sizes = _level_sizes(tx, [(level, c) for c in ids])
+        level_sizes = {c: sizes[(level, c)] for c in ids}
+        merges, grown = plan_merges(level_pairs, level_sizes)
+        moved = tx.run(_LEVEL_RELABEL[level], moves=[{"old": m.old, "new": m.new} for m in merges])
+        touched.update(r["id"] for r in moved)
+        tx.run(
+            _LEVEL_RESIZE,
+            gone=[_key(level, m.old) for m in merges],
+            sizes=[{"key": _key(level, c), "size": s} for c, s in grown.items()],
+        ).consume()
+        # A set that crossed theta is refined: every member's connected set is recomputed.
+        crossed = [c for c, s in grown.items() if level_sizes.get(c, 1) < theta <= s]
+        if crossed:
+            touched.update(r["id"] for r in tx.run(_LEVEL_MEMBERS[level], ids=crossed))
+    if not touched:
+        return merged
+
+    # Connected sets of the touched nodes, from their (new) level ids and the set sizes.
+    info.update(_node_info(tx, touched))
+    sizes = _level_sizes(
+        tx, sorted({(k, info[i].levels[k]) for i in touched for k in range(LEVELS)})
+    )
+    changed: dict[int, int] = {}
+    old_sets: set[int] = set()
+    sets: dict[int, dict[str, int]] = {}
+    for i in touched:
+        row = _set_row(info[i], sizes, theta)
+        sets[row["id"]] = row
+        if row["id"] != info[i].set_id:
+            changed[i] = row["id"]
+            old_sets.add(info[i].set_id)
+    if changed:
+        tx.run(_SET_IDS, rows=[{"id": i, "set_id": s} for i, s in changed.items()]).consume()
+        for i, s in changed.items():
+            info[i] = info[i]._replace(set_id=s)
+        # The stored edges of nodes that changed set get their dependencies re-read.
+        extra = {(r["src"], r["dst"]) for r in tx.run(_INCIDENT, ids=sorted(changed))}
+        extra -= work
+        if extra:
+            info.update(_node_info(tx, {i for e in extra for i in e} - set(info)))
+            known += [(a, b) for a, b in extra if info[a].known and info[b].known]
+        old_sets -= set(changed.values())
+
+    deps = dependencies(known, {i: n.set_id for i, n in info.items()})
+    ends = {s for d in deps for s in d}
+    # Sets at the ends of dependencies need their ConnectedSet node even when untouched.
+    owners = {info[i].set_id: info[i] for edge in known for i in edge if info[i].set_id in ends}
+    missing = [owners[s] for s in ends if s not in sets]
+    if missing:
+        sizes = _level_sizes(tx, sorted({(k, n.levels[k]) for n in missing for k in range(LEVELS)}))
+        for node in missing:
+            row = _set_row(node, sizes, theta)
+            sets[row["id"]] = row
+    # Only sets of more than one node or with dependencies get a ConnectedSet node.
+    rows = [row for row in sets.values() if row["size"] > 1 or row["id"] in ends]
+    if rows:
+        tx.run(_SETS, rows=rows).consume()
+    if deps:
+        tx.run(_SET_DEPS, pairs=[list(d) for d in sorted(deps)]).consume()
+    if old_sets:
+        tx.run(_SETS_GONE, ids=sorted(old_sets)).consume()
+    return merged
+
+
+class _Info(NamedTuple):
+    known: bool
+    split: list[str] | None
+    component: int
+    set_id: int
+    levels: list[int]
+
+
+def _node_info(tx: neo4j.ManagedTransaction, ids: set[int]) -> dict[int, _Info]:
+    return {
+        r["id"]: _Info(r["known"], r["split"], r["component"], r["set_id"], r["levels"])
+        for r in tx.run(_NODE_INFO, ids=sorted(ids))
+    }
+
+
+def _set_row(node: _Info, sizes: dict[tuple[int, int], int], theta: int) -> dict[str, int]:
+    ids = node.levels[: max(1, min(len(node.split or ()), LEVELS))]
+    level, set_id = effective(ids, sizes, theta)
+    return {
+        "id": set_id,
+        "level": level,
+        "size": sizes.get((level, set_id), 1),
+        "component": node.component,
+    }
+
+
+def _key(level: int, set_id: int) -> str:
+    return f"{level}:{set_id}"
+
+
+def _level_sizes(
+    tx: neo4j.ManagedTransaction, sets: Iterable[tuple[int, int]]
+) -> dict[tuple[int, int], int]:
+    keys = {_key(k, s): (k, s) for k, s in sets}
+    return {keys[r["key"]]: r["size"] for r in tx.run(_LEVEL_SIZES, keys=sorted(keys))}

@@ -19,6 +19,7 @@ from sparkprov.v1 import lineage_pb2
 __all__ = [
     "ATTRIBUTE_PREFIX",
     "MAX_EVENT_BYTES",
+    "MAX_SPLIT_DEPTH",
     "OP_NAMES",
     "SCHEMA_VERSION",
     "Batch",
@@ -36,6 +37,8 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 MAX_EVENT_BYTES = 8 * 1024 * 1024
+# Levels of split paths (split, sub-split, sub-sub-split): connected sets are kept per level.
+MAX_SPLIT_DEPTH = 3
 # Row attributes are stored as node properties with this prefix, so they never clash with ours.
 ATTRIBUTE_PREFIX = "a_"
 
@@ -73,6 +76,7 @@ class NodeColumns:
     attributes: Mapping[str, Sequence[str | None]] = field(default_factory=dict)
     values: Sequence[str] = ()
     shared: bool = False
+    split: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -88,8 +92,8 @@ class Batch:
     tap: str
     partition: int
     sequence: int
-    # {"id", "run", "op", "label", "relation", "value", "shared", "props"}; props: prefixed
-    # attributes.
+    # {"id", "run", "op", "label", "relation", "value", "shared", "split", "props"}; props:
+    # prefixed attributes; split: the split path (list of names, possibly empty).
     nodes: list[dict[str, Any]]
     # {"src", "dst", "run"}
     edges: list[dict[str, Any]]
@@ -149,6 +153,7 @@ def encode_batch(
             column.null_rows.extend(i for i, v in enumerate(values) if v is None)
         block.values.extend(cols.values)
         block.shared = cols.shared
+        block.split.extend(cols.split)
     if edges is not None:
         batch.edges.src.extend(edges.src)
         batch.edges.dst.extend(edges.dst)
@@ -245,6 +250,11 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
                 )
             nulls = set(column.null_rows)
             columns.append((ATTRIBUTE_PREFIX + name, column.values, nulls))
+        if len(block.split) > MAX_SPLIT_DEPTH or any(not part for part in block.split):
+            raise MalformedEvent(
+                "bad_split", f"split path {list(block.split)!r} (at most {MAX_SPLIT_DEPTH} names)"
+            )
+        split = list(block.split)
         labels = block.labels
         values = block.values
         for i, node_id in enumerate(block.ids):
@@ -258,6 +268,7 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
                     "relation": block.relation or None,
                     "value": values[i] if values else None,
                     "shared": block.shared,
+                    "split": split,
                     "props": props,
                 }
             )

@@ -33,7 +33,9 @@ def stack() -> Iterator[Stack]:
 
 @pytest.fixture(scope="session")
 def neo4j_driver(stack: Stack) -> Iterator[neo4j.Driver]:
-    driver = neo4j.GraphDatabase.driver(stack.settings.neo4j_uri, auth=None)
+    driver = neo4j.GraphDatabase.driver(
+        stack.settings.neo4j_uri, auth=None, notifications_min_severity="OFF"
+    )
     yield driver
     driver.close()
 

@@ -1,0 +1,109 @@
+"""Connected sets (CSProv), kept apart from the database so they are testable.
+
+A node's split path (split, sub-split, ...) gives it a *part* at every level k: the first k+1
+names of the path (a path shorter than k+1 keeps its full path, so a split without sub-splits is
+never refined). The level-k set of a node is its weakly connected component among the edges whose
+two ends share their level-k part. Its *connected set* (``set_id``) is the level-k set of the
+smallest k whose set holds fewer than theta nodes, or of its deepest level: Algorithm 3 of the
+paper (a set that grows past theta is partitioned by the sub-splits), stated so that it depends
+only on the graph, never on the order in which batches arrived. The ingest service keeps every
+level's ids incrementally (union by size, per level) and recomputes the effective set of exactly
+the nodes whose level ids changed or whose set crossed theta; :func:`recompute` is the from-scratch
+definition that the incremental ids must equal (up to renaming).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import networkx as nx
+
+__all__ = [
+    "DEFAULT_THETA",
+    "LEVELS",
+    "dependencies",
+    "effective",
+    "level_count",
+    "part",
+    "recompute",
+    "same_partition",
+]
+
+DEFAULT_THETA = 25000
+LEVELS = 3  # split, sub-split, sub-sub-split (events.MAX_SPLIT_DEPTH)
+
+
+def level_count(split: Sequence[str]) -> int:
+    """Levels at which a node with this split path has a set of its own."""
+    return max(1, min(len(split), LEVELS))
+
+
+def part(split: Sequence[str], level: int) -> tuple[str, ...]:
+    return tuple(split[: level + 1])
+
+
+def effective(
+    level_ids: Sequence[int], sizes: Mapping[tuple[int, int], int], theta: int
+) -> tuple[int, int]:
+    """(level, set id) of the connected set: the first level whose set is below theta."""
+    for level, set_id in enumerate(level_ids):
+        if sizes.get((level, set_id), 1) < theta:
+            return level, set_id
+    return len(level_ids) - 1, level_ids[-1]
+
+
+def dependencies(
+    edges: Iterable[tuple[int, int]], set_of: Mapping[int, int]
+) -> set[tuple[int, int]]:
+    """Set dependencies of the given edges: (src set, dst set) where the two differ."""
+    deps = set()
+    for src, dst in edges:
+        a, b = set_of[src], set_of[dst]
+        if a != b:
+            deps.add((a, b))
+    return deps
+
+
+def recompute(
+    splits: Mapping[int, Sequence[str]], edges: Iterable[tuple[int, int]], theta: int
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Component and connected-set labels of every node, from scratch (labels are the smallest
+    node id of each part; compare with :func:`same_partition`)."""
+    edge_list = [(a, b) for a, b in edges if a in splits and b in splits]
+    graph = nx.Graph()
+    graph.add_nodes_from(splits)
+    graph.add_edges_from(edge_list)
+    component = {n: min(c) for c in nx.connected_components(graph) for n in c}
+
+    level_sets: list[dict[int, int]] = []
+    sizes: dict[tuple[int, int], int] = {}
+    for level in range(LEVELS):
+        g = nx.Graph()
+        g.add_nodes_from(splits)
+        g.add_edges_from(
+            (a, b) for a, b in edge_list if part(splits[a], level) == part(splits[b], level)
+        )
+        labels = {}
+        for members in nx.connected_components(g):
+            label = min(members)
+            sizes[(level, label)] = len(members)
+            labels.update(dict.fromkeys(members, label))
+        level_sets.append(labels)
+    connected = {}
+    for n, split in splits.items():
+        ids = [level_sets[k][n] for k in range(level_count(split))]
+        connected[n] = effective(ids, sizes, theta)[1]
+    return component, connected
+
+
+def same_partition(a: Mapping[int, int], b: Mapping[int, int]) -> bool:
+    """Whether two labellings of the same nodes group them identically (up to renaming)."""
+    if a.keys() != b.keys():
+        return False
+    forward: dict[int, int] = {}
+    backward: dict[int, int] = {}
+    for node, label in a.items():
+        other = b[node]
+        if forward.setdefault(label, other) != other or backward.setdefault(other, label) != label:
+            return False
+    return True
