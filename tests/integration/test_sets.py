@@ -24,9 +24,7 @@ THETA = 4  # small, so sets cross it and get refined by their sub-splits
 def dags(draw: st.DrawFn) -> tuple[dict[int, tuple[str, ...]], list[tuple[int, int]], int]:
     n = draw(st.integers(2, 28))
     splits = {i: draw(st.sampled_from(SPLITS)) for i in range(n)}
-    edges = draw(
-        st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n)
-    )
+    edges = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n))
     edges = sorted({(min(a, b), max(a, b)) for a, b in edges if a != b})
     return splits, edges, draw(st.integers(0, 2**31))
 

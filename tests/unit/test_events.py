@@ -21,6 +21,7 @@ def test_batch_round_trip_keeps_columns_nulls_and_values() -> None:
                 labels=["R#0.0", "R#0.1"],
                 relation="R",
                 attributes={"name": ["ann", None], "age": ["3", "4"]},
+                split=("sp3", "sp4"),
             ),
             NodeColumns("AGGREGATE", [9], label="SUM", values=["7"]),
         ],
@@ -43,8 +44,10 @@ def test_batch_round_trip_keeps_columns_nulls_and_values() -> None:
         "relation": "R",
         "value": None,
         "shared": False,
+        "split": ["sp3", "sp4"],
         "props": {"a_name": "ann", "a_age": "3"},
     }
+    assert batch.nodes[2]["split"] == []
     assert batch.nodes[1]["props"] == {"a_age": "4"}  # null attribute: absent
     assert batch.nodes[2]["label"] == "SUM" and batch.nodes[2]["value"] == "7"
     assert batch.nodes[2]["relation"] is None
@@ -75,6 +78,15 @@ def _ragged() -> bytes:
     return event.SerializeToString()
 
 
+def _deep_split() -> bytes:
+    event = lineage_pb2.LineageEvent(schema_version=1, run_id="r")
+    block = event.batch.nodes.add()
+    block.op = lineage_pb2.OP_TOKEN
+    block.ids.append(1)
+    block.split.extend(["a", "b", "c", "d"])
+    return event.SerializeToString()
+
+
 @pytest.mark.parametrize(
     ("data", "reason"),
     [
@@ -84,6 +96,7 @@ def _ragged() -> bytes:
         (_event(schema_version=1), "no_run_id"),
         (_event(schema_version=1, run_id="r"), "no_body"),
         (_ragged(), "ragged"),
+        (_deep_split(), "bad_split"),
         (b"\x00" * (events.MAX_EVENT_BYTES + 1), "oversized"),
     ],
 )
