@@ -14,7 +14,7 @@ definition that the incremental ids must equal (up to renaming).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 
 import networkx as nx
 
@@ -66,9 +66,10 @@ def dependencies(
 
 def recompute(
     splits: Mapping[int, Sequence[str]], edges: Iterable[tuple[int, int]], theta: int
-) -> tuple[dict[int, int], dict[int, int]]:
-    """Component and connected-set labels of every node, from scratch (labels are the smallest
-    node id of each part; compare with :func:`same_partition`)."""
+) -> tuple[dict[int, int], dict[int, tuple[int, int]]]:
+    """Component and connected-set labels of every node, from scratch (a component's label is its
+    smallest node id, a connected set's is (level, smallest node id), since one node can head
+    sets at several levels; compare with :func:`same_partition`)."""
     edge_list = [(a, b) for a, b in edges if a in splits and b in splits]
     graph = nx.Graph()
     graph.add_nodes_from(splits)
@@ -89,19 +90,19 @@ def recompute(
             sizes[(level, label)] = len(members)
             labels.update(dict.fromkeys(members, label))
         level_sets.append(labels)
-    connected = {}
+    connected: dict[int, tuple[int, int]] = {}
     for n, split in splits.items():
         ids = [level_sets[k][n] for k in range(level_count(split))]
-        connected[n] = effective(ids, sizes, theta)[1]
+        connected[n] = effective(ids, sizes, theta)
     return component, connected
 
 
-def same_partition(a: Mapping[int, int], b: Mapping[int, int]) -> bool:
+def same_partition(a: Mapping[int, Hashable], b: Mapping[int, Hashable]) -> bool:
     """Whether two labellings of the same nodes group them identically (up to renaming)."""
     if a.keys() != b.keys():
         return False
-    forward: dict[int, int] = {}
-    backward: dict[int, int] = {}
+    forward: dict[Hashable, Hashable] = {}
+    backward: dict[Hashable, Hashable] = {}
     for node, label in a.items():
         other = b[node]
         if forward.setdefault(label, other) != other or backward.setdefault(other, label) != label:

@@ -347,8 +347,9 @@ class Stack:
 
     def _neo4j_command(self) -> list[str]:
         lib = self.dir / "lib" / "neo4j"
-        if not lib.exists():
-            raise StackError(f"{lib} is missing: run `make setup` first")
+        plugins = self.dir / "plugins"
+        if not lib.exists() or not plugins.exists():
+            raise StackError(f"{lib} or {plugins} is missing: run `make setup` first")
         host, port = _host_port(self.settings.neo4j_uri, 7687)
         return [
             self.settings.java,
@@ -356,7 +357,7 @@ class Stack:
             "-Xmx2g",
             "-XX:+UseG1GC",
             "-cp",
-            f"{lib}/*",
+            f"{lib}/*:{plugins}/*",
             "io.sparkprov.stack.Neo4jLauncher",
             str(self.dir / "data" / "neo4j"),
             host,

@@ -87,16 +87,56 @@ class EdgeColumns:
 
 @dataclass(frozen=True)
 class Batch:
+    """A decoded, validated batch, still column by column (the ingest store passes the columns
+    to Neo4j as they are; :meth:`rows` gives one dict per node for readers that want rows)."""
+
     run_id: str
     workflow: str
     tap: str
     partition: int
     sequence: int
-    # {"id", "run", "op", "label", "relation", "value", "shared", "split", "props"}; props:
-    # prefixed attributes; split: the split path (list of names, possibly empty).
-    nodes: list[dict[str, Any]]
-    # {"src", "dst", "run"}
-    edges: list[dict[str, Any]]
+    # One dict per node block: run, op, ids, label, labels, relation, values, shared, split,
+    # attribute_names, attribute_values (one list per name), null_rows (one list per name).
+    blocks: list[dict[str, Any]]
+    # {"run", "src", "dst"}: the edge columns.
+    edges: dict[str, Any]
+
+    @property
+    def node_count(self) -> int:
+        return sum(len(b["ids"]) for b in self.blocks)
+
+    @property
+    def edge_count(self) -> int:
+        return len(self.edges["src"])
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per node: id, run, op, label, relation, value, shared, split and props (the
+        non-null attributes, prefixed)."""
+        out = []
+        for b in self.blocks:
+            names = [ATTRIBUTE_PREFIX + n for n in b["attribute_names"]]
+            nulls = [set(rows) for rows in b["null_rows"]]
+            for i, node_id in enumerate(b["ids"]):
+                out.append(
+                    {
+                        "id": node_id,
+                        "run": b["run"],
+                        "op": b["op"],
+                        "label": b["labels"][i] if b["labels"] else b["label"],
+                        "relation": b["relation"],
+                        "value": b["values"][i] if b["values"] else None,
+                        "shared": b["shared"],
+                        "split": b["split"],
+                        "props": {
+                            name: column[i]
+                            for name, column, null in zip(
+                                names, b["attribute_values"], nulls, strict=True
+                            )
+                            if i not in null
+                        },
+                    }
+                )
+        return out
 
 
 @dataclass(frozen=True)
@@ -231,7 +271,7 @@ def decode(data: bytes | None) -> Event:
 def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
     pb = event.batch
     run_id = event.run_id
-    nodes: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = []
     for block in pb.nodes:
         op = OP_NAMES.get(block.op)
         if op is None:
@@ -242,38 +282,35 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
                 raise MalformedEvent("ragged", f"{name} has {len(entries)} entries for {n} ids")
         if len(block.attribute_names) != len(block.attribute_values):
             raise MalformedEvent("ragged", "attribute names and columns differ in number")
-        columns = []
         for name, column in zip(block.attribute_names, block.attribute_values, strict=True):
             if len(column.values) != n:
                 raise MalformedEvent(
                     "ragged", f"attribute {name!r} has {len(column.values)} values for {n} ids"
                 )
-            nulls = set(column.null_rows)
-            columns.append((ATTRIBUTE_PREFIX + name, column.values, nulls))
+            if any(r >= n for r in column.null_rows):
+                raise MalformedEvent("ragged", f"attribute {name!r} has a null row past {n}")
         if len(block.split) > MAX_SPLIT_DEPTH or any(not part for part in block.split):
             raise MalformedEvent(
                 "bad_split", f"split path {list(block.split)!r} (at most {MAX_SPLIT_DEPTH} names)"
             )
-        split = list(block.split)
-        labels = block.labels
-        values = block.values
-        for i, node_id in enumerate(block.ids):
-            props = {key: vals[i] for key, vals, nulls in columns if i not in nulls}
-            nodes.append(
-                {
-                    "id": node_id,
-                    "run": run_id,
-                    "op": op,
-                    "label": labels[i] if labels else block.label,
-                    "relation": block.relation or None,
-                    "value": values[i] if values else None,
-                    "shared": block.shared,
-                    "split": split,
-                    "props": props,
-                }
-            )
+        blocks.append(
+            {
+                "run": run_id,
+                "op": op,
+                "ids": list(block.ids),
+                "label": block.label,
+                "labels": list(block.labels),
+                "relation": block.relation or None,
+                "values": list(block.values),
+                "shared": block.shared,
+                "split": list(block.split),
+                "attribute_names": list(block.attribute_names),
+                "attribute_values": [list(c.values) for c in block.attribute_values],
+                "null_rows": [list(c.null_rows) for c in block.attribute_values],
+            }
+        )
     src, dst = pb.edges.src, pb.edges.dst
     if len(src) != len(dst):
         raise MalformedEvent("ragged", f"{len(src)} edge sources for {len(dst)} destinations")
-    edges = [{"src": s, "dst": d, "run": run_id} for s, d in zip(src, dst, strict=True)]
-    return Batch(run_id, event.workflow, pb.tap, pb.partition, pb.sequence, nodes, edges)
+    edges = {"run": run_id, "src": list(src), "dst": list(dst)}
+    return Batch(run_id, event.workflow, pb.tap, pb.partition, pb.sequence, blocks, edges)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from ingest_service.sets import dependencies, recompute, same_partition
 from ingest_service.store import Flush, Store
+from sparkprov.events import Batch, EdgeColumns, NodeColumns, decode, encode_batch
 
 SPLITS = [("a",), ("a", "x"), ("a", "y"), ("b",), ("b", "z"), ()]
 THETA = 4  # small, so sets cross it and get refined by their sub-splits
@@ -66,6 +67,19 @@ def _stored(
     return graph, component, connected, deps
 
 
+def _node_batch(run: str, node: int, split: tuple[str, ...]) -> Batch:
+    data = encode_batch(run, "sets", "t", 0, 0, [NodeColumns("TOKEN", [node], split=split)], None)
+    batch = decode(data)
+    assert isinstance(batch, Batch)
+    return batch
+
+
+def _edge_batch(run: str, src: int, dst: int) -> Batch:
+    batch = decode(encode_batch(run, "sets", "t", 0, 0, [], EdgeColumns([src], [dst])))
+    assert isinstance(batch, Batch)
+    return batch
+
+
 @pytest.fixture(scope="module")
 def store(neo4j_driver: neo4j.Driver) -> Store:
     s = Store(neo4j_driver, theta=THETA)
@@ -93,25 +107,13 @@ def test_incremental_ids_equal_a_recomputation_and_keep_lineage_inside_sets(
     rng.shuffle(items)
     for batch in _batches(items, rng):
         flush = Flush()
-        flush.events = 1
-        flush.workflows[run] = "sets"
         for kind, item in batch:
             if kind == "node":
                 assert isinstance(item, int)
-                flush.nodes[ids[item]] = {
-                    "id": ids[item],
-                    "run": run,
-                    "op": "TOKEN",
-                    "label": str(item),
-                    "relation": None,
-                    "value": None,
-                    "shared": False,
-                    "split": list(splits[item]),
-                    "props": {},
-                }
+                flush.add(_node_batch(run, ids[item], splits[item]))
             else:
                 a, b = item  # type: ignore[misc]
-                flush.edges[(ids[a], ids[b])] = {"src": ids[a], "dst": ids[b], "run": run}
+                flush.add(_edge_batch(run, ids[a], ids[b]))
         store.write(flush)
 
     node_ids = sorted(ids.values())

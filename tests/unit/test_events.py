@@ -36,7 +36,8 @@ def test_batch_round_trip_keeps_columns_nulls_and_values() -> None:
         3,
         7,
     )
-    assert batch.nodes[0] == {
+    rows = batch.rows()
+    assert rows[0] == {
         "id": 1,
         "run": "run1",
         "op": "TOKEN",
@@ -47,14 +48,12 @@ def test_batch_round_trip_keeps_columns_nulls_and_values() -> None:
         "split": ["sp3", "sp4"],
         "props": {"a_name": "ann", "a_age": "3"},
     }
-    assert batch.nodes[2]["split"] == []
-    assert batch.nodes[1]["props"] == {"a_age": "4"}  # null attribute: absent
-    assert batch.nodes[2]["label"] == "SUM" and batch.nodes[2]["value"] == "7"
-    assert batch.nodes[2]["relation"] is None
-    assert batch.edges == [
-        {"src": 1, "dst": 9, "run": "run1"},
-        {"src": -2, "dst": 9, "run": "run1"},
-    ]
+    assert rows[2]["split"] == []
+    assert rows[1]["props"] == {"a_age": "4"}  # null attribute: absent
+    assert rows[2]["label"] == "SUM" and rows[2]["value"] == "7"
+    assert rows[2]["relation"] is None
+    assert batch.edges == {"run": "run1", "src": [1, -2], "dst": [9, 9]}
+    assert (batch.node_count, batch.edge_count) == (3, 2)
 
 
 def test_markers_round_trip() -> None:

@@ -8,6 +8,7 @@ import org.neo4j.configuration.connectors.HttpConnector;
 import org.neo4j.configuration.helpers.SocketAddress;
 import org.neo4j.dbms.api.DatabaseManagementService;
 import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
+import org.neo4j.graphdb.GraphDatabaseService;
 
 /**
  * Runs Neo4j Community as an embedded DBMS with the Bolt connector enabled, so the local stack
@@ -17,6 +18,15 @@ import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
  */
 public final class Neo4jLauncher {
   private Neo4jLauncher() {}
+
+  private static Path pluginDir() {
+    try {
+      return Path.of(Neo4jLauncher.class.getProtectionDomain().getCodeSource().getLocation().toURI())
+          .getParent();
+    } catch (java.net.URISyntaxException e) {
+      throw new IllegalStateException(e);
+    }
+  }
 
   public static void main(String[] args) throws InterruptedException {
     if (args.length < 3) {
@@ -35,9 +45,12 @@ public final class Neo4jLauncher {
             .setConfig(HttpConnector.enabled, false)
             .setConfig(GraphDatabaseSettings.auth_enabled, false)
             .setConfig(GraphDatabaseSettings.pagecache_memory, pageCache)
+            // Our procedures load from the folder of this jar, as from a server's plugins/.
+            .setConfig(GraphDatabaseSettings.plugin_dir, pluginDir())
             .build();
     // Opening the default database forces it to start before we announce readiness.
-    dbms.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME).executeTransactionally("RETURN 1");
+    GraphDatabaseService db = dbms.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME);
+    db.executeTransactionally("RETURN 1");
 
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime()

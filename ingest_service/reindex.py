@@ -1,0 +1,393 @@
+"""``python -m ingest_service.reindex (--check | --write)``: component and connected-set ids of the
+whole stored graph, recomputed from scratch on Spark.
+
+The graph is exported from Neo4j page by page (by node id, so memory stays bounded) into Parquet,
+then Spark computes, with the large-star/small-star algorithm (Kiveris et al., SoCC 2014;
+O(log^2 n) rounds of joins, all four graphs at once):
+
+- components: weakly connected components over every DERIVES edge;
+- level-k sets (k = 0..2): components over the edges whose two stored ends share their level-k
+  split part (ingest_service.sets.part);
+- the connected set of a node: its first level whose set holds fewer than theta nodes, else its
+  deepest (ingest_service.sets.effective), exactly what the ingest service keeps incrementally.
+
+``--check`` compares these with the stored ids as partitions (equal up to renaming) and the stored
+set dependencies with those of the edges; exit status 1 on any difference. ``--write`` is the
+backfill: it stores the recomputed ids (and rebuilds the :Component, :LevelSet, :ConnectedSet nodes
+and SET_DEP edges) in batches; stop the ingest service while it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import neo4j
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ingest_service.sets import DEFAULT_THETA, LEVELS
+from sparkprov import defaults
+from sparkprov.runtime import configure_logging, neo4j_driver
+
+log = logging.getLogger("ingest_service.reindex")
+
+PAGE = 50_000
+_NODES = """
+MATCH (n:Node) WHERE n.id > $after
+WITH n ORDER BY n.id LIMIT $page
+RETURN n.id AS id, n.op IS NOT NULL AS known, coalesce(n.split, []) AS split,
+       n.component_id AS component_id, n.set_id AS set_id
+"""
+_EDGES = """
+MATCH (a:Node) WHERE a.id > $after
+WITH a ORDER BY a.id LIMIT $page
+OPTIONAL MATCH (a)-[:DERIVES]->(b:Node)
+RETURN a.id AS last, collect(b.id) AS dst
+"""
+_SET_DEPS = """
+MATCH (a:ConnectedSet) WHERE a.id > $after
+WITH a ORDER BY a.id LIMIT $page
+OPTIONAL MATCH (a)-[:SET_DEP]->(b:ConnectedSet)
+RETURN a.id AS last, collect(b.id) AS dst
+"""
+
+
+def _pages(driver: neo4j.Driver, query: str, key: str) -> Iterator[list[neo4j.Record]]:
+    after = -(2**63)
+    while True:
+        records, _, _ = driver.execute_query(query, after=after, page=PAGE, routing_="r")
+        if not records:
+            return
+        yield records
+        after = records[-1][key]
+
+
+def export(driver: neo4j.Driver, folder: Path) -> tuple[int, int]:
+    """Nodes, edges and set dependencies of the stored graph, as Parquet files in ``folder``."""
+    nodes = edges = 0
+    for name in ("nodes", "edges", "set_deps"):
+        (folder / name).mkdir(parents=True)
+    for i, page in enumerate(_pages(driver, _NODES, "id")):
+        table = pa.table(
+            {
+                "id": pa.array([r["id"] for r in page], pa.int64()),
+                "known": pa.array([r["known"] for r in page], pa.bool_()),
+                "split": pa.array([list(r["split"]) for r in page], pa.list_(pa.string())),
+                "component_id": pa.array([r["component_id"] for r in page], pa.int64()),
+                "set_id": pa.array([r["set_id"] for r in page], pa.int64()),
+            }
+        )
+        pq.write_table(table, folder / "nodes" / f"part-{i:05d}.parquet")
+        nodes += len(page)
+        log.info("exported %d nodes", nodes)
+    for name, query in (("edges", _EDGES), ("set_deps", _SET_DEPS)):
+        count = 0
+        for i, page in enumerate(_pages(driver, query, "last")):
+            src = [r["last"] for r in page for _ in r["dst"]]
+            dst = [d for r in page for d in r["dst"]]
+            table = pa.table({"src": pa.array(src, pa.int64()), "dst": pa.array(dst, pa.int64())})
+            pq.write_table(table, folder / name / f"part-{i:05d}.parquet")
+            count += len(src)
+        if name == "edges":
+            edges = count
+        log.info("exported %d %s", count, name)
+    return nodes, edges
+
+
+def components(edges: Any) -> Any:
+    """Connected components of several graphs at once: ``edges`` has columns g (the graph), u, v;
+    returns (g, id, label) for every vertex that has an edge, label = the smallest id of its
+    component. Large-star/small-star, alternating until the edge set no longer changes."""
+    from pyspark.sql import functions as F
+
+    def normal(df: Any) -> Any:
+        return df.where(F.col("u") != F.col("v")).select(
+            "g", F.least("u", "v").alias("u"), F.greatest("u", "v").alias("v")
+        )
+
+    def both(df: Any) -> Any:
+        return df.unionByName(df.select("g", F.col("v").alias("u"), F.col("u").alias("v")))
+
+    current = normal(edges).distinct().localCheckpoint()
+    for rounds in range(1, 200):
+        sym = both(current)
+        # Large star: every neighbour larger than u links to the smallest of u's neighbourhood.
+        low = sym.groupBy("g", "u").agg(F.least(F.min("v"), F.first("u")).alias("m"))
+        large = (
+            sym.where(F.col("v") > F.col("u"))
+            .join(low, ["g", "u"])
+            .select("g", F.col("v").alias("u"), F.col("m").alias("v"))
+        )
+        large = normal(large).distinct().localCheckpoint()
+        # Small star: u and its smaller neighbours link to the smallest of them.
+        sym = both(large)
+        smaller = sym.where(F.col("v") < F.col("u"))
+        low = smaller.groupBy("g", "u").agg(F.min("v").alias("m"))
+        small = smaller.join(low, ["g", "u"]).select("g", F.col("v").alias("u"), "m")
+        small = small.unionByName(low.select("g", "u", "m")).withColumnRenamed("m", "v")
+        small = normal(small).distinct().localCheckpoint()
+        size = small.count()
+        changed = size != current.count() or not small.exceptAll(current).isEmpty()
+        current = small
+        log.debug("components: round %d, %d edges", rounds, size)
+        if not changed:
+            break
+    # Converged: stars, each centre the smallest id of its component.
+    sym = both(current)
+    return sym.groupBy("g", F.col("u").alias("id")).agg(
+        F.least(F.min("v"), F.first("u")).alias("label")
+    )
+
+
+def recompute(spark: Any, folder: Path, theta: int) -> tuple[Any, Any, Any]:
+    """(nodes with computed component, levels and set, edges, stored set deps) as DataFrames."""
+    from pyspark.sql import functions as F
+
+    nodes = spark.read.parquet(str(folder / "nodes")).cache()
+    edges = spark.read.parquet(str(folder / "edges")).cache()
+    set_deps = spark.read.parquet(str(folder / "set_deps"))
+    graphs = [edges.select(F.lit(-1).alias("g"), F.col("src").alias("u"), F.col("dst").alias("v"))]
+    ends = (
+        edges.join(
+            nodes.select(
+                F.col("id").alias("src"), F.col("known").alias("ka"), F.col("split").alias("sa")
+            ),
+            "src",
+        )
+        .join(
+            nodes.select(
+                F.col("id").alias("dst"), F.col("known").alias("kb"), F.col("split").alias("sb")
+            ),
+            "dst",
+        )
+        .where(F.col("ka") & F.col("kb"))
+    )
+    for level in range(LEVELS):
+        same = F.slice("sa", 1, level + 1) == F.slice("sb", 1, level + 1)
+        graphs.append(
+            ends.where(same).select(
+                F.lit(level).alias("g"), F.col("src").alias("u"), F.col("dst").alias("v")
+            )
+        )
+    all_edges = graphs[0]
+    for g in graphs[1:]:
+        all_edges = all_edges.unionByName(g)
+    labels = components(all_edges).cache()
+
+    def label_of(g: int, name: str) -> Any:
+        return labels.where(F.col("g") == g).select("id", F.col("label").alias(name))
+
+    out = nodes
+    out = out.join(label_of(-1, "c"), "id", "left").withColumn("c", F.coalesce("c", "id"))
+    for level in range(LEVELS):
+        name = f"l{level}"
+        out = out.join(label_of(level, name), "id", "left")
+        out = out.withColumn(name, F.coalesce(name, "id"))
+        sizes = out.groupBy(name).agg(F.count("*").alias(f"size{level}"))
+        out = out.join(sizes, name)
+    levels = F.greatest(F.lit(1), F.least(F.size("split"), F.lit(LEVELS)))
+    # The effective level: the first whose set is below theta, else the deepest (sets.effective).
+    chosen = F.when(F.col("size0") < theta, 0).otherwise(
+        F.when(levels == 1, 0).when((F.col("size1") < theta) | (levels == 2), 1).otherwise(2)
+    )
+    out = out.withColumn("level", chosen).withColumn(
+        "set", F.array("level", F.element_at(F.array("l0", "l1", "l2"), F.col("level") + 1))
+    )
+    return out.cache(), edges, set_deps
+
+
+def _same_partition(df: Any, a: str, b: str) -> tuple[bool, int, int, int]:
+    pairs = df.select(a, b).distinct().count()
+    left = df.select(a).distinct().count()
+    right = df.select(b).distinct().count()
+    return pairs == left == right, pairs, left, right
+
+
+def check(spark: Any, folder: Path, theta: int) -> bool:
+    from pyspark.sql import functions as F
+
+    nodes, edges, set_deps = recompute(spark, folder, theta)
+    ok = True
+    for stored, computed, what in (("component_id", "c", "components"), ("set_id", "set", "sets")):
+        same, pairs, left, right = _same_partition(nodes, stored, computed)
+        print(
+            f"{what}: {left:,} stored, {right:,} recomputed, {pairs:,} pairs -> "
+            f"{'equal' if same else 'DIFFERENT'}"
+        )
+        ok &= same
+    sets = nodes.select("id", "set_id")
+    expected = (
+        edges.join(sets.select(F.col("id").alias("src"), F.col("set_id").alias("a")), "src")
+        .join(sets.select(F.col("id").alias("dst"), F.col("set_id").alias("b")), "dst")
+        .where(F.col("a") != F.col("b"))
+        .select(F.col("a").alias("src"), F.col("b").alias("dst"))
+        .distinct()
+    )
+    missing = expected.exceptAll(set_deps.distinct()).count()
+    extra = set_deps.distinct().exceptAll(expected).count()
+    print(
+        f"set dependencies: {expected.count():,} from the edges, {missing:,} missing, "
+        f"{extra:,} extra -> {'equal' if not missing and not extra else 'DIFFERENT'}"
+    )
+    return bool(ok and not missing and not extra)
+
+
+_MIX = 0x9E3779B97F4A7C15
+
+
+def set_key(level: int, label: int) -> int:
+    """The stored id of a level's set (FlushWriter.setKey): the label, mixed with the level."""
+    if level == 0:
+        return label
+    mixed = (label ^ (level * _MIX)) & (2**64 - 1)
+    return mixed - 2**64 if mixed >= 2**63 else mixed
+
+
+def write(spark: Any, folder: Path, theta: int, driver: neo4j.Driver) -> None:
+    """Store the recomputed ids and rebuild the id structures (the backfill)."""
+    from pyspark.sql import functions as F
+
+    nodes, edges, _ = recompute(spark, folder, theta)
+    set_key_udf = F.udf(set_key, "long")
+    nodes = nodes.withColumn(
+        "set_id_new",
+        F.when(F.col("known"), set_key_udf(F.col("level"), F.col("set")[1])).otherwise(F.col("id")),
+    ).cache()
+    for label in ("Component", "LevelSet", "ConnectedSet"):
+        driver.execute_query(
+            f"MATCH (s:{label}) CALL (s) {{ DETACH DELETE s }} IN TRANSACTIONS OF 10000 ROWS"
+        )
+    batch: list[dict[str, Any]] = []
+
+    def flush(query: str) -> None:
+        if batch:
+            driver.execute_query(query, rows=batch)
+            batch.clear()
+
+    update = (
+        "UNWIND $rows AS r MATCH (n:Node {id: r.id}) "
+        "SET n.component_id = r.c, n.s0 = r.l0, n.s1 = r.l1, n.s2 = r.l2, n.set_id = r.s"
+    )
+    done = 0
+    for row in nodes.select("id", "c", "l0", "l1", "l2", "set_id_new").toLocalIterator():
+        batch.append(
+            {"id": row[0], "c": row[1], "l0": row[2], "l1": row[3], "l2": row[4], "s": row[5]}
+        )
+        if len(batch) >= 10_000:
+            done += len(batch)
+            flush(update)
+            log.info("ids stored for %d nodes", done)
+    flush(update)
+    sizes = nodes.groupBy("c").count()
+    for row in sizes.where(F.col("count") > 1).toLocalIterator():
+        batch.append({"id": row[0], "size": row[1]})
+        if len(batch) >= 10_000:
+            flush("UNWIND $rows AS r CREATE (:Component {id: r.id, size: r.size})")
+    flush("UNWIND $rows AS r CREATE (:Component {id: r.id, size: r.size})")
+    for level in range(LEVELS):
+        for row in (
+            nodes.select(f"l{level}", f"size{level}")
+            .distinct()
+            .where(F.col(f"size{level}") > 1)
+            .toLocalIterator()
+        ):
+            batch.append({"key": f"{level}:{row[0]}", "size": row[1]})
+            if len(batch) >= 10_000:
+                flush("UNWIND $rows AS r CREATE (:LevelSet {key: r.key, size: r.size})")
+        flush("UNWIND $rows AS r CREATE (:LevelSet {key: r.key, size: r.size})")
+    known = nodes.where("known")
+    ids = known.select("id", F.col("set_id_new").alias("s"))
+    deps = (
+        edges.join(ids.select(F.col("id").alias("src"), F.col("s").alias("a")), "src")
+        .join(ids.select(F.col("id").alias("dst"), F.col("s").alias("b")), "dst")
+        .where(F.col("a") != F.col("b"))
+        .select("a", "b")
+        .distinct()
+        .cache()
+    )
+    ends = deps.select(F.col("a").alias("s")).union(deps.select(F.col("b").alias("s"))).distinct()
+    info = known.groupBy(F.col("set_id_new").alias("s")).agg(
+        F.first("level").alias("level"),
+        F.first(F.element_at(F.array("size0", "size1", "size2"), F.col("level") + 1)).alias("size"),
+        F.first("c").alias("c"),
+    )
+    wanted = info.join(ends.withColumn("end", F.lit(True)), "s", "left").where(
+        (F.col("size") > 1) | F.col("end").isNotNull()
+    )
+    create = (
+        "UNWIND $rows AS r CREATE (:ConnectedSet "
+        "{id: r.s, level: r.level, size: r.size, component_id: r.c})"
+    )
+    for row in wanted.select("s", "level", "size", "c").toLocalIterator():
+        batch.append({"s": row[0], "level": row[1], "size": row[2], "c": row[3]})
+        if len(batch) >= 10_000:
+            flush(create)
+    flush(create)
+    link = (
+        "UNWIND $rows AS r MATCH (a:ConnectedSet {id: r.a}), (b:ConnectedSet {id: r.b}) "
+        "CREATE (a)-[:SET_DEP]->(b)"
+    )
+    for row in deps.toLocalIterator():
+        batch.append({"a": row[0], "b": row[1]})
+        if len(batch) >= 10_000:
+            flush(link)
+    flush(link)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", action="store_true", help="compare with the stored ids")
+    mode.add_argument("--write", action="store_true", help="store the recomputed ids")
+    parser.add_argument(
+        "--theta", type=int, default=int(os.environ.get("SPARKPROV_SET_THETA", DEFAULT_THETA))
+    )
+    args = parser.parse_args(argv)
+    configure_logging(os.environ.get("SPARKPROV_LOG_LEVEL", "INFO"))
+    from pyspark.sql import SparkSession
+
+    driver = neo4j_driver(
+        os.environ.get(defaults.ENV_NEO4J_URI, defaults.NEO4J_URI),
+        os.environ.get(defaults.ENV_NEO4J_USER, ""),
+        os.environ.get(defaults.ENV_NEO4J_PASSWORD, ""),
+    )
+    folder = Path(tempfile.mkdtemp(prefix="sparkprov-reindex-"))
+    spark = (
+        SparkSession.builder.appName("sparkprov-reindex")
+        .master(os.environ.get("SPARKPROV_SPARK_MASTER", "local[*]"))
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        started = time.monotonic()
+        nodes, edges = export(driver, folder / "graph")
+        log.info("exported %d nodes, %d edges in %.1fs", nodes, edges, time.monotonic() - started)
+        if args.check:
+            ok = check(spark, folder / "graph", args.theta)
+            print(
+                f"reindex check: {'ids equal' if ok else 'ids DIFFER'} "
+                f"({nodes:,} nodes, {edges:,} edges, {time.monotonic() - started:.1f}s)"
+            )
+            return 0 if ok else 1
+        write(spark, folder / "graph", args.theta, driver)
+        print(f"reindex: ids of {nodes:,} nodes written in {time.monotonic() - started:.1f}s")
+        return 0
+    finally:
+        spark.stop()
+        driver.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

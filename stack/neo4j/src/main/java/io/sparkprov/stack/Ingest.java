@@ -1,0 +1,53 @@
+package io.sparkprov.stack;
+
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.neo4j.graphdb.Transaction;
+import org.neo4j.procedure.Context;
+import org.neo4j.procedure.Description;
+import org.neo4j.procedure.Mode;
+import org.neo4j.procedure.Name;
+import org.neo4j.procedure.Procedure;
+
+/**
+ * {@code CALL sparkprov.write(blocks, edges, theta)}: one flush of the ingest service, written
+ * inside the caller's transaction with the core API instead of row-by-row Cypher.
+ *
+ * <p>Nodes are upserted by id (a node first seen as an edge end is a placeholder without
+ * {@code op} until its own record arrives), edges are created once, and the ids of
+ * ../shared/MODEL.md section 5 are kept exact: the component id (union by size over
+ * {@code :Component} sizes), the per-level set ids {@code s0..s2} (union by size over
+ * {@code :LevelSet} sizes, among edges whose known ends share their split at that level), the
+ * connected set {@code set_id} (the first level whose set is below theta: CSProv's Algorithm 3,
+ * independent of arrival order) and the set dependencies {@code (:ConnectedSet)-[:SET_DEP]->}.
+ * Python's {@code ingest_service.sets.recompute} is the from-scratch definition these must equal.
+ * Yields one row per run: the nodes and edges this call created, and the component merges.
+ */
+public final class Ingest {
+  @Context public Transaction tx;
+
+  /** One output row. */
+  public static final class Written {
+    public String run;
+    public long nodes;
+    public long edges;
+    public long merges;
+
+    public Written(String run, long nodes, long edges, long merges) {
+      this.run = run;
+      this.nodes = nodes;
+      this.edges = edges;
+      this.merges = merges;
+    }
+  }
+
+  @Procedure(name = "sparkprov.write", mode = Mode.WRITE)
+  @Description("Upsert one flush of lineage node blocks and edge blocks; keep component and set ids")
+  public Stream<Written> write(
+      @Name("blocks") List<Map<String, Object>> blocks,
+      @Name("edges") List<Map<String, Object>> edgeBlocks,
+      @Name("theta") long theta) {
+    return new FlushWriter(tx).write(blocks, edgeBlocks, theta);
+  }
+}

@@ -1,0 +1,106 @@
+"""The Spark connected components of ``reindex`` against networkx, and its set ids against the
+from-scratch definition (ingest_service.sets.recompute), on random graphs."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import networkx as nx
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from ingest_service import reindex
+from ingest_service.sets import recompute, same_partition
+
+SPLITS = [("a",), ("a", "x"), ("a", "y"), ("b",), ("b", "z"), ()]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[object]:
+    from examples.spark import local_spark
+
+    session = local_spark("sparkprov-reindex-tests")
+    session.conf.set("spark.sql.shuffle.partitions", "2")
+    yield session
+    session.stop()
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_components_equal_networkx(spark: object, seed: int) -> None:
+    rng = random.Random(seed)
+    rows, expected = [], {}
+    for g in (-1, 0, 1):
+        n = rng.randint(5, 120)
+        graph = nx.Graph()
+        for _ in range(rng.randint(0, 2 * n)):
+            u, v = rng.randrange(n) * 7 + 3, rng.randrange(n) * 7 + 3
+            if u == v:
+                continue  # a self-loop links nothing
+            rows.append((g, u, v))
+            graph.add_edge(u, v)
+        for members in nx.connected_components(graph):
+            expected.update({(g, m): min(members) for m in members})
+    df = spark.createDataFrame(rows, "g int, u long, v long")  # type: ignore[attr-defined]
+    got = {(r["g"], r["id"]): r["label"] for r in reindex.components(df).collect()}
+    assert got == expected
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_recomputed_sets_equal_the_definition(spark: object, tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    n = rng.randint(20, 60)
+    splits = {i + 1: rng.choice(SPLITS) for i in range(n)}
+    known = {i for i in splits if rng.random() < 0.9}
+    edges = sorted(
+        {(a, b) for a, b in ((rng.randint(1, n), rng.randint(1, n)) for _ in range(n)) if a < b}
+    )
+    for name in ("nodes", "edges", "set_deps"):
+        (tmp_path / name).mkdir()
+    ids = sorted(splits)
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array(ids, pa.int64()),
+                "known": pa.array([i in known for i in ids]),
+                "split": pa.array(
+                    [list(splits[i]) if i in known else [] for i in ids], pa.list_(pa.string())
+                ),
+                "component_id": pa.array(ids, pa.int64()),
+                "set_id": pa.array(ids, pa.int64()),
+            }
+        ),
+        tmp_path / "nodes" / "p.parquet",
+    )
+    pq.write_table(
+        pa.table(
+            {
+                "src": pa.array([a for a, _ in edges], pa.int64()),
+                "dst": pa.array([b for _, b in edges], pa.int64()),
+            }
+        ),
+        tmp_path / "edges" / "p.parquet",
+    )
+    pq.write_table(
+        pa.table({"src": pa.array([], pa.int64()), "dst": pa.array([], pa.int64())}),
+        tmp_path / "set_deps" / "p.parquet",
+    )
+    theta = 4
+    nodes, _, _ = reindex.recompute(spark, tmp_path, theta)
+    rows = nodes.select("id", "c", "set").collect()
+    expected_component, expected_set = recompute(
+        {i: splits[i] for i in known},
+        [(a, b) for a, b in edges if a in known and b in known],
+        theta,
+    )
+    got_set = {r["id"]: tuple(r["set"]) for r in rows if r["id"] in known}
+    assert same_partition(got_set, expected_set)
+    # Components count every edge, placeholders (unknown nodes) included.
+    graph = nx.Graph()
+    graph.add_nodes_from(ids)
+    graph.add_edges_from(edges)
+    component = {m: min(c) for c in nx.connected_components(graph) for m in c}
+    assert same_partition({r["id"]: r["c"] for r in rows}, component)
+    _ = expected_component
