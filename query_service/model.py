@@ -13,6 +13,7 @@ __all__ = [
     "NotFound",
     "QueryError",
     "RunView",
+    "Semiring",
     "Strategy",
     "TraceResult",
     "Unimplemented",
@@ -45,6 +46,15 @@ class Strategy(Enum):
     RECURSIVE = 1
     COMPONENT = 2
     CONNECTED_SET = 3
+
+
+class Semiring(Enum):
+    NONE = 0  # the polynomial only
+    BOOLEAN = 1
+    COUNTING = 2
+    WHY = 3
+    TROPICAL = 4
+    PROBABILITY = 5
 
 
 @dataclass(frozen=True)
