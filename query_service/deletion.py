@@ -52,7 +52,15 @@ def aggregate(function: str, values: list[str]) -> str:
         return str(len(values))
     if not values:
         return "0" if function == "SUM" else ""
-    numbers = [_number(v) for v in values]
+    try:
+        numbers = [_number(v) for v in values]
+    except ValueError:
+        # MIN and MAX of text compare as text; SUM and AVG of text are undefined
+        if function == "MIN":
+            return min(values)
+        if function == "MAX":
+            return max(values)
+        return ""
     if function == "AVG":
         result = sum(numbers) / len(numbers)
     elif function == "SUM":

@@ -8,7 +8,10 @@ other node without parents (a VALUE) is the constant 1. These are exactly the su
 deletion propagation (Definition 4.2), so the Boolean evaluation with the deleted nodes set to
 false says which nodes survive: ``tests/unit/test_polynomial.py`` checks it on random graphs.
 
-Terms form a DAG shared by node id, never expanded: evaluating costs one pass over the ancestry.
+The text leaves out constant factors 1 (values) and a group row's aggregate under its δ (the
+aggregate exists only while a member does, so under δ it adds nothing); the structured terms keep
+every argument. Terms form a DAG shared by node id, never expanded: evaluating costs one pass
+over the ancestry.
 Why-provenance (sets of witness sets) can grow exponentially and is capped at ``MAX_WITNESSES``.
 Probability (independent variables) is exact: Shannon expansion over the minimal witnesses (the
 polynomial is monotone, so it is true iff some minimal witness is all true), with memoised
@@ -46,7 +49,7 @@ T = TypeVar("T")
 
 VARIABLE_OPS = frozenset({"TOKEN", "MODULE"})
 _PRODUCT = frozenset({"TIMES", "TENSOR"})
-_DELTA = frozenset({"DELTA", "BLACK_BOX"})
+_VALUE_OPS = frozenset({"AGGREGATE", "TENSOR", "VALUE"})
 MAX_WITNESSES = 10_000
 SHANNON_BUDGET = 200_000
 MAX_TEXT = 20_000
@@ -62,6 +65,7 @@ class Term:
     op: str  # VAR, ONE, PLUS, TIMES, DELTA, BLACK_BOX (evaluated as DELTA)
     label: str
     args: tuple[int, ...]
+    kind: str = ""  # the graph node's op
 
 
 @dataclass(frozen=True)
@@ -73,28 +77,32 @@ class Polynomial:
     def text(self, limit: int = MAX_TEXT) -> tuple[str, bool]:
         """Readable text; shared subterms are repeated. (text, truncated)."""
         cache: dict[int, str] = {}
+        sums: set[int] = set()  # terms whose text is a bare sum: parenthesised inside products
         for term in self.terms.values():
-            args = [cache[a] for a in term.args]
+            shown = term.args
+            if term.op == "TIMES":
+                # constants 1 (values) are left out of products
+                shown = tuple(a for a in term.args if self.terms[a].op != "ONE") or term.args[:1]
+            elif term.op == "DELTA":
+                # a group row's aggregate (a v-node) adds no derivation under δ: not printed
+                rows = tuple(a for a in term.args if self.terms[a].kind not in _VALUE_OPS)
+                shown = rows or term.args
             if term.op == "VAR":
                 out = term.label
             elif term.op == "ONE":
                 out = "1"
             elif term.op == "PLUS":
-                out = " + ".join(args) if len(args) > 1 else args[0]
-                out = f"({out})" if len(args) > 1 else out
+                out = " + ".join(cache[a] for a in shown)
+                if len(shown) > 1 or shown[0] in sums:
+                    sums.add(term.id)
             elif term.op == "TIMES":
-                out = " · ".join(args)
+                out = " · ".join(f"({cache[a]})" if a in sums else cache[a] for a in shown)
             elif term.op == "DELTA":
-                inner = " + ".join(args)
-                out = f"δ({inner})"
+                out = f"δ({' + '.join(cache[a] for a in shown)})"
             else:
-                out = f"{term.label}({', '.join(args)})"
-            if len(out) > limit:
-                out = out[:limit]
-            cache[term.id] = out
+                out = f"{term.label}({', '.join(cache[a] for a in shown)})"
+            cache[term.id] = out[:limit]
         text = cache[self.root]
-        if text.startswith("(") and text.endswith(")") and self.terms[self.root].op == "PLUS":
-            text = text[1:-1]
         return text, len(text) >= limit
 
 
@@ -110,18 +118,18 @@ def polynomial(graph: Graph, root: int) -> Polynomial:
         if not parents:
             if op in VARIABLE_OPS:
                 label = _variable_label(graph, n)
-                terms[n] = Term(n, "VAR", label, ())
+                terms[n] = Term(n, "VAR", label, (), op)
                 variables.append(n)
             else:
-                terms[n] = Term(n, "ONE", "1", ())
+                terms[n] = Term(n, "ONE", "1", (), op)
         elif op in _PRODUCT:
-            terms[n] = Term(n, "TIMES", "·", parents)
+            terms[n] = Term(n, "TIMES", "·", parents, op)
         elif op == "DELTA":
-            terms[n] = Term(n, "DELTA", "δ", parents)
+            terms[n] = Term(n, "DELTA", "δ", parents, op)
         elif op == "BLACK_BOX":
-            terms[n] = Term(n, "BLACK_BOX", view.label if view else "f", parents)
+            terms[n] = Term(n, "BLACK_BOX", view.label if view else "f", parents, op)
         else:  # PLUS, AGGREGATE, a zoomed-out module node: alternatives
-            terms[n] = Term(n, "PLUS", "+", parents)
+            terms[n] = Term(n, "PLUS", "+", parents, op)
     return Polynomial(root, terms, variables)
 
 
@@ -222,8 +230,10 @@ def tropical(poly: Polynomial, costs: Mapping[int, float], default: float = 1.0)
 Witnesses = frozenset[frozenset[int]]
 
 
-def why(poly: Polynomial, cap: int = MAX_WITNESSES) -> Witnesses:
-    """Why-provenance: the set of witness sets (sets of variables that jointly derive the root)."""
+def why(poly: Polynomial, cap: int | None = None) -> Witnesses:
+    """Why-provenance: the set of witness sets (sets of variables that jointly derive the root);
+    TooLarge past ``cap`` (default MAX_WITNESSES) sets."""
+    cap = MAX_WITNESSES if cap is None else cap
 
     def plus(xs: list[Witnesses]) -> Witnesses:
         out = frozenset().union(*xs) if xs else frozenset()
@@ -274,7 +284,7 @@ def probability(
     try:
         clauses = minimal(why(poly))
     except TooLarge:
-        return _monte_carlo(poly, p, samples, seed, f"more than {MAX_WITNESSES} witnesses")
+        return _monte_carlo(poly, p, samples, seed, "too many witness sets")
     budget = [SHANNON_BUDGET]
     memo: dict[frozenset[frozenset[int]], float] = {}
 
