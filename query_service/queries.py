@@ -186,11 +186,7 @@ class Queries:
         truncated = len(ids) > limit
         ids = ids[:limit]
         kept = set(ids)
-        edges = [
-            EdgeView(s, d)
-            for s, d in graph.edges()
-            if s in kept and d in kept and ((d if backward else s) in kept)
-        ]
+        edges = [EdgeView(s, d) for s, d in graph.edges() if s in kept and d in kept]
         return TraceResult(
             nodes=[graph.nodes[i] for i in ids if i in graph.nodes],
             edges=edges,
