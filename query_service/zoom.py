@@ -3,10 +3,13 @@ in-memory graph to a new one; the stored graph is never changed.
 
 Roles are read from the graph's shape, as the stored nodes carry no role: the children of an
 invocation's MODULE node are its module nodes (TIMES of a row or state tuple and the invocation);
-one without a relation is a state node (state nodes carry no relation name), one with a relation
-is an output when its row derives from the invocation itself (a descendant of the MODULE node), or
-when no other module node of the invocation is reachable from it (a pass-through output such as a
-source row published by the module), and an input otherwise.
+one without a relation is a state node (state nodes carry no relation name). One with a relation
+is an output when its row derives from the invocation itself (a descendant of the MODULE node),
+an input when another module row of the invocation derives from it. Otherwise it is ambiguous:
+the same (module, relation) classified with certainty in another invocation decides; failing
+that, a row nobody uses is a dead input (an invocation that found nothing to do) and a row used
+downstream a pass-through output (a module publishing a source row). A role stored by capture
+would remove the guess (asked of the capture agent).
 
 Choices where the paper is silent:
 - A VALUE node (a v-node without parents) all of whose children are intermediate is part of the
@@ -51,6 +54,8 @@ def invocations(graph: Graph, modules: Iterable[str] | None = None) -> list[Invo
     """Invocations of the named modules (all when None), with their module nodes by role."""
     wanted = None if modules is None else set(modules)
     out = []
+    certain: dict[tuple[str, str], str] = {}  # (module, relation) -> role, from certain cases
+    pending: list[tuple[Invocation, int, str]] = []  # (invocation, row, fallback role)
     for node_id in sorted(graph.ids()):
         view = graph.nodes.get(node_id)
         if view is None or view.op != "MODULE" or (wanted is not None and view.label not in wanted):
@@ -71,12 +76,27 @@ def invocations(graph: Graph, modules: Iterable[str] | None = None) -> list[Invo
                     following.extend(p for p in graph.parents.get(n, ()) if p in own)
             frontier = following
         for c in rows:
+            key = (view.label, graph.nodes[c].relation)
             others = [p for p in graph.parents.get(c, ()) if p != node_id]
-            if any(p in own for p in others) or c not in upstream:
-                inv.outputs.append(c)
+            if any(p in own for p in others):
+                role = "output"  # derived inside the invocation
+            elif c in upstream:
+                role = "input"  # the invocation derives a row from it
             else:
-                inv.inputs.append(c)
+                # Ambiguous: a dead input (no children: nothing inside used it) or a
+                # pass-through output (used downstream only). Other invocations may know.
+                fallback = "input" if not graph.children.get(c) else "output"
+                pending.append((inv, c, fallback))
+                continue
+            certain.setdefault(key, role)
+            (inv.outputs if role == "output" else inv.inputs).append(c)
         out.append(inv)
+    for inv, c, fallback in pending:
+        role = certain.get((inv.name, graph.nodes[c].relation), fallback)
+        (inv.outputs if role == "output" else inv.inputs).append(c)
+    for inv in out:
+        inv.inputs.sort()
+        inv.outputs.sort()
     return out
 
 

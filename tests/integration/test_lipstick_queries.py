@@ -222,3 +222,56 @@ def test_deletion_and_boolean_evaluation_agree(client, example) -> None:  # type
         for node in example["graph"].nodes:
             reply = _provenance(client, str(node), query_pb2.SEMIRING_BOOLEAN, false_tokens=gone)
             assert reply.boolean == (str(node) not in deleted), (node, gone)
+
+
+def test_zoom_out_applies_to_every_invocation_of_the_workflow(spark, client, neo4j_driver) -> None:  # type: ignore[no-untyped-def]
+    from examples.cars import run as run_cars
+
+    with ProvenanceSession(spark, workflow=f"zoom-all-{uuid.uuid4().hex[:6]}") as prov:
+        executions, _ = run_cars(prov, num_cars=16, num_exec=2, seed=5)
+    client.wait_for_run(prov.run_id, timeout_s=300)
+    graph = run_graph(neo4j_driver, prov.run_id)
+    modules = {n: d["label"] for n, d in graph.nodes(data=True) if d["op"] == "MODULE"}
+    dealer1 = {n for n, label in modules.items() if label == "dealer1"}
+    assert len(dealer1) == executions
+    view = client.stub.ZoomOut(
+        query_pb2.ZoomRequest(run_id=prov.run_id, modules=["dealer1"]), timeout=60
+    )
+    kept = {int(n.id) for n in view.nodes}
+    assert {int(i) for i in view.zoomed_node_ids} == dealer1
+    # every dealer1 invocation's inside (state and intermediate nodes: all it derives but its
+    # Requests input, its Bids output and what derives from that) is hidden; other dealers' stay
+    for module, label in modules.items():
+        if not label.startswith("dealer"):
+            continue
+        below = nx.descendants(graph, module)
+        outputs = {n for n in graph.successors(module) if graph.nodes[n].get("relation") == "Bids"}
+        inputs = {
+            n for n in graph.successors(module) if graph.nodes[n].get("relation") == "Requests"
+        }
+        after = outputs.union(*(nx.descendants(graph, o) for o in outputs))
+        inside = below - inputs - after
+        assert inside and inputs, label  # a dealer without the model makes no bid: no output
+        if label == "dealer1":
+            assert inside & kept == set()
+            assert outputs | inputs <= kept
+        else:
+            assert inside <= kept, label
+    # each zoomed node is fed by its Requests input and feeds its Bids output, nothing else
+    edges = {(int(e.src), int(e.dst)) for e in view.edges}
+    for module in dealer1:
+        ins = {a for a, b in edges if b == module}
+        outs = {b for a, b in edges if a == module}
+        assert {graph.nodes[n].get("relation") for n in ins} == {"Requests"}
+        assert {graph.nodes[n].get("relation") for n in outs} <= {"Bids"}
+        assert {(module, o) for o in graph.successors(module)} & edges == {
+            (module, o) for o in outs
+        }
+    back = client.stub.ZoomIn(
+        query_pb2.ZoomRequest(
+            run_id=prov.run_id, modules=["dealer1"], zoomed_out_modules=view.zoomed_out_modules
+        ),
+        timeout=60,
+    )
+    assert {int(n.id) for n in back.nodes} == set(graph.nodes)
+    assert {(int(e.src), int(e.dst)) for e in back.edges} == set(graph.edges)

@@ -89,3 +89,19 @@ def test_shared_state_tokens_stay_while_another_module_uses_them() -> None:
     view = zoom_out(graph, ["dealer1"])
     assert C2 in view.graph.ids() and C1 not in view.graph.ids()
     assert (C2, 41) in view.graph.edges() and (C2, S2) not in view.graph.edges()
+
+
+def test_a_dead_input_is_an_input() -> None:
+    # a second dealer1 invocation that found no car: its Requests row has no children
+    graph = dealer_graph()
+    graph.nodes[50] = v(50, "MODULE", "dealer1")
+    graph.nodes[51] = v(51, "TIMES", "·", "Requests")
+    graph.add_edge(REQ_OUT, 51)
+    graph.add_edge(50, 51)
+    by_module = {inv.module: inv for inv in invocations(graph)}
+    assert by_module[50].inputs == [51] and by_module[50].outputs == []
+    view = zoom_out(graph, ["dealer1"])
+    assert (51, 50) in view.graph.edges() and (50, 51) not in view.graph.edges()
+    # alone (no other invocation to learn from), an unused row is still read as an input
+    alone = Graph.of([(REQ, 51), (50, 51)], {n: graph.nodes[n] for n in (REQ, 50, 51)})
+    assert invocations(alone)[0].inputs == [51]
