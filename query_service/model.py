@@ -88,6 +88,7 @@ class TraceResult:
     sets_visited: int = 0
     millis: float = 0.0
     extra: dict[str, int] = field(default_factory=dict)
+    ids: list[int] = field(default_factory=list)  # the returned node ids, in order
 
 
 @dataclass(frozen=True)

@@ -200,11 +200,16 @@ class Queries:
     # -- deletion ----------------------------------------------------------------------------
 
     def _deletion_graph(self, ids: list[int], check: Callable[[], None]) -> Graph:
-        down = self._closure(ids, Direction.FORWARD, check, "the deletion's forward closure")
-        closure = [n.id for n in down.nodes]
+        # The closure's ids only (no views), then light views and all incoming edges at once.
+        query = TraceQuery(
+            ids, Direction.FORWARD, limit=self._max, strategy=Strategy.AUTO, views=False
+        )
+        down = trace(self._store, query, check)
+        if down.truncated:
+            raise InvalidArgument(f"the deletion's forward closure has more than {self._max} nodes")
         check()
-        into = self._store.parents(closure)
-        return Graph.of(into + [(e.src, e.dst) for e in down.edges], {n.id: n for n in down.nodes})
+        views, into = self._store.closure_inputs(down.ids)
+        return Graph.of(into, views)
 
     def delete(
         self, ids: list[int], modules: list[str], check: Callable[[], None] = _nothing

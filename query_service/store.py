@@ -70,6 +70,14 @@ UNWIND $ids AS s
 OPTIONAL MATCH (k:ConnectedSet {id: s})
 RETURN s AS id, coalesce(k.size, 1) AS size
 """
+# What deletion propagation needs of each node of a closure: its op, label and value, and the
+# ids of all its parents, in one round trip.
+_CLOSURE_INPUTS = """
+UNWIND $ids AS i
+MATCH (n:Node {id: i})
+RETURN i AS id, n.run_id AS run, n.op AS op, n.label AS label, n.value AS value,
+       [(p:Node)-[:DERIVES]->(n) | p.id] AS parents
+"""
 # A run's own nodes, and the edges touching them (their other ends may be shared state tokens
 # first stored by an earlier run).
 _RUN_NODES = "MATCH (n:Node {run_id: $run}) RETURN n"
@@ -163,6 +171,19 @@ class Store:
         if foreign:
             nodes.update(self.nodes(sorted(foreign)))
         return nodes, edges
+
+    def closure_inputs(self, ids: list[int]) -> tuple[dict[int, NodeView], list[tuple[int, int]]]:
+        """Light views (id, run, op, label, value) of the nodes and every edge into them."""
+        views: dict[int, NodeView] = {}
+        edges: list[tuple[int, int]] = []
+        for r in self._read(_CLOSURE_INPUTS, ids=ids):
+            node_id = r["id"]
+            views[node_id] = NodeView(
+                node_id, r["run"] or "", r["op"] or "", r["label"] or "", "", {},
+                r["value"] or "", None, None,
+            )  # fmt: skip
+            edges.extend((p, node_id) for p in r["parents"])
+        return views, edges
 
     def tensor_values(self, aggregates: list[int]) -> dict[int, str]:
         """TENSOR id -> value, for the TENSOR inputs of the given AGGREGATE nodes."""

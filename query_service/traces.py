@@ -41,6 +41,7 @@ class TraceQuery:
     max_depth: int = 0  # 0 = unlimited
     limit: int = 100_000
     strategy: Strategy = Strategy.AUTO
+    views: bool = True  # False: only ``TraceResult.ids`` (callers that fetch what they need)
 
 
 class _Expander:
@@ -167,9 +168,10 @@ def trace(
 
     ids = list(order)[: query.limit]
     kept = set(ids)
-    views = store.nodes(ids)
+    views = store.nodes(ids) if query.views else {}
     return TraceResult(
         nodes=[views[i] for i in ids if i in views],
+        ids=ids,
         edges=[EdgeView(s, d) for s, d in sorted(edges) if s in kept and d in kept],
         truncated=truncated,
         strategy=strategy,
