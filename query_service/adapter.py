@@ -2,20 +2,40 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from query_service.model import (
     Direction,
     InvalidArgument,
     NodeView,
     RunView,
+    Semiring,
     Strategy,
     TraceResult,
 )
+from query_service.queries import Deletion, ProvenanceAnswer
 from query_service.traces import TraceQuery
+from query_service.zoom import ZoomedView
 from sparkprov.events import op_number
 from sparkprov.ids import InvalidNodeId, format_node_id, parse_node_id
 from sparkprov.v1 import query_pb2
 
-__all__ = ["find_response", "node", "runs_response", "trace_query", "trace_response"]
+__all__ = [
+    "deletion_response",
+    "find_response",
+    "graph_view",
+    "keyed",
+    "limit",
+    "modules",
+    "node",
+    "node_id",
+    "node_ids",
+    "provenance_response",
+    "runs_response",
+    "semiring",
+    "trace_query",
+    "trace_response",
+]
 
 
 def _parse_ids(texts: list[str]) -> list[int]:
@@ -74,6 +94,8 @@ def trace_response(result: TraceResult) -> query_pb2.TraceResponse:
             edges_fetched=result.edges_fetched,
             sets_visited=result.sets_visited,
             millis=result.millis,
+            nodes_reached=result.extra.get("nodes_reached", len(result.nodes)),
+            edges_returned=len(result.edges),
         ),
     )
 
@@ -98,4 +120,107 @@ def runs_response(runs: list[RunView]) -> query_pb2.ListRunsResponse:
             )
             for r in runs
         ]
+    )
+
+
+def node_ids(texts: list[str], what: str) -> list[int]:
+    if not texts:
+        raise InvalidArgument(f"{what} must name at least one node")
+    return list(dict.fromkeys(_parse_ids(texts)))
+
+
+def node_id(text: str, what: str = "node_id") -> int:
+    if not text:
+        raise InvalidArgument(f"{what} is required")
+    return _parse_ids([text])[0]
+
+
+def modules(names: list[str], what: str) -> list[str]:
+    for name in names:
+        if not name or len(name) > 200:
+            raise InvalidArgument(f"{what}: module names must have 1 to 200 characters")
+    return list(dict.fromkeys(names))
+
+
+def limit(requested: int, default: int, maximum: int) -> int:
+    if requested > maximum:
+        raise InvalidArgument(f"limit {requested} exceeds the maximum {maximum}")
+    return requested or default
+
+
+def _edges(edges: list[tuple[int, int]]) -> list[query_pb2.Edge]:
+    return [query_pb2.Edge(src=format_node_id(s), dst=format_node_id(d)) for s, d in edges]
+
+
+def graph_view(run_id: str, view: ZoomedView) -> query_pb2.GraphView:
+    graph = view.graph
+    ids = sorted(graph.ids())
+    return query_pb2.GraphView(
+        run_id=run_id,
+        zoomed_out_modules=view.modules,
+        nodes=[node(graph.nodes[i]) for i in ids if i in graph.nodes],
+        edges=_edges(graph.edges()),
+        zoomed_node_ids=[format_node_id(i) for i in view.zoomed_nodes],
+    )
+
+
+def deletion_response(result: Deletion) -> query_pb2.DeletionResponse:
+    return query_pb2.DeletionResponse(
+        deleted_node_ids=[format_node_id(i) for i in result.deleted],
+        recomputed=[
+            query_pb2.RecomputedAggregate(
+                node_id=format_node_id(r.node_id),
+                function=r.function,
+                old_value=r.old_value,
+                new_value=r.new_value,
+                inputs=r.inputs,
+            )
+            for r in result.recomputed
+        ],
+    )
+
+
+def semiring(value: int) -> Semiring:
+    try:
+        return Semiring(value)
+    except ValueError as e:
+        raise InvalidArgument(f"unknown semiring {value}") from e
+
+
+def keyed(values: Mapping[str, float], what: str) -> dict[int, float]:
+    try:
+        return {parse_node_id(k): float(v) for k, v in values.items()}
+    except InvalidNodeId as e:
+        raise InvalidArgument(f"{what}: {e}") from e
+
+
+_UINT64_MAX = 2**64 - 1
+
+
+def provenance_response(answer: ProvenanceAnswer) -> query_pb2.ProvenanceResponse:
+    terms = list(answer.polynomial.terms.values())[::-1]
+    return query_pb2.ProvenanceResponse(
+        polynomial=answer.text,
+        text_truncated=answer.text_truncated,
+        terms=[
+            query_pb2.Term(
+                id=format_node_id(t.id),
+                op=t.op,
+                label=t.label,
+                args=[format_node_id(a) for a in t.args],
+            )
+            for t in terms
+        ],
+        tokens=[node(v) for v in answer.tokens],
+        semiring=answer.semiring.value,  # type: ignore[arg-type]
+        boolean=answer.boolean,
+        count=min(answer.count, _UINT64_MAX),
+        witnesses=[
+            query_pb2.WitnessSet(tokens=[format_node_id(i) for i in w])
+            for w in answer.witnesses or []
+        ],
+        witnesses_truncated=answer.witnesses_truncated,
+        cost=answer.cost,
+        probability=answer.probability,
+        method=answer.method,
     )

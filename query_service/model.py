@@ -13,6 +13,7 @@ __all__ = [
     "NotFound",
     "QueryError",
     "RunView",
+    "Semiring",
     "Strategy",
     "TraceResult",
     "Unimplemented",
@@ -47,6 +48,15 @@ class Strategy(Enum):
     CONNECTED_SET = 3
 
 
+class Semiring(Enum):
+    NONE = 0  # the polynomial only
+    BOOLEAN = 1
+    COUNTING = 2
+    WHY = 3
+    TROPICAL = 4
+    PROBABILITY = 5
+
+
 @dataclass(frozen=True)
 class NodeView:
     id: int
@@ -78,6 +88,7 @@ class TraceResult:
     sets_visited: int = 0
     millis: float = 0.0
     extra: dict[str, int] = field(default_factory=dict)
+    ids: list[int] = field(default_factory=list)  # the returned node ids, in order
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,16 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from query_service import adapter
-from query_service.model import Direction, InvalidArgument, NotFound, QueryError, Unimplemented
+from query_service.auth import BearerTokenInterceptor
+from query_service.model import (
+    Direction,
+    InvalidArgument,
+    NotFound,
+    QueryError,
+    TraceResult,
+    Unimplemented,
+)
+from query_service.queries import Queries, provenance
 from query_service.settings import QuerySettings
 from query_service.store import Store
 from query_service.traces import trace
@@ -68,6 +77,7 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
     def __init__(self, store: Store, settings: QuerySettings) -> None:
         self._store = store
         self._settings = settings
+        self._queries = Queries(store, settings.max_limit)
 
     def FindNodes(  # noqa: N802 - gRPC method name
         self, request: query_pb2.FindNodesRequest, context: grpc.ServicerContext
@@ -101,10 +111,135 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
         self, request: query_pb2.TraceRequest, context: grpc.ServicerContext, direction: Direction
     ) -> query_pb2.TraceResponse:
         with _errors(context):
-            query = adapter.trace_query(
-                request, direction, self._settings.default_limit, self._settings.max_limit
+            return adapter.trace_response(self._run_trace(request, context, direction))
+        raise AssertionError("unreachable")
+
+    def _run_trace(
+        self, request: query_pb2.TraceRequest, context: grpc.ServicerContext, direction: Direction
+    ) -> TraceResult:
+        query = adapter.trace_query(
+            request, direction, self._settings.default_limit, self._settings.max_limit
+        )
+        if request.zoomed_out_modules:
+            modules = adapter.modules(list(request.zoomed_out_modules), "zoomed_out_modules")
+            return self._queries.view_trace(
+                query.node_ids, direction, modules, query.limit, query.max_depth
             )
-            return adapter.trace_response(trace(self._store, query, _deadline(context)))
+        return trace(self._store, query, _deadline(context))
+
+    def BackwardTraceStream(  # noqa: N802
+        self, request: query_pb2.TraceRequest, context: grpc.ServicerContext
+    ) -> Iterator[query_pb2.TraceResponse]:
+        return self._stream(request, context, Direction.BACKWARD)
+
+    def ForwardTraceStream(  # noqa: N802
+        self, request: query_pb2.TraceRequest, context: grpc.ServicerContext
+    ) -> Iterator[query_pb2.TraceResponse]:
+        return self._stream(request, context, Direction.FORWARD)
+
+    def _stream(
+        self, request: query_pb2.TraceRequest, context: grpc.ServicerContext, direction: Direction
+    ) -> Iterator[query_pb2.TraceResponse]:
+        """The trace in chunks of ``chunk_size`` nodes, each with the edges whose later end (in
+        the node order) is in it, so a client can render as chunks arrive; stats come last.
+        The trace is computed whole first: this bounds message sizes, not server memory."""
+        result: TraceResult | None = None
+        with _errors(context):
+            result = self._run_trace(request, context, direction)
+        assert result is not None
+        size = request.chunk_size or 1000
+        full = adapter.trace_response(result)
+        position = {n.id: i for i, n in enumerate(full.nodes)}
+        chunks: list[list[query_pb2.Edge]] = [[] for _ in range(0, len(full.nodes), size)] or [[]]
+        for edge in full.edges:
+            last = max(position[edge.src], position[edge.dst])
+            chunks[last // size].append(edge)
+        for k, edges in enumerate(chunks):
+            reply = query_pb2.TraceResponse(
+                nodes=full.nodes[k * size : (k + 1) * size], edges=edges
+            )
+            if k == len(chunks) - 1:
+                reply.truncated = full.truncated
+                reply.stats.CopyFrom(full.stats)
+            yield reply
+
+    def Subgraph(  # noqa: N802
+        self, request: query_pb2.SubgraphRequest, context: grpc.ServicerContext
+    ) -> query_pb2.TraceResponse:
+        with _errors(context):
+            node_id = adapter.node_id(request.node_id)
+            limit = adapter.limit(
+                request.limit, self._settings.default_limit, self._settings.max_limit
+            )
+            result = self._queries.subgraph(node_id, limit, _deadline(context))
+            return adapter.trace_response(result)
+        raise AssertionError("unreachable")
+
+    def ZoomOut(  # noqa: N802
+        self, request: query_pb2.ZoomRequest, context: grpc.ServicerContext
+    ) -> query_pb2.GraphView:
+        with _errors(context):
+            run_id, modules, zoomed = self._zoom_args(request)
+            return adapter.graph_view(run_id, self._queries.zoom_out(run_id, modules, zoomed))
+        raise AssertionError("unreachable")
+
+    def ZoomIn(  # noqa: N802
+        self, request: query_pb2.ZoomRequest, context: grpc.ServicerContext
+    ) -> query_pb2.GraphView:
+        with _errors(context):
+            run_id, modules, zoomed = self._zoom_args(request)
+            return adapter.graph_view(run_id, self._queries.zoom_in(run_id, modules, zoomed))
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _zoom_args(request: query_pb2.ZoomRequest) -> tuple[str, list[str], list[str]]:
+        if not request.run_id:
+            raise InvalidArgument("run_id is required")
+        modules = adapter.modules(list(request.modules), "modules")
+        zoomed = adapter.modules(list(request.zoomed_out_modules), "zoomed_out_modules")
+        return request.run_id, modules, zoomed
+
+    def PropagateDeletion(  # noqa: N802
+        self, request: query_pb2.DeletionRequest, context: grpc.ServicerContext
+    ) -> query_pb2.DeletionResponse:
+        with _errors(context):
+            ids = adapter.node_ids(list(request.node_ids), "node_ids")
+            modules = adapter.modules(list(request.zoomed_out_modules), "zoomed_out_modules")
+            result = self._queries.delete(ids, modules, _deadline(context))
+            return adapter.deletion_response(result)
+        raise AssertionError("unreachable")
+
+    def DependsOn(  # noqa: N802
+        self, request: query_pb2.DependsOnRequest, context: grpc.ServicerContext
+    ) -> query_pb2.DependsOnResponse:
+        with _errors(context):
+            node_id = adapter.node_id(request.node_id)
+            on = adapter.node_ids(list(request.on_node_ids), "on_node_ids")
+            modules = adapter.modules(list(request.zoomed_out_modules), "zoomed_out_modules")
+            depends = self._queries.depends_on(node_id, on, modules, _deadline(context))
+            return query_pb2.DependsOnResponse(depends=depends)
+        raise AssertionError("unreachable")
+
+    def Provenance(  # noqa: N802
+        self, request: query_pb2.ProvenanceRequest, context: grpc.ServicerContext
+    ) -> query_pb2.ProvenanceResponse:
+        with _errors(context):
+            node_id = adapter.node_id(request.node_id)
+            semiring = adapter.semiring(request.semiring)
+            false = (
+                adapter.node_ids(list(request.false_tokens), "false_tokens")
+                if (request.false_tokens)
+                else []
+            )
+            costs = adapter.keyed(dict(request.token_costs), "token_costs")
+            probabilities = adapter.keyed(dict(request.token_probabilities), "token_probabilities")
+            if request.samples > 1_000_000:
+                raise InvalidArgument("samples exceeds the maximum 1000000")
+            graph = self._queries.ancestry(node_id, _deadline(context))
+            answer = provenance(
+                graph, node_id, semiring, false, costs, probabilities, request.samples
+            )
+            return adapter.provenance_response(answer)
         raise AssertionError("unreachable")
 
     def ListRuns(  # noqa: N802
@@ -117,7 +252,10 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
 
 def create_server(settings: QuerySettings, store: Store) -> tuple[grpc.Server, int]:
     """A server (not started) bound to ``settings.grpc_addr``; port 0 picks a free one."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=settings.max_workers))
+    interceptors = [BearerTokenInterceptor(settings.auth_token)] if settings.auth_token else []
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=settings.max_workers), interceptors=interceptors
+    )
     query_pb2_grpc.add_ProvenanceQueryServicer_to_server(
         ProvenanceQueryServicer(store, settings), server
     )

@@ -19,6 +19,8 @@ class QuerySettings:
     max_workers: int = 8
     default_limit: int = 100_000
     max_limit: int = 1_000_000
+    # When set, every call but health checks needs the metadata "authorization: Bearer <token>".
+    auth_token: str = ""
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> QuerySettings:
@@ -28,4 +30,5 @@ class QuerySettings:
             neo4j_user=environ.get(defaults.ENV_NEO4J_USER, ""),
             neo4j_password=environ.get(defaults.ENV_NEO4J_PASSWORD, ""),
             max_workers=int(environ.get("SPARKPROV_QUERY_WORKERS", str(cls.max_workers))),
+            auth_token=environ.get("SPARKPROV_QUERY_TOKEN", ""),
         )

@@ -37,6 +37,64 @@ RETURN r ORDER BY coalesce(r.started_unix_ms, 0) DESC, r.run_id
 """
 _RUN_EXISTS = "MATCH (r:Run {run_id: $run}) RETURN count(r) AS n"
 
+# CSProv: the set-dependency graph, one level per call, and the edges by their end's set.
+_SET_PARENTS = """
+UNWIND $ids AS s
+MATCH (a:ConnectedSet)-[:SET_DEP]->(:ConnectedSet {id: s})
+RETURN a.id AS src, s AS dst
+"""
+_SET_CHILDREN = """
+UNWIND $ids AS s
+MATCH (:ConnectedSet {id: s})-[:SET_DEP]->(b:ConnectedSet)
+RETURN s AS src, b.id AS dst
+"""
+_EDGES_INTO_SETS = """
+UNWIND $ids AS s
+MATCH (b:Node {set_id: s})
+MATCH (a:Node)-[:DERIVES]->(b)
+RETURN a.id AS src, b.id AS dst
+"""
+_EDGES_OUT_OF_SETS = """
+UNWIND $ids AS s
+MATCH (a:Node {set_id: s})
+MATCH (a)-[:DERIVES]->(b:Node)
+RETURN a.id AS src, b.id AS dst
+"""
+_COMPONENT_SIZES = """
+UNWIND $ids AS c
+OPTIONAL MATCH (k:Component {id: c})
+RETURN c AS id, coalesce(k.size, 1) AS size
+"""
+_SET_SIZES = """
+UNWIND $ids AS s
+OPTIONAL MATCH (k:ConnectedSet {id: s})
+RETURN s AS id, coalesce(k.size, 1) AS size
+"""
+# What deletion propagation needs of each node of a closure: its op, label and value, and the
+# ids of all its parents, in one round trip.
+_CLOSURE_INPUTS = """
+UNWIND $ids AS i
+MATCH (n:Node {id: i})
+RETURN i AS id, n.run_id AS run, n.op AS op, n.label AS label, n.value AS value,
+       [(p:Node)-[:DERIVES]->(n) | p.id] AS parents
+"""
+# A run's own nodes, and the edges touching them (their other ends may be shared state tokens
+# first stored by an earlier run).
+_RUN_NODES = "MATCH (n:Node {run_id: $run}) RETURN n"
+_RUN_EDGES = """
+MATCH (a:Node {run_id: $run})-[:DERIVES]->(b:Node)
+RETURN a.id AS src, b.id AS dst
+UNION
+MATCH (a:Node)-[:DERIVES]->(b:Node {run_id: $run})
+RETURN a.id AS src, b.id AS dst
+"""
+# The value each surviving member contributes to an aggregate: its TENSOR's VALUE parent.
+_TENSOR_VALUES = """
+UNWIND $ids AS i
+MATCH (v:Node {op: 'VALUE'})-[:DERIVES]->(t:Node {op: 'TENSOR'})-[:DERIVES]->(:Node {id: i})
+RETURN t.id AS tensor, v.value AS value
+"""
+
 
 def _node(props: Mapping[str, Any]) -> NodeView:
     attributes = {
@@ -86,6 +144,51 @@ class Store:
 
     def component_edges(self, component: int) -> list[tuple[int, int]]:
         return [(r["src"], r["dst"]) for r in self._read(_COMPONENT_EDGES, component=component)]
+
+    def set_parents(self, ids: list[int]) -> list[tuple[int, int]]:
+        return [(r["src"], r["dst"]) for r in self._read(_SET_PARENTS, ids=ids)]
+
+    def set_children(self, ids: list[int]) -> list[tuple[int, int]]:
+        return [(r["src"], r["dst"]) for r in self._read(_SET_CHILDREN, ids=ids)]
+
+    def edges_into_sets(self, ids: list[int]) -> list[tuple[int, int]]:
+        return [(r["src"], r["dst"]) for r in self._read(_EDGES_INTO_SETS, ids=ids)]
+
+    def edges_out_of_sets(self, ids: list[int]) -> list[tuple[int, int]]:
+        return [(r["src"], r["dst"]) for r in self._read(_EDGES_OUT_OF_SETS, ids=ids)]
+
+    def component_sizes(self, ids: list[int]) -> dict[int, int]:
+        return {r["id"]: r["size"] for r in self._read(_COMPONENT_SIZES, ids=ids)}
+
+    def set_sizes(self, ids: list[int]) -> dict[int, int]:
+        return {r["id"]: r["size"] for r in self._read(_SET_SIZES, ids=ids)}
+
+    def run_graph(self, run_id: str) -> tuple[dict[int, NodeView], list[tuple[int, int]]]:
+        """The run's nodes, every edge touching them, and the views of those edges' other ends."""
+        nodes = {n.id: n for n in (_node(r["n"]) for r in self._read(_RUN_NODES, run=run_id))}
+        edges = [(r["src"], r["dst"]) for r in self._read(_RUN_EDGES, run=run_id)]
+        foreign = {i for edge in edges for i in edge} - nodes.keys()
+        if foreign:
+            nodes.update(self.nodes(sorted(foreign)))
+        return nodes, edges
+
+    def closure_inputs(self, ids: list[int]) -> tuple[dict[int, NodeView], list[tuple[int, int]]]:
+        """Light views (id, run, op, label, value) of the nodes and every edge into them."""
+        views: dict[int, NodeView] = {}
+        edges: list[tuple[int, int]] = []
+        for r in self._read(_CLOSURE_INPUTS, ids=ids):
+            node_id = r["id"]
+            views[node_id] = NodeView(
+                node_id, r["run"] or "", r["op"] or "", r["label"] or "", "", {},
+                r["value"] or "", None, None,
+            )  # fmt: skip
+            edges.extend((p, node_id) for p in r["parents"])
+        return views, edges
+
+    def tensor_values(self, aggregates: list[int]) -> dict[int, str]:
+        """TENSOR id -> value, for the TENSOR inputs of the given AGGREGATE nodes."""
+        records = self._read(_TENSOR_VALUES, ids=aggregates)
+        return {r["tensor"]: r["value"] or "" for r in records}
 
     def find(
         self, run_id: str, relation: str, equals: Mapping[str, str], limit: int

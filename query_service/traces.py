@@ -2,7 +2,15 @@
 
 RECURSIVE expands level by level, one query per level (the CSProv paper's RQ). COMPONENT fetches
 every edge of the seeds' weakly connected components by index and traverses in memory (CCProv).
-AUTO picks RECURSIVE for now; both return the same nodes and edges, and tests check it.
+CONNECTED_SET walks the set-dependency graph from the seeds' connected sets to their set-lineage
+(backward) or set-descendants (forward), fetches only the edges whose destination (backward) or
+source (forward) lies in one of those sets, and traverses in memory (CSProv, Algorithm 2). AUTO
+picks per query from the stored sizes (see :func:`_auto`). All return the same nodes and edges:
+unit tests check it against networkx, integration tests on the real ingest's ids.
+
+CONNECTED_SET relies on ingest's invariant that every ancestor of a node lies in its set-lineage;
+for a run whose ingest is incomplete (edges stored before their end's record), set dependencies
+of the missing ends are not recorded yet, so use RECURSIVE or COMPONENT on incomplete runs.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from query_service.model import (
     Direction,
     EdgeView,
     InvalidArgument,
+    NodeView,
     NotFound,
     Strategy,
     TraceResult,
@@ -22,7 +31,7 @@ from query_service.model import (
 )
 from query_service.store import Store
 
-__all__ = ["TraceQuery", "trace"]
+__all__ = ["AUTO_COMPONENT_MAX", "TraceQuery", "trace"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,7 @@ class TraceQuery:
     max_depth: int = 0  # 0 = unlimited
     limit: int = 100_000
     strategy: Strategy = Strategy.AUTO
+    views: bool = True  # False: only ``TraceResult.ids`` (callers that fetch what they need)
 
 
 class _Expander:
@@ -56,6 +66,34 @@ class _Recursive(_Expander):
             pairs = self.store.children(frontier)
         self.fetched += len(pairs)
         return pairs
+
+
+class _ConnectedSet(_Expander):
+    def __init__(self, store: Store, query: TraceQuery, sets: Iterable[int]) -> None:
+        super().__init__(store, query)
+        backward = query.direction is Direction.BACKWARD
+        # The set-lineage (or set-descendants), level by level over the SET_DEP graph.
+        seen: dict[int, None] = dict.fromkeys(sets)
+        frontier = list(seen)
+        while frontier:
+            self.queries += 1
+            if backward:
+                reached = [src for src, _ in store.set_parents(frontier)]
+            else:
+                reached = [dst for _, dst in store.set_children(frontier)]
+            frontier = [s for s in dict.fromkeys(reached) if s not in seen]
+            seen.update(dict.fromkeys(frontier))
+        self.sets = len(seen)
+        self.queries += 1
+        ids = list(seen)
+        edges = store.edges_into_sets(ids) if backward else store.edges_out_of_sets(ids)
+        self.fetched = len(edges)
+        self._next: dict[int, list[tuple[int, int]]] = {}
+        for src, dst in edges:
+            self._next.setdefault(dst if backward else src, []).append((src, dst))
+
+    def __call__(self, frontier: list[int]) -> list[tuple[int, int]]:
+        return [edge for n in frontier for edge in self._next.get(n, ())]
 
 
 class _Component(_Expander):
@@ -87,16 +125,25 @@ def trace(
         raise NotFound(f"unknown node id(s): {', '.join(str(i) for i in missing[:10])}")
 
     strategy = query.strategy
+    queries = 2
     if strategy is Strategy.AUTO:
-        strategy = Strategy.RECURSIVE
+        strategy = _auto(store, query, list(seed_nodes.values()))
+        queries += 1
     expand: _Expander
+    sets_visited = 0
     if strategy is Strategy.RECURSIVE:
         expand = _Recursive(store, query)
     elif strategy is Strategy.COMPONENT:
         components = [n.component_id for n in seed_nodes.values() if n.component_id is not None]
         expand = _Component(store, query, components)
+    elif strategy is Strategy.CONNECTED_SET:
+        # A node not yet given a set by ingest is its own singleton set.
+        sets = [n.id if n.set_id is None else n.set_id for n in seed_nodes.values()]
+        cs = _ConnectedSet(store, query, sets)
+        sets_visited = cs.sets
+        expand = cs
     else:
-        raise Unimplemented(f"strategy {strategy.name} is not available yet")
+        raise Unimplemented(f"strategy {strategy.name} is not available")
 
     backward = query.direction is Direction.BACKWARD
     order: dict[int, None] = dict.fromkeys(seeds)
@@ -121,14 +168,37 @@ def trace(
 
     ids = list(order)[: query.limit]
     kept = set(ids)
-    views = store.nodes(ids)
+    views = store.nodes(ids) if query.views else {}
     return TraceResult(
         nodes=[views[i] for i in ids if i in views],
+        ids=ids,
         edges=[EdgeView(s, d) for s, d in sorted(edges) if s in kept and d in kept],
         truncated=truncated,
         strategy=strategy,
         levels=depth,
-        queries=expand.queries + 2,
+        queries=expand.queries + queries,
         edges_fetched=expand.fetched,
+        sets_visited=sets_visited,
         millis=(time.perf_counter() - started) * 1000,
+        extra={"nodes_reached": len(order)},
     )
+
+
+# Components up to this many nodes are fetched whole (one indexed query); bigger ones are split
+# into connected sets by ingest, and CSProv fetches only the set-lineage.
+AUTO_COMPONENT_MAX = 20_000
+
+
+def _auto(store: Store, query: TraceQuery, seeds: list[NodeView]) -> Strategy:
+    """COMPONENT when the seeds' components are small (one query, nothing to walk); otherwise
+    CONNECTED_SET, unless the depth limit is small enough that a few level queries cost less
+    than fetching the set-lineage."""
+    if 0 < query.max_depth <= 2:
+        return Strategy.RECURSIVE
+    components = sorted({n.component_id for n in seeds if n.component_id is not None})
+    if not components:
+        return Strategy.RECURSIVE
+    sizes = store.component_sizes(components) if components else {}
+    if sum(sizes.values()) <= AUTO_COMPONENT_MAX:
+        return Strategy.COMPONENT
+    return Strategy.CONNECTED_SET

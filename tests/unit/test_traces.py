@@ -1,5 +1,6 @@
-"""Trace algorithms on a fake store (a networkx graph): RECURSIVE and COMPONENT must both equal
-networkx's ancestors/descendants with the induced edges."""
+"""Trace algorithms on a fake store (a networkx graph with CSProv set ids from ingest's
+from-scratch definition): every strategy must equal networkx's ancestors/descendants with the
+traversal edges."""
 
 from __future__ import annotations
 
@@ -8,24 +9,44 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ingest_service.sets import dependencies, recompute
 from query_service.model import Direction, NodeView, NotFound, Strategy
 from query_service.traces import TraceQuery, trace
 
+SPLITS = [("a",), ("a", "x"), ("a", "y"), ("b",), ("b", "z"), ()]
+
 
 class FakeStore:
-    def __init__(self, graph: nx.DiGraph) -> None:
+    def __init__(self, graph: nx.DiGraph, splits=None, theta: int = 4) -> None:  # type: ignore[no-untyped-def]
         self.graph = graph
-        self.component = {}
-        for component in nx.weakly_connected_components(graph):
-            for n in component:
-                self.component[n] = min(component)
+        splits = splits or {n: ("a",) for n in graph.nodes}
+        self.component, self.set_of = recompute(splits, list(graph.edges), theta)
+        self.set_deps = dependencies(graph.edges, self.set_of)
+        self.calls: list[str] = []
 
     def nodes(self, ids):  # type: ignore[no-untyped-def]
         return {
-            i: NodeView(i, "r", "TOKEN", str(i), "", {}, "", self.component[i], None)
+            i: NodeView(i, "r", "TOKEN", str(i), "", {}, "", self.component[i], self.set_of[i])
             for i in ids
             if i in self.graph
         }
+
+    def component_sizes(self, ids):  # type: ignore[no-untyped-def]
+        return {c: sum(1 for n in self.component.values() if n == c) for c in ids}
+
+    def set_parents(self, ids):  # type: ignore[no-untyped-def]
+        self.calls.append("set_parents")
+        return [(a, b) for a, b in self.set_deps if b in ids]
+
+    def set_children(self, ids):  # type: ignore[no-untyped-def]
+        self.calls.append("set_children")
+        return [(a, b) for a, b in self.set_deps if a in ids]
+
+    def edges_into_sets(self, ids):  # type: ignore[no-untyped-def]
+        return [(a, b) for a, b in self.graph.edges if self.set_of[b] in ids]
+
+    def edges_out_of_sets(self, ids):  # type: ignore[no-untyped-def]
+        return [(a, b) for a, b in self.graph.edges if self.set_of[a] in ids]
 
     def parents(self, ids):  # type: ignore[no-untyped-def]
         return [(p, i) for i in ids for p in self.graph.predecessors(i)]
@@ -44,13 +65,18 @@ def dags(draw):  # type: ignore[no-untyped-def]
     graph = nx.DiGraph()
     graph.add_nodes_from(range(n))
     graph.add_edges_from((a, b) for a, b in edges if a < b)
-    return graph
+    splits = {i: draw(st.sampled_from(SPLITS)) for i in range(n)}
+    return graph, splits
 
 
-@settings(max_examples=60, deadline=None)
+ALL = (Strategy.AUTO, Strategy.RECURSIVE, Strategy.COMPONENT, Strategy.CONNECTED_SET)
+
+
+@settings(max_examples=80, deadline=None)
 @given(dags(), st.data())
-def test_strategies_equal_networkx(graph: nx.DiGraph, data: st.DataObject) -> None:
-    store = FakeStore(graph)
+def test_strategies_equal_networkx(dag, data: st.DataObject) -> None:  # type: ignore[no-untyped-def]
+    graph, splits = dag
+    store = FakeStore(graph, splits, theta=data.draw(st.integers(1, 6)))
     seed = data.draw(st.sampled_from(sorted(graph.nodes)))
     for direction, reach in (
         (Direction.BACKWARD, nx.ancestors),
@@ -58,7 +84,7 @@ def test_strategies_equal_networkx(graph: nx.DiGraph, data: st.DataObject) -> No
     ):
         expected_nodes = reach(graph, seed) | {seed}
         expected_edges = set(graph.subgraph(expected_nodes).edges)
-        for strategy in (Strategy.AUTO, Strategy.RECURSIVE, Strategy.COMPONENT):
+        for strategy in ALL:
             result = trace(store, TraceQuery([seed], direction, strategy=strategy))  # type: ignore[arg-type]
             assert {n.id for n in result.nodes} == expected_nodes
             assert result.nodes[0].id == seed
@@ -72,6 +98,8 @@ def test_strategies_equal_networkx(graph: nx.DiGraph, data: st.DataObject) -> No
             }
             assert got_edges == on_paths
             assert not result.truncated
+            if strategy is Strategy.CONNECTED_SET:
+                assert result.sets_visited >= 1
 
 
 def test_depth_limit_and_truncation() -> None:
@@ -86,3 +114,19 @@ def test_depth_limit_and_truncation() -> None:
 def test_unknown_seed_is_not_found() -> None:
     with pytest.raises(NotFound):
         trace(FakeStore(nx.DiGraph([(0, 1)])), TraceQuery([7], Direction.BACKWARD))  # type: ignore[arg-type]
+
+
+def test_connected_set_fetches_only_the_set_lineage() -> None:
+    # Two chains in one component: 0->1->2 (split a) feeding 3 (split b); 4->5 (split c) -> 3.
+    # Tracing 2 back must not read the edges into set b or c.
+    graph = nx.DiGraph([(0, 1), (1, 2), (2, 3), (4, 5), (5, 3)])
+    splits = {0: ("a",), 1: ("a",), 2: ("a",), 3: ("b",), 4: ("c",), 5: ("c",)}
+    store = FakeStore(graph, splits, theta=100)
+    result = trace(store, TraceQuery([2], Direction.BACKWARD, strategy=Strategy.CONNECTED_SET))  # type: ignore[arg-type]
+    assert {n.id for n in result.nodes} == {0, 1, 2}
+    assert result.sets_visited == 1 and result.edges_fetched == 2
+    whole = trace(store, TraceQuery([2], Direction.BACKWARD, strategy=Strategy.COMPONENT))  # type: ignore[arg-type]
+    assert whole.edges_fetched == 5
+    forward = trace(store, TraceQuery([4], Direction.FORWARD, strategy=Strategy.CONNECTED_SET))  # type: ignore[arg-type]
+    assert {n.id for n in forward.nodes} == {4, 5, 3}
+    assert forward.sets_visited == 2 and forward.edges_fetched == 2

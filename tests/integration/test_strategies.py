@@ -1,0 +1,128 @@
+"""All trace strategies on the real Neo4j, over graphs written by the real ingest store (so the
+component ids, connected sets and set dependencies are ingest's own): random DAGs with random
+splits and a small theta, so sets are refined; every strategy must return networkx's ancestors
+and descendants with the same edges, and CONNECTED_SET must read no more edges than COMPONENT."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import grpc
+import neo4j
+import networkx as nx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ingest_service.store import Flush
+from ingest_service.store import Store as IngestStore
+from query_service.model import Direction, Strategy
+from query_service.store import Store
+from query_service.traces import TraceQuery, trace
+from sparkprov.v1 import query_pb2
+
+SPLITS = [("a",), ("a", "x"), ("a", "y"), ("b",), ("b", "z"), ("c",)]
+THETA = 4
+STRATEGIES = (Strategy.RECURSIVE, Strategy.COMPONENT, Strategy.CONNECTED_SET, Strategy.AUTO)
+
+
+@st.composite
+def dags(draw: st.DrawFn) -> tuple[dict[int, tuple[str, ...]], list[tuple[int, int]], int]:
+    n = draw(st.integers(2, 24))
+    splits = {i: draw(st.sampled_from(SPLITS)) for i in range(n)}
+    edges = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n))
+    edges = sorted({(min(a, b), max(a, b)) for a, b in edges if a != b})
+    return splits, edges, draw(st.integers(0, 2**31))
+
+
+@pytest.fixture(scope="module")
+def stores(neo4j_driver: neo4j.Driver) -> tuple[IngestStore, Store]:
+    ingest = IngestStore(neo4j_driver, theta=THETA)
+    ingest.ensure_schema()
+    return ingest, Store(neo4j_driver)
+
+
+def _flush(run: str, batch: list[tuple[str, object]], ids: dict[int, int], splits) -> Flush:  # type: ignore[no-untyped-def]
+    flush = Flush()
+    flush.events = 1
+    flush.workflows[run] = "strategies"
+    for kind, item in batch:
+        if kind == "node":
+            assert isinstance(item, int)
+            flush.nodes[ids[item]] = {
+                "id": ids[item], "run": run, "op": "TOKEN", "label": str(item),
+                "relation": None, "value": None, "shared": False,
+                "split": list(splits[item]), "props": {},
+            }  # fmt: skip
+        else:
+            a, b = item  # type: ignore[misc]
+            flush.edges[(ids[a], ids[b])] = {"src": ids[a], "dst": ids[b], "run": run}
+    return flush
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(dags())
+def test_every_strategy_returns_the_same_trace(stores, dag) -> None:  # type: ignore[no-untyped-def]
+    ingest, store = stores
+    splits, edges, seed = dag
+    rng = random.Random(seed)
+    run = f"strategies-{uuid.uuid4().hex[:8]}"
+    fresh = random.SystemRandom()
+    ids = {n: fresh.getrandbits(62) + 1 for n in splits}
+    items: list[tuple[str, object]] = [("node", n) for n in splits] + [("edge", e) for e in edges]
+    rng.shuffle(items)
+    i = 0
+    while i < len(items):
+        size = rng.randint(1, 10)
+        ingest.write(_flush(run, items[i : i + size], ids, splits))
+        i += size
+
+    graph = nx.DiGraph([(ids[a], ids[b]) for a, b in edges])
+    graph.add_nodes_from(ids.values())
+    for node in graph.nodes:
+        for direction, reach in (
+            (Direction.BACKWARD, nx.ancestors),
+            (Direction.FORWARD, nx.descendants),
+        ):
+            expected = reach(graph, node) | {node}
+            results = {
+                s: trace(store, TraceQuery([node], direction, strategy=s)) for s in STRATEGIES
+            }
+            for s, result in results.items():
+                assert {n.id for n in result.nodes} == expected, (s, direction)
+                assert result.nodes[0].id == node
+                edges_got = {(e.src, e.dst) for e in result.edges}
+                assert edges_got == {(e.src, e.dst) for e in results[Strategy.RECURSIVE].edges}
+            cs, cc = results[Strategy.CONNECTED_SET], results[Strategy.COMPONENT]
+            assert cs.edges_fetched <= cc.edges_fetched
+            assert cs.sets_visited >= 1
+
+
+def test_strategies_through_grpc(client, stores) -> None:  # type: ignore[no-untyped-def]
+    ingest, _ = stores
+    # a chain a0 -> a1 -> a2 (split a) -> b0 (split b) <- c0 <- c1 (split c)
+    splits = {0: ("a",), 1: ("a",), 2: ("a",), 3: ("b",), 4: ("c",), 5: ("c",)}
+    edges = [(0, 1), (1, 2), (2, 3), (5, 4), (4, 3)]
+    run = f"strategies-{uuid.uuid4().hex[:8]}"
+    ids = {n: random.SystemRandom().getrandbits(62) + 1 for n in splits}
+    items = [("node", n) for n in splits] + [("edge", e) for e in edges]
+    ingest.write(_flush(run, items, ids, splits))  # type: ignore[arg-type]
+    replies = {}
+    for strategy in (1, 2, 3, 0):
+        request = query_pb2.TraceRequest(node_ids=[str(ids[2])], strategy=strategy)  # type: ignore[arg-type]
+        replies[strategy] = client.stub.BackwardTrace(request, timeout=30)
+    for reply in replies.values():
+        assert {n.id for n in reply.nodes} == {str(ids[i]) for i in (0, 1, 2)}
+        assert len(reply.edges) == 2
+    connected = replies[3].stats
+    assert connected.strategy == query_pb2.STRATEGY_CONNECTED_SET
+    assert connected.sets_visited == 1 and connected.edges_fetched == 2
+    assert replies[2].stats.edges_fetched == 5
+    assert replies[0].stats.strategy != query_pb2.STRATEGY_AUTO  # AUTO names what ran
+    with pytest.raises(grpc.RpcError):
+        client.stub.BackwardTrace(query_pb2.TraceRequest(node_ids=["x"]), timeout=30)
