@@ -291,6 +291,26 @@ class TrackedFrame:
         left, right = self._materialized(), _tracked(other, "unionByName")._materialized()
         return self._derive(left.unionByName(right, allowMissingColumns=allowMissingColumns))
 
+    def intersect(self, other: TrackedFrame) -> TrackedFrame:
+        """INTERSECT DISTINCT: a DELTA per result row fed by a TIMES per pair of equal rows of
+        the two sides (see capture_agent.setops)."""
+        from capture_agent.setops import intersect
+
+        return intersect(self, other)
+
+    def subtract(self, other: TrackedFrame) -> TrackedFrame:
+        """EXCEPT DISTINCT: a DELTA per result row fed by its left copies; the right side is not
+        part of the provenance (no difference in the semiring; see capture_agent.setops)."""
+        from capture_agent.setops import subtract
+
+        return subtract(self, other)
+
+    def exceptAll(self, other: TrackedFrame) -> TrackedFrame:  # noqa: N802 - Spark's name
+        """EXCEPT ALL: the kept left copies keep their provenance (see capture_agent.setops)."""
+        from capture_agent.setops import except_all
+
+        return except_all(self, other)
+
     # -- operators that make fresh nodes ---------------------------------------------------
 
     def join(
@@ -336,6 +356,36 @@ class TrackedFrame:
         return TrackedGroupedData(self, flat)
 
     groupby = groupBy
+
+    def rollup(self, *cols: str) -> TrackedGroupedData:
+        """Grouping sets (a, b), (a), (): each set's groups are groups of their own."""
+        return self._grouping_sets("rollup", cols)
+
+    def cube(self, *cols: str) -> TrackedGroupedData:
+        """Grouping sets: every subset of the columns; each set's groups are their own groups."""
+        return self._grouping_sets("cube", cols)
+
+    def _grouping_sets(self, operation: str, cols: tuple[Any, ...]) -> TrackedGroupedData:
+        from itertools import combinations
+
+        from capture_agent.grouping import TrackedGroupedData
+
+        flat: list[Any] = []
+        for c in cols:
+            flat.extend(c if isinstance(c, list) else [c])
+        for c in flat:
+            if not isinstance(c, str):
+                raise UnsupportedOperation(
+                    f"{operation} on a Column expression",
+                    "add the expression as a column with withColumn and roll up by its name",
+                )
+            _check_name(c)
+        n = len(flat)
+        if operation == "rollup":
+            sets = [tuple(range(k)) for k in range(n, -1, -1)]
+        else:
+            sets = [s for k in range(n, -1, -1) for s in combinations(range(n), k)]
+        return TrackedGroupedData(self, flat, sets)
 
     def agg(self, *exprs: Column) -> TrackedFrame:
         """Aggregation over the whole frame: one group."""

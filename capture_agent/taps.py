@@ -237,8 +237,10 @@ class MemberSpec(TapSpec):
         for i in range(self.aggregates):
             present = pdf[f"x{i}"].notna().to_numpy()
             kept = members[present]
-            tensors = derive(kept, _salt(self.group_key, i, "tensor"))
-            values = derive(kept, _salt(self.group_key, i, "value"))
+            # A member of several groups (rollup/cube) has a tensor and value per group.
+            pair = kept ^ derive(groups[present], _salt(self.group_key, "member"))
+            tensors = derive(pair, _salt(self.group_key, i, "tensor"))
+            values = derive(pair, _salt(self.group_key, i, "value"))
             aggregates = derive(groups[present], _salt(self.group_key, i, "aggregate"))
             texts = pdf[f"x{i}"][present].astype(str).tolist()
             nodes.append(NodeColumns("TENSOR", tensors.tolist(), label="⊗"))
