@@ -89,13 +89,20 @@ class TrackedFrame:
     def _derive(self, df: DataFrame) -> TrackedFrame:
         return TrackedFrame(self._session, df)
 
-    def _fresh(self, df: DataFrame, spec: TapSpec, parent: Column | None = None) -> TrackedFrame:
-        """Rows of ``df`` get a fresh node each, child of their current one (``spec``'s kind)."""
+    def _fresh(
+        self,
+        df: DataFrame,
+        spec: TapSpec,
+        parent: Column | None = None,
+        extra: dict[str, Column] | None = None,
+    ) -> TrackedFrame:
+        """Rows of ``df`` get a fresh node each, child of their current one (``spec``'s kind);
+        ``extra`` are further lineage columns the tap reads."""
         from pyspark.sql import functions as F
 
         df = df.withColumn(_PARENT, parent if parent is not None else F.col(ID))
         df = df.withColumn(ID, self._session._node_id(spec.key, F.col(_PARENT)))
-        return TrackedFrame(self._session, df, spec, {"parent": F.col(_PARENT)})
+        return TrackedFrame(self._session, df, spec, {"parent": F.col(_PARENT), **(extra or {})})
 
     @property
     def columns(self) -> list[str]:
@@ -171,6 +178,15 @@ class TrackedFrame:
             raise
         kind = inspect_projection(self._materialized(), df, operation)
         session = self._session
+        if kind.window_aggregates:
+            if kind.generator or kind.python_udfs:
+                raise UnsupportedOperation(
+                    f"window aggregates together with generators or Python UDFs in {operation}",
+                    "compute them in separate withColumn calls",
+                )
+            from capture_agent.windows import capture_window_aggregates
+
+            return capture_window_aggregates(self, build, kind.window_aggregates)
         if kind.generator:
             key = session._next_key("generate")
             new = [c for c in visible_columns(df) if c not in self.columns]
@@ -208,10 +224,10 @@ class TrackedFrame:
                 if isinstance(c, str):
                     _check_name(c)
                 expanded.append(c)
-        return self._project(lambda df: df.select(*expanded, ID), "select")
+        return self._project(lambda df: df.select(*expanded, *_hidden(df)), "select")
 
     def selectExpr(self, *exprs: str) -> TrackedFrame:  # noqa: N802 - Spark's name
-        return self._project(lambda df: df.selectExpr(*exprs, ID), "selectExpr")
+        return self._project(lambda df: df.selectExpr(*exprs, *_hidden(df)), "selectExpr")
 
     def withColumn(self, name: str, col: Column) -> TrackedFrame:  # noqa: N802 - Spark's name
         _check_name(name)
@@ -431,6 +447,11 @@ class TrackedFrame:
     def write(self) -> DataFrameWriter:
         """Writing is a materialization point: the job that writes also publishes the lineage."""
         return self.df.write
+
+
+def _hidden(df: DataFrame) -> list[str]:
+    """The lineage columns a projection must carry along (``__sp_id`` and any a capture added)."""
+    return [c for c in df.columns if c.startswith(HIDDEN_PREFIX)]
 
 
 def _visible_then_id(df: DataFrame) -> DataFrame:

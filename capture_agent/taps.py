@@ -34,6 +34,7 @@ __all__ = [
     "SourceSpec",
     "TapSpec",
     "TapContext",
+    "WindowRowSpec",
     "make_tap",
 ]
 
@@ -224,6 +225,7 @@ class MemberSpec(TapSpec):
 
     aggregates: int = 0
     group_key: str = ""  # the GroupSpec's key: both derive the AGGREGATE ids from it
+    delta: bool = True  # False for window partitions: they have no DELTA node
 
     def hidden_inputs(self) -> tuple[str, ...]:
         return ("id", "group", *[f"x{i}" for i in range(self.aggregates)])
@@ -231,8 +233,8 @@ class MemberSpec(TapSpec):
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
         members = pdf["id"].to_numpy(dtype=np.int64)
         groups = pdf["group"].to_numpy(dtype=np.int64)
-        src = [members]
-        dst = [groups]
+        src = [members] if self.delta else []
+        dst = [groups] if self.delta else []
         nodes: list[NodeColumns] = []
         for i in range(self.aggregates):
             present = pdf[f"x{i}"].notna().to_numpy()
@@ -247,6 +249,38 @@ class MemberSpec(TapSpec):
             nodes.append(NodeColumns("VALUE", values.tolist(), labels=texts, values=texts))
             src += [kept, values, tensors]
             dst += [tensors, tensors, aggregates]
+        if not src:
+            return nodes, None
+        return nodes, EdgeColumns(np.concatenate(src).tolist(), np.concatenate(dst).tolist())
+
+
+@dataclass(frozen=True)
+class WindowRowSpec(TapSpec):
+    """A row with window aggregates over its whole partition: a TIMES node of the row and the
+    partition's AGGREGATE nodes (one per aggregated column, fed by the members' tensors, which a
+    MemberSpec without DELTA emits). The partition's first row by id publishes the AGGREGATEs."""
+
+    functions: tuple[str, ...] = ()
+    group_key: str = ""
+
+    def hidden_inputs(self) -> tuple[str, ...]:
+        return ("id", "parent", "group", "first", *[f"x{i}" for i in range(len(self.functions))])
+
+    def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
+        ids = pdf["id"].to_numpy(dtype=np.int64)
+        groups = pdf["group"].to_numpy(dtype=np.int64)
+        first = pdf["first"].to_numpy(dtype=bool)
+        nodes = [self._row_nodes("TIMES", "·", pdf)]
+        src = [pdf["parent"].to_numpy(dtype=np.int64)]
+        dst = [ids]
+        for i, function in enumerate(self.functions):
+            aggregates = derive(groups, _salt(self.group_key, i, "aggregate"))
+            texts = [("null" if v is None else v) for v in _texts(pdf[f"x{i}"][first])]
+            nodes.append(
+                NodeColumns("AGGREGATE", aggregates[first].tolist(), label=function, values=texts)
+            )
+            src.append(aggregates)
+            dst.append(ids)
         return nodes, EdgeColumns(np.concatenate(src).tolist(), np.concatenate(dst).tolist())
 
 
