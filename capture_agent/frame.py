@@ -11,7 +11,7 @@ Operations sparkprov does not capture raise :class:`UnsupportedOperation` naming
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -326,6 +326,17 @@ class TrackedFrame:
         from capture_agent.setops import except_all
 
         return except_all(self, other)
+
+    def mapInPandas(  # noqa: N802 - Spark's name
+        self, func: Callable[[Iterator[Any]], Iterator[Any]], schema: Any, barrier: bool = False
+    ) -> TrackedFrame:
+        """A BLACK_BOX node per output row, fed by every input row of its partition (see
+        capture_agent.pandas_functions)."""
+        from capture_agent.pandas_functions import map_in_pandas
+
+        if barrier:
+            raise UnsupportedOperation("mapInPandas(barrier=True)", "use barrier=False")
+        return map_in_pandas(self, func, schema)
 
     # -- operators that make fresh nodes ---------------------------------------------------
 

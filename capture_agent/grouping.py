@@ -8,7 +8,8 @@ the groups, each where Spark already has the rows.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from capture_agent.errors import UnsupportedOperation
 from capture_agent.frame import TrackedFrame, visible_columns
@@ -70,6 +71,17 @@ class TrackedGroupedData:
 
     def max(self, *cols: str) -> TrackedFrame:
         return self._simple("max", cols)
+
+    def applyInPandas(  # noqa: N802 - Spark's name
+        self, func: Callable[..., Any], schema: Any
+    ) -> TrackedFrame:
+        """A BLACK_BOX node per output row, labelled with the function's name, fed by every
+        input row of its group (see capture_agent.pandas_functions)."""
+        from capture_agent.pandas_functions import apply_in_pandas
+
+        if self._sets is not None:
+            raise UnsupportedOperation("applyInPandas after rollup/cube", "use groupBy")
+        return apply_in_pandas(self._frame, self._keys, func, schema)
 
     def __getattr__(self, name: str) -> TrackedFrame:
         raise UnsupportedOperation(

@@ -21,6 +21,7 @@ import pandas as pd
 from sparkprov.events import EdgeColumns, NodeColumns, encode_batch
 
 __all__ = [
+    "BlackBoxGroupSpec",
     "BlackBoxSpec",
     "ExplodeSpec",
     "GroupSpec",
@@ -133,6 +134,27 @@ class BlackBoxSpec(PlusSpec):
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
         return [self._row_nodes("BLACK_BOX", self.label, pdf)], EdgeColumns(
             _ids(pdf, "parent"), _ids(pdf, "id")
+        )
+
+
+@dataclass(frozen=True)
+class BlackBoxGroupSpec(TapSpec):
+    """Output rows of a pandas function over groups: a BLACK_BOX node per row, fed by every
+    input row of its group (``members``: an array of ids per row)."""
+
+    label: str = ""
+
+    def hidden_inputs(self) -> tuple[str, ...]:
+        return ("id", "members")
+
+    def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
+        ids = pdf["id"].to_numpy(dtype=np.int64)
+        members = [np.asarray(m, dtype=np.int64) for m in pdf["members"]]
+        counts = np.array([len(m) for m in members], dtype=np.int64)
+        src = np.concatenate(members) if members else np.empty(0, dtype=np.int64)
+        dst = np.repeat(ids, counts)
+        return [self._row_nodes("BLACK_BOX", self.label, pdf)], EdgeColumns(
+            src.tolist(), dst.tolist()
         )
 
 
