@@ -191,6 +191,8 @@ class TrackedFrame:
             key = session._next_key("generate")
             new = [c for c in visible_columns(df) if c not in self.columns]
             element = F.concat_ws(",", *[F.col(c).cast("string") for c in new])
+            # explode_outer of an empty array yields a row without an element (no VALUE node).
+            element = F.when(~_all_null([F.col(c) for c in new]), element)
             # Titian-style position within the partition tells apart equal elements of a row.
             df = df.withColumn(_PARENT, F.col(ID))
             df = df.withColumn(
@@ -458,6 +460,15 @@ class TrackedFrame:
     def write(self) -> DataFrameWriter:
         """Writing is a materialization point: the job that writes also publishes the lineage."""
         return self.df.write
+
+
+def _all_null(cols: list[Column]) -> Column:
+    from pyspark.sql import functions as F
+
+    condition = F.lit(True)
+    for c in cols:
+        condition = condition & c.isNull()
+    return condition
 
 
 def _hidden(df: DataFrame) -> list[str]:
