@@ -21,4 +21,13 @@ class UnsupportedOperation(CaptureError):
 
 
 class PublishError(CaptureError):
-    """Lineage could not be delivered to Kafka within the configured bound; the run has failed."""
+    """Lineage could not be delivered to Kafka within the configured bound; the run has failed.
+
+    Raised by the session, ``nodes`` and ``edges`` count what the run's completed tasks did
+    deliver (so the caller knows how much lineage the failed run left); None where unknown (on an
+    executor)."""
+
+    def __init__(self, message: str, nodes: int | None = None, edges: int | None = None) -> None:
+        super().__init__(message)
+        self.nodes = nodes
+        self.edges = edges

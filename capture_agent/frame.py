@@ -11,7 +11,7 @@ Operations sparkprov does not capture raise :class:`UnsupportedOperation` naming
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -89,13 +89,20 @@ class TrackedFrame:
     def _derive(self, df: DataFrame) -> TrackedFrame:
         return TrackedFrame(self._session, df)
 
-    def _fresh(self, df: DataFrame, spec: TapSpec, parent: Column | None = None) -> TrackedFrame:
-        """Rows of ``df`` get a fresh node each, child of their current one (``spec``'s kind)."""
+    def _fresh(
+        self,
+        df: DataFrame,
+        spec: TapSpec,
+        parent: Column | None = None,
+        extra: dict[str, Column] | None = None,
+    ) -> TrackedFrame:
+        """Rows of ``df`` get a fresh node each, child of their current one (``spec``'s kind);
+        ``extra`` are further lineage columns the tap reads."""
         from pyspark.sql import functions as F
 
         df = df.withColumn(_PARENT, parent if parent is not None else F.col(ID))
         df = df.withColumn(ID, self._session._node_id(spec.key, F.col(_PARENT)))
-        return TrackedFrame(self._session, df, spec, {"parent": F.col(_PARENT)})
+        return TrackedFrame(self._session, df, spec, {"parent": F.col(_PARENT), **(extra or {})})
 
     @property
     def columns(self) -> list[str]:
@@ -171,10 +178,21 @@ class TrackedFrame:
             raise
         kind = inspect_projection(self._materialized(), df, operation)
         session = self._session
+        if kind.window_aggregates:
+            if kind.generator or kind.python_udfs:
+                raise UnsupportedOperation(
+                    f"window aggregates together with generators or Python UDFs in {operation}",
+                    "compute them in separate withColumn calls",
+                )
+            from capture_agent.windows import capture_window_aggregates
+
+            return capture_window_aggregates(self, build, kind.window_aggregates)
         if kind.generator:
             key = session._next_key("generate")
             new = [c for c in visible_columns(df) if c not in self.columns]
             element = F.concat_ws(",", *[F.col(c).cast("string") for c in new])
+            # explode_outer of an empty array yields a row without an element (no VALUE node).
+            element = F.when(~_all_null([F.col(c) for c in new]), element)
             # Titian-style position within the partition tells apart equal elements of a row.
             df = df.withColumn(_PARENT, F.col(ID))
             df = df.withColumn(
@@ -208,10 +226,10 @@ class TrackedFrame:
                 if isinstance(c, str):
                     _check_name(c)
                 expanded.append(c)
-        return self._project(lambda df: df.select(*expanded, ID), "select")
+        return self._project(lambda df: df.select(*expanded, *_hidden(df)), "select")
 
     def selectExpr(self, *exprs: str) -> TrackedFrame:  # noqa: N802 - Spark's name
-        return self._project(lambda df: df.selectExpr(*exprs, ID), "selectExpr")
+        return self._project(lambda df: df.selectExpr(*exprs, *_hidden(df)), "selectExpr")
 
     def withColumn(self, name: str, col: Column) -> TrackedFrame:  # noqa: N802 - Spark's name
         _check_name(name)
@@ -291,6 +309,37 @@ class TrackedFrame:
         left, right = self._materialized(), _tracked(other, "unionByName")._materialized()
         return self._derive(left.unionByName(right, allowMissingColumns=allowMissingColumns))
 
+    def intersect(self, other: TrackedFrame) -> TrackedFrame:
+        """INTERSECT DISTINCT: a DELTA per result row fed by a TIMES per pair of equal rows of
+        the two sides (see capture_agent.setops)."""
+        from capture_agent.setops import intersect
+
+        return intersect(self, other)
+
+    def subtract(self, other: TrackedFrame) -> TrackedFrame:
+        """EXCEPT DISTINCT: a DELTA per result row fed by its left copies; the right side is not
+        part of the provenance (no difference in the semiring; see capture_agent.setops)."""
+        from capture_agent.setops import subtract
+
+        return subtract(self, other)
+
+    def exceptAll(self, other: TrackedFrame) -> TrackedFrame:  # noqa: N802 - Spark's name
+        """EXCEPT ALL: the kept left copies keep their provenance (see capture_agent.setops)."""
+        from capture_agent.setops import except_all
+
+        return except_all(self, other)
+
+    def mapInPandas(  # noqa: N802 - Spark's name
+        self, func: Callable[[Iterator[Any]], Iterator[Any]], schema: Any, barrier: bool = False
+    ) -> TrackedFrame:
+        """A BLACK_BOX node per output row, fed by every input row of its partition (see
+        capture_agent.pandas_functions)."""
+        from capture_agent.pandas_functions import map_in_pandas
+
+        if barrier:
+            raise UnsupportedOperation("mapInPandas(barrier=True)", "use barrier=False")
+        return map_in_pandas(self, func, schema)
+
     # -- operators that make fresh nodes ---------------------------------------------------
 
     def join(
@@ -337,6 +386,36 @@ class TrackedFrame:
 
     groupby = groupBy
 
+    def rollup(self, *cols: str) -> TrackedGroupedData:
+        """Grouping sets (a, b), (a), (): each set's groups are groups of their own."""
+        return self._grouping_sets("rollup", cols)
+
+    def cube(self, *cols: str) -> TrackedGroupedData:
+        """Grouping sets: every subset of the columns; each set's groups are their own groups."""
+        return self._grouping_sets("cube", cols)
+
+    def _grouping_sets(self, operation: str, cols: tuple[Any, ...]) -> TrackedGroupedData:
+        from itertools import combinations
+
+        from capture_agent.grouping import TrackedGroupedData
+
+        flat: list[Any] = []
+        for c in cols:
+            flat.extend(c if isinstance(c, list) else [c])
+        for c in flat:
+            if not isinstance(c, str):
+                raise UnsupportedOperation(
+                    f"{operation} on a Column expression",
+                    "add the expression as a column with withColumn and roll up by its name",
+                )
+            _check_name(c)
+        n = len(flat)
+        if operation == "rollup":
+            sets = [tuple(range(k)) for k in range(n, -1, -1)]
+        else:
+            sets = [s for k in range(n, -1, -1) for s in combinations(range(n), k)]
+        return TrackedGroupedData(self, flat, sets)
+
     def agg(self, *exprs: Column) -> TrackedFrame:
         """Aggregation over the whole frame: one group."""
         return self.groupBy().agg(*exprs)
@@ -381,6 +460,20 @@ class TrackedFrame:
     def write(self) -> DataFrameWriter:
         """Writing is a materialization point: the job that writes also publishes the lineage."""
         return self.df.write
+
+
+def _all_null(cols: list[Column]) -> Column:
+    from pyspark.sql import functions as F
+
+    condition = F.lit(True)
+    for c in cols:
+        condition = condition & c.isNull()
+    return condition
+
+
+def _hidden(df: DataFrame) -> list[str]:
+    """The lineage columns a projection must carry along (``__sp_id`` and any a capture added)."""
+    return [c for c in df.columns if c.startswith(HIDDEN_PREFIX)]
 
 
 def _visible_then_id(df: DataFrame) -> DataFrame:

@@ -8,7 +8,8 @@ the groups, each where Spark already has the rows.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from capture_agent.errors import UnsupportedOperation
 from capture_agent.frame import TrackedFrame, visible_columns
@@ -26,9 +27,16 @@ _GROUP = HIDDEN_PREFIX + "group"
 class TrackedGroupedData:
     """``TrackedFrame.groupBy(...)``: aggregations whose groups become DELTA nodes."""
 
-    def __init__(self, frame: TrackedFrame, keys: list[str | Column]) -> None:
+    def __init__(
+        self,
+        frame: TrackedFrame,
+        keys: list[str | Column],
+        sets: list[tuple[int, ...]] | None = None,
+    ) -> None:
         self._frame = frame
         self._keys = keys
+        # rollup/cube: the grouping sets, as indexes into ``keys`` (then all keys are names).
+        self._sets = sets
 
     def agg(self, *exprs: Column) -> TrackedFrame:
         if not exprs:
@@ -64,6 +72,17 @@ class TrackedGroupedData:
     def max(self, *cols: str) -> TrackedFrame:
         return self._simple("max", cols)
 
+    def applyInPandas(  # noqa: N802 - Spark's name
+        self, func: Callable[..., Any], schema: Any
+    ) -> TrackedFrame:
+        """A BLACK_BOX node per output row, labelled with the function's name, fed by every
+        input row of its group (see capture_agent.pandas_functions)."""
+        from capture_agent.pandas_functions import apply_in_pandas
+
+        if self._sets is not None:
+            raise UnsupportedOperation("applyInPandas after rollup/cube", "use groupBy")
+        return apply_in_pandas(self._frame, self._keys, func, schema)
+
     def __getattr__(self, name: str) -> TrackedFrame:
         raise UnsupportedOperation(
             f"GroupedData.{name}", "use groupBy().agg() with built-in aggregate functions"
@@ -88,6 +107,8 @@ class TrackedGroupedData:
     def _aggregate(self, exprs: list[Column]) -> TrackedFrame:
         from pyspark.sql import functions as F
 
+        if self._sets is not None:
+            return self._aggregate_sets(exprs)
         session = self._frame._session
         members, key, key_cols = self._members()
         functions, inputs = describe_aggregates(members.groupBy(*key_cols).agg(*exprs), len(exprs))
@@ -110,6 +131,56 @@ class TrackedGroupedData:
         )
         spec = GroupSpec(key=key, functions=tuple(functions))
         return TrackedFrame(session, out, spec, {n: F.col(HIDDEN_PREFIX + n) for n in hidden})
+
+    def _aggregate_sets(self, exprs: list[Column]) -> TrackedFrame:
+        """rollup/cube: every member row joins one group per grouping set (as Spark's Expand
+        does), whose id hashes the set's index and its key values, so a subtotal row is a group
+        of its own even where a key value is null; one DELTA and one AGGREGATE per aggregated
+        column per group, all in one pass over the members."""
+        from pyspark.sql import functions as F
+
+        assert self._sets is not None
+        session = self._frame._session
+        frame = self._frame._materialized()
+        names = [str(k) for k in self._keys]
+        functions, inputs = describe_aggregates(frame.groupBy(*names).agg(*exprs), len(exprs))
+        key = session._next_key("grouping_sets")
+        set_col = HIDDEN_PREFIX + "set"
+        masked = [f"{HIDDEN_PREFIX}k{i}" for i in range(len(names))]
+        members = frame.withColumn(
+            set_col, F.explode(F.array(*[F.lit(i) for i in range(len(self._sets))]))
+        )
+        # Keys outside the row's grouping set are null in its group (the originals stay for the
+        # aggregate inputs).
+        for i, name in enumerate(names):
+            inside = [s for s, subset in enumerate(self._sets) if i in subset]
+            members = members.withColumn(
+                masked[i], F.when(F.col(set_col).isin(inside), F.col(name))
+            )
+        hash_inputs: list[Column] = [F.col(set_col)]
+        for m in masked:
+            hash_inputs += [F.col(m), F.col(m).isNull()]
+        members = members.withColumn(_GROUP, session._node_id(key, *hash_inputs))
+        member_hidden: dict[str, Column] = {"id": F.col(ID), "group": F.col(_GROUP)}
+        for i, input_sql in enumerate(inputs):
+            member_hidden[f"x{i}"] = F.expr(input_sql).cast("string")
+        member_spec = MemberSpec(key=key + ":members", aggregates=len(inputs), group_key=key)
+        members = session._apply_tap(members, member_spec, member_hidden)
+
+        grouped = members.groupBy(*masked, _GROUP).agg(*exprs)
+        results = [f"{HIDDEN_PREFIX}v{j}" for j in range(len(exprs))]
+        aggregated = visible_columns(grouped)
+        values = [f"{HIDDEN_PREFIX}x{j}" for j in range(len(exprs))]
+        out = grouped.toDF(*masked, _GROUP, *results).select(
+            *masked,
+            *results,
+            F.col(_GROUP).alias(ID),
+            *[F.col(r).cast("string").alias(v) for r, v in zip(results, values, strict=True)],
+        )
+        out = out.toDF(*names, *aggregated, ID, *values)
+        spec = GroupSpec(key=key, functions=tuple(functions))
+        hidden = {f"x{j}": F.col(v) for j, v in enumerate(values)}
+        return TrackedFrame(session, out, spec, hidden)
 
     def deduplicate(self) -> TrackedFrame:
         """dropDuplicates(keys): one DELTA per key value, fed by every duplicate."""

@@ -18,7 +18,7 @@ from capture_agent.taps import TAP_PREFIX
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["ProjectionKind", "describe_aggregates", "inspect_projection"]
+__all__ = ["ProjectionKind", "WindowAggregate", "describe_aggregates", "inspect_projection"]
 
 # Window functions after which a row keeps exactly its own provenance.
 _RANKING = {"Rank", "DenseRank", "RowNumber", "PercentRank", "NTile", "CumeDist"}
@@ -62,6 +62,7 @@ class ProjectionKind:
 
     generator: bool = False
     python_udfs: list[str] = field(default_factory=list)
+    window_aggregates: list[WindowAggregate] = field(default_factory=list)
 
 
 def inspect_projection(before: DataFrame, after: DataFrame, operation: str) -> ProjectionKind:
@@ -78,7 +79,7 @@ def inspect_projection(before: DataFrame, after: DataFrame, operation: str) -> P
     if added.get("Generate", 0) > 0:
         kind.generator = True
     if added.get("Window", 0) > 0:
-        _check_window(new, operation)
+        kind.window_aggregates = _window_aggregates(new, added["Window"], operation)
     # Python UDFs of this projection sit in the top node's expressions (or right below a
     # generator/window the projection added).
     node = new
@@ -96,27 +97,88 @@ def inspect_projection(before: DataFrame, after: DataFrame, operation: str) -> P
     return kind
 
 
-def _check_window(plan: Any, operation: str) -> None:
+@dataclass(frozen=True)
+class WindowAggregate:
+    """An aggregate over a whole window partition, computed into output column ``column``."""
+
+    column: str
+    function: str
+    input_sql: str
+    partition_sql: tuple[str, ...]
+
+
+def _window_aggregates(plan: Any, windows: int, operation: str) -> list[WindowAggregate]:
+    """The aggregates of the ``windows`` Window nodes the projection added (the topmost ones);
+    ranking functions pass (the row keeps its provenance), anything else raises."""
+    outputs = {int(a.exprId().id()): str(a.name()) for a in _seq(plan.output())}
+    found: list[WindowAggregate] = []
     node = plan
-    for _ in range(4):
+    while windows > 0:
         if _name(node) == "Window":
-            for expr in _seq(node.windowExpressions()):
-                for sub in _expressions(expr):
-                    if _name(sub) == "WindowExpression":
-                        function = sub.windowFunction()
-                        if _name(function) not in _RANKING:
-                            if _name(function) == "AggregateExpression":
-                                function = function.aggregateFunction()
-                            raise UnsupportedOperation(
-                                f"window function {function.prettyName()} in {operation}",
-                                "only ranking window functions (rank, dense_rank, row_number, "
-                                "percent_rank, ntile, cume_dist) are captured yet",
-                            )
-            return
+            windows -= 1
+            for named in _seq(node.windowExpressions()):
+                aggregate = _window_aggregate(named, outputs, operation)
+                if aggregate is not None:
+                    found.append(aggregate)
         children = list(_seq(node.children()))
         if not children:
-            return
+            break
         node = children[0]
+    if len({a.partition_sql for a in found}) > 1:
+        raise UnsupportedOperation(
+            f"window aggregates over different partitionings in one {operation}",
+            "compute each partitioning's aggregates in a withColumn of their own",
+        )
+    return found
+
+
+def _window_aggregate(
+    named: Any, outputs: dict[int, str], operation: str
+) -> WindowAggregate | None:
+    expr = named.child() if _name(named) == "Alias" else named
+    if _name(expr) != "WindowExpression":
+        raise UnsupportedOperation(f"window expression {named.sql()} in {operation}")
+    function = expr.windowFunction()
+    if _name(function) in _RANKING:
+        return None
+    if _name(function) != "AggregateExpression":
+        raise UnsupportedOperation(
+            f"window function {function.prettyName()} in {operation}",
+            "captured are ranking functions (rank, dense_rank, row_number, percent_rank, "
+            "ntile, cume_dist) and aggregates over the whole partition",
+        )
+    aggregate = function.aggregateFunction()
+    pretty = str(aggregate.prettyName())
+    spec = expr.windowSpec()
+    frame = spec.frameSpecification()
+    whole = (
+        _name(frame) == "SpecifiedWindowFrame"
+        and _name(frame.lower()) == "UnboundedPreceding$"
+        and _name(frame.upper()) == "UnboundedFollowing$"
+    )
+    if not whole:
+        raise UnsupportedOperation(
+            f"window function {pretty} over the frame {frame.sql()} in {operation}",
+            "window aggregates are captured over the whole partition (no orderBy, or "
+            "rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing))",
+        )
+    if function.isDistinct():
+        raise UnsupportedOperation(f"distinct window aggregate {named.sql()} in {operation}")
+    args = list(_seq(aggregate.children()))
+    if len(args) != 1:
+        raise UnsupportedOperation(f"window aggregate {named.sql()} with {len(args)} inputs")
+    column = outputs.get(int(named.exprId().id()))
+    if column is None:
+        raise UnsupportedOperation(
+            f"window function {pretty} inside an expression in {operation}",
+            "compute the window aggregate into a column of its own, then derive from it",
+        )
+    return WindowAggregate(
+        column=column,
+        function=pretty.upper(),
+        input_sql=str(args[0].sql()),
+        partition_sql=tuple(str(p.sql()) for p in _seq(spec.partitionSpec())),
+    )
 
 
 def describe_aggregates(grouped: DataFrame, count: int) -> tuple[list[str], list[str]]:

@@ -4,7 +4,11 @@ One ``KafkaProducer`` per Python process and bootstrap address, created lazily: 
 Python workers, so a producer outlives the task that created it and sends batch after batch
 asynchronously. Each capture point calls :meth:`PartitionSender.close` when its partition ends,
 which flushes and checks every send of that partition, so a task only succeeds once its lineage is
-in Kafka. A broker that stays down fails the task (and, after Spark's retries, the job) loudly.
+in Kafka. A broker that is down is waited for and retried (kafka-python reconnects with backoff)
+for at most ``timeout_s``: connecting, handing over a message and each acknowledgement have that
+bound. Past it the task fails (and, after Spark's retries, the job) with a :class:`PublishError`
+that says how many messages were sent and how many were left unacknowledged; the session then
+fails the run with the counts of what completed tasks delivered.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -44,16 +49,32 @@ def producer_for(config: PublisherConfig) -> Any:
         if producer is None:
             from kafka import KafkaProducer  # lazy: imported on executors only when capturing
 
-            producer = KafkaProducer(
-                bootstrap_servers=config.bootstrap.split(","),
-                acks="all",
-                linger_ms=20,
-                batch_size=1024 * 1024,
-                max_request_size=config.max_message_bytes,
-                max_block_ms=int(config.timeout_s * 1000),
-                delivery_timeout_ms=int(config.timeout_s * 1000),
-                request_timeout_ms=min(30000, int(config.timeout_s * 1000)),
-            )
+            bound_ms = int(config.timeout_s * 1000)
+            linger_ms = 20
+            # kafka-python requires delivery > linger + request timeouts.
+            request_ms = min(30000, max(500, bound_ms // 2))
+            delivery_ms = max(bound_ms, request_ms + linger_ms + 1)
+            started = time.monotonic()
+            try:
+                producer = KafkaProducer(
+                    bootstrap_servers=config.bootstrap.split(","),
+                    acks="all",
+                    linger_ms=linger_ms,
+                    batch_size=1024 * 1024,
+                    max_request_size=config.max_message_bytes,
+                    max_block_ms=bound_ms,
+                    delivery_timeout_ms=delivery_ms,
+                    request_timeout_ms=request_ms,
+                    # Retries the connection with backoff for at most the bound (the default
+                    # would wait 30 s whatever the bound).
+                    bootstrap_timeout_ms=bound_ms,
+                )
+            except Exception as e:  # KafkaTimeoutError, NoBrokersAvailable
+                raise PublishError(
+                    f"no Kafka producer for {config.bootstrap} (broker unreachable?): "
+                    f"gave up after "
+                    f"{time.monotonic() - started:.1f}s (bound {config.timeout_s}s): {e}"
+                ) from e
             _producers[config.bootstrap] = producer
         return producer
 
@@ -77,7 +98,8 @@ class PartitionSender:
         self._key = key
         self._producer = producer_for(config)
         self._futures: deque[Any] = deque()
-        self.messages = 0
+        self.messages = 0  # handed to the producer
+        self.acknowledged = 0
 
     def send(self, value: bytes) -> None:
         while len(self._futures) >= self._config.max_in_flight:
@@ -86,8 +108,8 @@ class PartitionSender:
             future = self._producer.send(self._config.topic, value=value, key=self._key)
         except Exception as e:  # KafkaTimeoutError when the broker is unreachable past the bound
             raise PublishError(
-                f"could not hand lineage to Kafka at {self._config.bootstrap} "
-                f"after {self.messages} messages: {e}"
+                f"could not hand lineage to Kafka at {self._config.bootstrap} within "
+                f"{self._config.timeout_s}s: {self._counts()}: {e}"
             ) from e
         self._futures.append(future)
         self.messages += 1
@@ -99,10 +121,16 @@ class PartitionSender:
         except Exception as e:
             raise PublishError(
                 f"lineage not acknowledged by Kafka at {self._config.bootstrap} within "
-                f"{self._config.timeout_s}s ({self.messages} messages pending): {e}"
+                f"{self._config.timeout_s}s: {self._counts()}: {e}"
             ) from e
         while self._futures:
             self._confirm(self._futures.popleft())
+
+    def _counts(self) -> str:
+        return (
+            f"{self.messages} messages sent by this partition, {self.acknowledged} acknowledged, "
+            f"{self.messages - self.acknowledged} unacknowledged"
+        )
 
     def _confirm(self, future: Any) -> None:
         try:
@@ -110,5 +138,6 @@ class PartitionSender:
         except Exception as e:
             raise PublishError(
                 f"a lineage message was not acknowledged by Kafka at {self._config.bootstrap} "
-                f"({self.messages} sent by this partition so far): {e}"
+                f"within {self._config.timeout_s}s: {self._counts()}: {e}"
             ) from e
+        self.acknowledged += 1

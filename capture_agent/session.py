@@ -55,11 +55,19 @@ class _CountsParam(AccumulatorParam):  # type: ignore[type-arg]
         return value1
 
 
+def _lineage_lost(exc: BaseException) -> bool:
+    """Whether a failed job failed for a PublishError (raised in a task, it reaches the driver
+    as Spark's exception with the Python traceback in its text)."""
+    return isinstance(exc, PublishError) or PublishError.__name__ in str(exc)
+
+
 class ProvenanceSession:
     """Captures the provenance of the tracked frames built inside its ``with`` block.
 
     ``bootstrap`` and ``topic`` default to ``SPARKPROV_KAFKA_BOOTSTRAP`` / ``SPARKPROV_TOPIC``
     (then 127.0.0.1:9092 / sparkprov.lineage); ``run_id`` defaults to a fresh UUID.
+    ``publish_timeout_s`` bounds how long a broker may be down: the driver and every task wait
+    and retry that long, then the run fails with a :class:`PublishError` and its counts.
     """
 
     def __init__(
@@ -109,9 +117,17 @@ class ProvenanceSession:
             log.info("sparkprov capture disabled (%s); running plain", defaults.ENV_DISABLED)
             return self
         app_id = self.spark.sparkContext.applicationId or ""
-        self._publish(
-            encode_run_started(self.run_id, self.workflow, int(time.time() * 1000), app_id)
-        )
+        try:
+            self._publish(
+                encode_run_started(self.run_id, self.workflow, int(time.time() * 1000), app_id)
+            )
+        except PublishError as e:
+            raise PublishError(
+                f"provenance run {self.run_id} of workflow {self.workflow} failed before it "
+                f"started: {e}; nothing was captured (0 nodes, 0 edges published)",
+                nodes=0,
+                edges=0,
+            ) from e
         log.info("provenance run %s of workflow %s started", self.run_id, self.workflow)
         return self
 
@@ -124,17 +140,39 @@ class ProvenanceSession:
         if not self.enabled:
             return
         nodes, edges = self.counts()
-        self._publish(
-            encode_run_complete(
-                self.run_id,
-                self.workflow,
-                nodes,
-                edges,
-                failed=exc is not None,
-                error="" if exc is None else f"{type(exc).__name__}: {exc}"[:2000],
-                finished_unix_ms=int(time.time() * 1000),
+        summary = f"completed tasks published {nodes} nodes and {edges} edges"
+        try:
+            self._publish(
+                encode_run_complete(
+                    self.run_id,
+                    self.workflow,
+                    nodes,
+                    edges,
+                    failed=exc is not None,
+                    error="" if exc is None else f"{type(exc).__name__}: {exc}"[:2000],
+                    finished_unix_ms=int(time.time() * 1000),
+                )
             )
-        )
+        except PublishError as e:
+            raise PublishError(
+                f"provenance run {self.run_id} failed: its run-complete marker could not be "
+                f"published ({e}); {summary}, the run stays incomplete",
+                nodes=nodes,
+                edges=edges,
+            ) from (exc or e)
+        if exc is not None and _lineage_lost(exc):
+            # The job failed because lineage could not be delivered (the broker stayed down
+            # past the bound in some task): say so, with what did arrive.
+            raise PublishError(
+                f"provenance run {self.run_id} failed: lineage could not be delivered to Kafka "
+                f"at {self._publisher.bootstrap} within {self._publisher.timeout_s}s; "
+                f"{summary}; the run is marked failed",
+                nodes=nodes,
+                edges=edges,
+            ) from exc
+        if exc is not None:
+            log.error("provenance run %s failed (%s); %s", self.run_id, type(exc).__name__, summary)
+            return
         log.info(
             "provenance run %s complete: %d nodes, %d edges emitted", self.run_id, nodes, edges
         )
@@ -145,7 +183,7 @@ class ProvenanceSession:
         return sum(n for n, _ in values), sum(e for _, e in values)
 
     def _publish(self, value: bytes) -> None:
-        producer = producer_for(self._publisher)
+        producer = producer_for(self._publisher)  # raises PublishError past the bound
         try:
             producer.send(self._publisher.topic, value=value, key=self.run_id.encode()).get(
                 timeout=self._publisher.timeout_s

@@ -21,6 +21,7 @@ import pandas as pd
 from sparkprov.events import EdgeColumns, NodeColumns, encode_batch
 
 __all__ = [
+    "BlackBoxGroupSpec",
     "BlackBoxSpec",
     "ExplodeSpec",
     "GroupSpec",
@@ -34,6 +35,7 @@ __all__ = [
     "SourceSpec",
     "TapSpec",
     "TapContext",
+    "WindowRowSpec",
     "make_tap",
 ]
 
@@ -136,6 +138,27 @@ class BlackBoxSpec(PlusSpec):
 
 
 @dataclass(frozen=True)
+class BlackBoxGroupSpec(TapSpec):
+    """Output rows of a pandas function over groups: a BLACK_BOX node per row, fed by every
+    input row of its group (``members``: an array of ids per row)."""
+
+    label: str = ""
+
+    def hidden_inputs(self) -> tuple[str, ...]:
+        return ("id", "members")
+
+    def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
+        ids = pdf["id"].to_numpy(dtype=np.int64)
+        members = [np.asarray(m, dtype=np.int64) for m in pdf["members"]]
+        counts = np.array([len(m) for m in members], dtype=np.int64)
+        src = np.concatenate(members) if members else np.empty(0, dtype=np.int64)
+        dst = np.repeat(ids, counts)
+        return [self._row_nodes("BLACK_BOX", self.label, pdf)], EdgeColumns(
+            src.tolist(), dst.tolist()
+        )
+
+
+@dataclass(frozen=True)
 class JoinSpec(TapSpec):
     """A joined row: TIMES of its left and right rows (of its one side, in an outer join)."""
 
@@ -224,6 +247,7 @@ class MemberSpec(TapSpec):
 
     aggregates: int = 0
     group_key: str = ""  # the GroupSpec's key: both derive the AGGREGATE ids from it
+    delta: bool = True  # False for window partitions: they have no DELTA node
 
     def hidden_inputs(self) -> tuple[str, ...]:
         return ("id", "group", *[f"x{i}" for i in range(self.aggregates)])
@@ -231,20 +255,54 @@ class MemberSpec(TapSpec):
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
         members = pdf["id"].to_numpy(dtype=np.int64)
         groups = pdf["group"].to_numpy(dtype=np.int64)
-        src = [members]
-        dst = [groups]
+        src = [members] if self.delta else []
+        dst = [groups] if self.delta else []
         nodes: list[NodeColumns] = []
         for i in range(self.aggregates):
             present = pdf[f"x{i}"].notna().to_numpy()
             kept = members[present]
-            tensors = derive(kept, _salt(self.group_key, i, "tensor"))
-            values = derive(kept, _salt(self.group_key, i, "value"))
+            # A member of several groups (rollup/cube) has a tensor and value per group.
+            pair = kept ^ derive(groups[present], _salt(self.group_key, "member"))
+            tensors = derive(pair, _salt(self.group_key, i, "tensor"))
+            values = derive(pair, _salt(self.group_key, i, "value"))
             aggregates = derive(groups[present], _salt(self.group_key, i, "aggregate"))
             texts = pdf[f"x{i}"][present].astype(str).tolist()
             nodes.append(NodeColumns("TENSOR", tensors.tolist(), label="⊗"))
             nodes.append(NodeColumns("VALUE", values.tolist(), labels=texts, values=texts))
             src += [kept, values, tensors]
             dst += [tensors, tensors, aggregates]
+        if not src:
+            return nodes, None
+        return nodes, EdgeColumns(np.concatenate(src).tolist(), np.concatenate(dst).tolist())
+
+
+@dataclass(frozen=True)
+class WindowRowSpec(TapSpec):
+    """A row with window aggregates over its whole partition: a TIMES node of the row and the
+    partition's AGGREGATE nodes (one per aggregated column, fed by the members' tensors, which a
+    MemberSpec without DELTA emits). The partition's first row by id publishes the AGGREGATEs."""
+
+    functions: tuple[str, ...] = ()
+    group_key: str = ""
+
+    def hidden_inputs(self) -> tuple[str, ...]:
+        return ("id", "parent", "group", "first", *[f"x{i}" for i in range(len(self.functions))])
+
+    def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
+        ids = pdf["id"].to_numpy(dtype=np.int64)
+        groups = pdf["group"].to_numpy(dtype=np.int64)
+        first = pdf["first"].to_numpy(dtype=bool)
+        nodes = [self._row_nodes("TIMES", "·", pdf)]
+        src = [pdf["parent"].to_numpy(dtype=np.int64)]
+        dst = [ids]
+        for i, function in enumerate(self.functions):
+            aggregates = derive(groups, _salt(self.group_key, i, "aggregate"))
+            texts = [("null" if v is None else v) for v in _texts(pdf[f"x{i}"][first])]
+            nodes.append(
+                NodeColumns("AGGREGATE", aggregates[first].tolist(), label=function, values=texts)
+            )
+            src.append(aggregates)
+            dst.append(ids)
         return nodes, EdgeColumns(np.concatenate(src).tolist(), np.concatenate(dst).tolist())
 
 

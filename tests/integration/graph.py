@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import neo4j
 import networkx as nx
 
@@ -44,3 +46,58 @@ def rows_of(graph: nx.DiGraph, relation: str) -> dict[str, int]:
         if data.get("relation") == relation:
             out[data.get("a_Name") or data.get("a_City")] = node
     return out
+
+
+def canon(graph: nx.DiGraph, node: int) -> tuple[object, ...]:
+    """A node with its whole ancestry as a nested tuple: op, label, relation, attributes, value
+    and the sorted canons of its parents. Source tokens leave out their label (it names the
+    partition and offset, which depend on Spark's partitioning)."""
+    data = graph.nodes[node]
+    op = data.get("op", "")
+    label = "" if op == "TOKEN" else data.get("label", "")
+    attributes = tuple(sorted((k[2:], v) for k, v in data.items() if k.startswith("a_")))
+    parents = tuple(sorted(canon(graph, p) for p in graph.predecessors(node)))
+    return (op, label, data.get("relation") or "", attributes, data.get("value") or "", parents)
+
+
+def shape(graph: nx.DiGraph) -> Counter[tuple[object, ...]]:
+    """The graph as the multiset of the canons of its sinks (with the node and edge counts this
+    pins the graph down: every node is an ancestor of a sink)."""
+    return Counter(canon(graph, n) for n in graph if graph.out_degree(n) == 0)
+
+
+def node(
+    op: str,
+    label: str = "",
+    relation: str = "",
+    attributes: dict[str, str] | None = None,
+    value: str = "",
+    parents: tuple[tuple[object, ...], ...] | list[tuple[object, ...]] = (),
+) -> tuple[object, ...]:
+    """The canon :func:`canon` gives a node of that description (for expected graphs)."""
+    attrs = tuple(sorted((attributes or {}).items()))
+    return (op, label, relation, attrs, value, tuple(sorted(parents)))
+
+
+def token(relation: str, **attributes: str) -> tuple[object, ...]:
+    return node("TOKEN", relation=relation, attributes=attributes)
+
+
+def times(
+    *parents: tuple[object, ...], relation: str = "", **attributes: str
+) -> tuple[object, ...]:
+    return node("TIMES", "·", relation, attributes, parents=parents)
+
+
+def delta(
+    *parents: tuple[object, ...], relation: str = "", **attributes: str
+) -> tuple[object, ...]:
+    return node("DELTA", "δ", relation, attributes, parents=parents)
+
+
+def aggregate(
+    function: str, value: str, members: list[tuple[tuple[object, ...], str]]
+) -> tuple[object, ...]:
+    """An AGGREGATE over (member p-node, member value) pairs: a TENSOR per member."""
+    tensors = [node("TENSOR", "⊗", parents=(m, node("VALUE", v, value=v))) for m, v in members]
+    return node("AGGREGATE", function, value=value, parents=tensors)

@@ -149,10 +149,10 @@ def test_unsupported_operations_raise_a_clear_error(spark) -> None:  # type: ign
     df = spark.createDataFrame([(1,)], ["x"])
     with ProvenanceSession(spark, workflow="unsupported") as prov:
         t = prov.source(df, "T")
-        with pytest.raises(UnsupportedOperation, match="DataFrame.rollup"):
-            t.rollup("x")
-        with pytest.raises(UnsupportedOperation, match="DataFrame.mapInPandas"):
-            t.mapInPandas(lambda it: it, "x long")
+        with pytest.raises(UnsupportedOperation, match="DataFrame.freqItems"):
+            t.freqItems(["x"])
+        with pytest.raises(UnsupportedOperation, match="DataFrame.mapInArrow"):
+            t.mapInArrow(lambda it: it, "x long")
         with pytest.raises(UnsupportedOperation, match="how='sideways'"):
             t.join(prov.source(df, "U"), on="x", how="sideways")
         with pytest.raises(UnsupportedOperation, match="untracked DataFrame"):

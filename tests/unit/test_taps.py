@@ -61,3 +61,45 @@ def test_groups_feed_aggregates_into_the_row() -> None:
     assert delta.op == "DELTA" and delta.relation == "Avg" and delta.attributes == {"City": ["NY"]}
     assert aggregate.label == "AVG" and list(aggregate.values) == ["3.5"]
     assert (list(edges.src), list(edges.dst)) == (list(aggregate.ids), [9])
+
+
+def test_black_box_group_rows_are_fed_by_their_group() -> None:
+    from capture_agent.taps import BlackBoxGroupSpec
+
+    pdf = pd.DataFrame({"id": [7, 8, 9], "members": [[1, 2], [1, 2], [3]]})
+    (box,), edges = BlackBoxGroupSpec(key="b", label="totals").emit(pdf)
+    assert box.op == "BLACK_BOX" and box.label == "totals" and list(box.ids) == [7, 8, 9]
+    assert sorted(zip(edges.src, edges.dst, strict=True)) == [
+        (1, 7),
+        (1, 8),
+        (2, 7),
+        (2, 8),
+        (3, 9),
+    ]
+
+
+def test_window_rows_share_their_partitions_aggregate() -> None:
+    from capture_agent.taps import WindowRowSpec
+
+    spec = WindowRowSpec(key="w", functions=("SUM",), group_key="w")
+    pdf = pd.DataFrame(
+        {
+            "id": [11, 12],
+            "parent": [1, 2],
+            "group": [5, 5],
+            "first": [True, False],
+            "x0": ["3", "3"],
+        }
+    )
+    (times, aggregate), edges = spec.emit(pdf)
+    assert times.op == "TIMES" and list(times.ids) == [11, 12]
+    (a,) = aggregate.ids  # published once, by the partition's first row
+    assert aggregate.op == "AGGREGATE" and list(aggregate.values) == ["3"]
+    members = MemberSpec(key="w:members", aggregates=1, group_key="w", delta=False)
+    nodes, member_edges = members.emit(pd.DataFrame({"id": [1], "group": [5], "x0": ["3"]}))
+    assert (5, 5) not in zip(member_edges.src, member_edges.dst, strict=True)
+    assert a in set(member_edges.dst)  # the members' tensors feed the same AGGREGATE
+    assert sorted(zip(edges.src, edges.dst, strict=True)) == sorted(
+        [(1, 11), (2, 12), (a, 11), (a, 12)]
+    )
+    assert 1 not in set(member_edges.dst) and 5 not in set(member_edges.dst)
