@@ -87,16 +87,18 @@ class Consumer:
 
         class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
             def on_partitions_revoked(self, revoked: Any) -> None:
-                # Write and commit what we hold before another member takes these partitions;
-                # if Neo4j is down, drop the buffer: uncommitted, the new owner gets it again.
+                # Runs on the client's IO loop (kafka-python 3), inside our poll(): no blocking
+                # calls here. Drop what we hold without committing it: the partitions' next
+                # owner (maybe us again) resumes from the last commit, which only ever follows a
+                # Neo4j commit, and the writes are idempotent, so the redelivery is harmless.
                 if outer._uncommitted:
-                    try:
-                        outer._flush(retry=False)
-                    except StoreUnavailable:
-                        log.warning("rebalance while Neo4j is unavailable: buffer left uncommitted")
-                        outer._buffer = Flush()
-                        outer._offsets = {}
-                        outer._uncommitted = False
+                    log.info(
+                        "partitions revoked: %d buffered events left uncommitted for redelivery",
+                        outer._buffer.events,
+                    )
+                    outer._buffer = Flush()
+                    outer._offsets = {}
+                    outer._uncommitted = False
 
             def on_partitions_assigned(self, assigned: Any) -> None:
                 log.info("assigned partitions %s", sorted(tp.partition for tp in assigned))
