@@ -28,11 +28,26 @@ def _settings_read_by(package: str) -> set[str]:
 def test_compose_services_images_and_healthchecks() -> None:
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
-    assert set(services) == {"kafka", "neo4j", "ingest", "query"}
+    assert set(services) == {"kafka", "neo4j-plugin", "neo4j", "ingest", "query"}
     assert services["neo4j"]["image"] == "neo4j:5.26-community"
     assert services["kafka"]["image"].startswith("apache/kafka:")
     for name, service in services.items():
-        assert "healthcheck" in service, name
+        if name != "neo4j-plugin":  # a one-shot build: it exits, it is not healthy
+            assert "healthcheck" in service, name
+
+
+def test_compose_neo4j_loads_our_procedures() -> None:
+    """Ingest calls sparkprov.write: the jar the plugin build writes must land in /plugins."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    services = compose["services"]
+    build, neo4j = services["neo4j-plugin"], services["neo4j"]
+    assert build["image"].startswith("maven:")
+    assert neo4j["depends_on"]["neo4j-plugin"]["condition"] == "service_completed_successfully"
+    out = next(v.split(":")[0] for v in build["volumes"] if v.endswith(":/out/plugins"))
+    assert f"{out}:/plugins" in neo4j["volumes"]
+    src = next(v.split(":")[0] for v in build["volumes"] if "/src/stack/neo4j" in v)
+    assert (ROOT / src / "pom.xml").exists()
+    assert "-Dstack.dir=/out" in build["command"]
     for name in ("ingest", "query"):
         assert services[name]["build"] == "."
         depends = services[name]["depends_on"]
