@@ -276,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=3600)
     parser.add_argument("--keep", action="store_true", help="leave Kafka and Neo4j running")
     args = parser.parse_args(argv)
+    # A SIGTERM (timeout, Ctrl-C from a supervisor) still stops what this run started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     stack = bench_stack(dict(os.environ))
     shutil.rmtree(stack.dir / "data", ignore_errors=True)

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ingest_service.sets import dependencies, recompute, same_partition
-from ingest_service.store import Flush, Store
-from sparkprov.events import Batch, EdgeColumns, NodeColumns, decode, encode_batch
+from ingest_service.store import Store
+from tests.integration.batches import flush_of
 
 SPLITS = [("a",), ("a", "x"), ("a", "y"), ("b",), ("b", "z"), ()]
 THETA = 4  # small, so sets cross it and get refined by their sub-splits
@@ -67,19 +67,6 @@ def _stored(
     return graph, component, connected, deps
 
 
-def _node_batch(run: str, node: int, split: tuple[str, ...]) -> Batch:
-    data = encode_batch(run, "sets", "t", 0, 0, [NodeColumns("TOKEN", [node], split=split)], None)
-    batch = decode(data)
-    assert isinstance(batch, Batch)
-    return batch
-
-
-def _edge_batch(run: str, src: int, dst: int) -> Batch:
-    batch = decode(encode_batch(run, "sets", "t", 0, 0, [], EdgeColumns([src], [dst])))
-    assert isinstance(batch, Batch)
-    return batch
-
-
 @pytest.fixture(scope="module")
 def store(neo4j_driver: neo4j.Driver) -> Store:
     s = Store(neo4j_driver, theta=THETA)
@@ -106,15 +93,7 @@ def test_incremental_ids_equal_a_recomputation_and_keep_lineage_inside_sets(
     items += rng.sample(items, k=len(items) // 3)
     rng.shuffle(items)
     for batch in _batches(items, rng):
-        flush = Flush()
-        for kind, item in batch:
-            if kind == "node":
-                assert isinstance(item, int)
-                flush.add(_node_batch(run, ids[item], splits[item]))
-            else:
-                a, b = item  # type: ignore[misc]
-                flush.add(_edge_batch(run, ids[a], ids[b]))
-        store.write(flush)
+        store.write(flush_of(run, batch, ids, splits))
 
     node_ids = sorted(ids.values())
     graph, component, connected, deps = _stored(neo4j_driver, node_ids)

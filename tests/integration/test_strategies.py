@@ -15,12 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest_service.store import Flush
 from ingest_service.store import Store as IngestStore
 from query_service.model import Direction, Strategy
 from query_service.store import Store
 from query_service.traces import TraceQuery, trace
 from sparkprov.v1 import query_pb2
+from tests.integration.batches import flush_of
 
 SPLITS = [("a",), ("a", "x"), ("a", "y"), ("b",), ("b", "z"), ("c",)]
 THETA = 4
@@ -43,24 +43,6 @@ def stores(neo4j_driver: neo4j.Driver) -> tuple[IngestStore, Store]:
     return ingest, Store(neo4j_driver)
 
 
-def _flush(run: str, batch: list[tuple[str, object]], ids: dict[int, int], splits) -> Flush:  # type: ignore[no-untyped-def]
-    flush = Flush()
-    flush.events = 1
-    flush.workflows[run] = "strategies"
-    for kind, item in batch:
-        if kind == "node":
-            assert isinstance(item, int)
-            flush.nodes[ids[item]] = {
-                "id": ids[item], "run": run, "op": "TOKEN", "label": str(item),
-                "relation": None, "value": None, "shared": False,
-                "split": list(splits[item]), "props": {},
-            }  # fmt: skip
-        else:
-            a, b = item  # type: ignore[misc]
-            flush.edges[(ids[a], ids[b])] = {"src": ids[a], "dst": ids[b], "run": run}
-    return flush
-
-
 @settings(
     max_examples=25,
     deadline=None,
@@ -79,7 +61,7 @@ def test_every_strategy_returns_the_same_trace(stores, dag) -> None:  # type: ig
     i = 0
     while i < len(items):
         size = rng.randint(1, 10)
-        ingest.write(_flush(run, items[i : i + size], ids, splits))
+        ingest.write(flush_of(run, items[i : i + size], ids, splits))
         i += size
 
     graph = nx.DiGraph([(ids[a], ids[b]) for a, b in edges])
@@ -111,7 +93,7 @@ def test_strategies_through_grpc(client, stores) -> None:  # type: ignore[no-unt
     run = f"strategies-{uuid.uuid4().hex[:8]}"
     ids = {n: random.SystemRandom().getrandbits(62) + 1 for n in splits}
     items = [("node", n) for n in splits] + [("edge", e) for e in edges]
-    ingest.write(_flush(run, items, ids, splits))  # type: ignore[arg-type]
+    ingest.write(flush_of(run, items, ids, splits))  # type: ignore[arg-type]
     replies = {}
     for strategy in (1, 2, 3, 0):
         request = query_pb2.TraceRequest(node_ids=[str(ids[2])], strategy=strategy)  # type: ignore[arg-type]

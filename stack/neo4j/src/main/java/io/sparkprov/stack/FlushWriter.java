@@ -16,6 +16,7 @@ import org.neo4j.graphdb.RelationshipType;
 import org.neo4j.graphdb.ResourceIterable;
 import org.neo4j.graphdb.ResourceIterator;
 import org.neo4j.graphdb.Transaction;
+import org.neo4j.logging.Log;
 
 /** The work of one {@code sparkprov.write} call (see {@link Ingest}). */
 final class FlushWriter {
@@ -29,9 +30,22 @@ final class FlushWriter {
   static final String[] LEVEL_KEYS = {"s0", "s1", "s2"};
 
   private final Transaction tx;
+  private final Log log;
+  // Phase timings of this call (ns) and sizes, logged when a call is slow.
+  private final long[] nanos = new long[6];
+  private static final long SLOW_MS = 2000;
+  private long touchedCount;
+  private long rereadCount;
 
-  FlushWriter(Transaction tx) {
+  FlushWriter(Transaction tx, Log log) {
     this.tx = tx;
+    this.log = log;
+  }
+
+  private long lap(int phase, long since) {
+    long now = System.nanoTime();
+    nanos[phase] += now - since;
+    return now;
   }
 
   record Edge(long src, long dst) {}
@@ -41,6 +55,8 @@ final class FlushWriter {
 
   Stream<Ingest.Written> write(
       List<Map<String, Object>> blocks, List<Map<String, Object>> edgeBlocks, long theta) {
+    long started = System.nanoTime();
+    long t = started;
     Map<String, long[]> perRun = new LinkedHashMap<>();
     Set<Long> fresh = new HashSet<>();
     for (Map<String, Object> block : blocks) {
@@ -65,7 +81,17 @@ final class FlushWriter {
         }
       }
     }
+    t = lap(0, t);
     long merges = maintainIds(edges, fresh, theta);
+    long totalMs = (System.nanoTime() - started) / 1_000_000;
+    if (totalMs >= SLOW_MS || log.isDebugEnabled()) {
+      log.info(
+          "sparkprov.write took %d ms: %d fresh nodes, %d edges; ms: upsert %d, components %d, levels %d,"
+              + " sets %d, reread %d, deps %d; touched %d, reread %d",
+          totalMs, fresh.size(), edges.size(), nanos[0] / 1_000_000, nanos[1] / 1_000_000,
+          nanos[2] / 1_000_000, nanos[3] / 1_000_000, nanos[4] / 1_000_000,
+          nanos[5] / 1_000_000, touchedCount, rereadCount);
+    }
     List<Ingest.Written> out = new ArrayList<>();
     perRun.forEach((run, c) -> out.add(new Ingest.Written(run, c[0], c[1], merges)));
     return out.stream();
@@ -175,8 +201,28 @@ final class FlushWriter {
     return n.hasProperty("op");
   }
 
-  private static String[] split(Node n) {
-    return (String[]) n.getProperty("split", new String[0]);
+  private final Map<Node, String[]> splits = new HashMap<>();
+
+  private String[] split(Node n) {
+    return splits.computeIfAbsent(n, k -> (String[]) k.getProperty("split", new String[0]));
+  }
+
+  /**
+   * The nodes whose {@code key} is {@code id}, a group of {@code size}. A group of one is its
+   * founding node (ids start as the node's own id), found without an index seek: most merges
+   * absorb a new node, and seeks on properties this transaction changed are the costly part.
+   */
+  private List<Node> members(String key, long id, long size) {
+    if (size == 1) {
+      Node n = cache.get(id);
+      if (n == null) {
+        n = tx.findNode(NODE, "id", id);
+      }
+      if (n != null && prop(n, key) == id) {
+        return List.of(n);
+      }
+    }
+    return collect(tx.findNodes(NODE, key, id));
   }
 
   /** Whether two split paths share their part at this level (their first level+1 names). */
@@ -208,6 +254,7 @@ final class FlushWriter {
   }
 
   private long maintainIds(Set<Edge> edges, Set<Long> fresh, long theta) {
+    long t = System.nanoTime();
     Set<Edge> work = new HashSet<>(edges);
     work.addAll(incident(fresh));
     if (work.isEmpty() && fresh.isEmpty()) {
@@ -240,7 +287,7 @@ final class FlushWriter {
           continue;
         }
         merges++;
-        for (Node n : collect(tx.findNodes(NODE, "component_id", c))) {
+        for (Node n : members("component_id", c, sizes.get(c))) {
           n.setProperty("component_id", target);
         }
         for (Node s : collect(tx.findNodes(SET, "component_id", c))) {
@@ -259,6 +306,7 @@ final class FlushWriter {
       k.setProperty("size", total);
     }
 
+    t = lap(1, t);
     // Sets, level by level: edges whose two known ends share their part at that level.
     List<Edge> knownEdges = new ArrayList<>();
     for (Edge e : work) {
@@ -293,7 +341,7 @@ final class FlushWriter {
           if (c == target) {
             continue;
           }
-          for (Node n : collect(tx.findNodes(NODE, key, c))) {
+          for (Node n : members(key, c, levelSize(level, c))) {
             n.setProperty(key, target);
             touched.add(prop(n, "id"));
           }
@@ -309,6 +357,8 @@ final class FlushWriter {
       }
     }
 
+    t = lap(2, t);
+    touchedCount = touched.size();
     // Connected sets of the touched nodes.
     Map<Long, long[]> rows = new HashMap<>(); // set id -> {level, size, component}
     Map<Long, Long> changed = new HashMap<>();
@@ -335,6 +385,7 @@ final class FlushWriter {
       }
     }
     Set<Long> gone = new HashSet<>();
+    t = lap(3, t);
     if (!changed.isEmpty()) {
       // The stored edges of nodes that changed set get their dependencies re-read.
       Set<Long> reread = new HashSet<>(changed.keySet());
@@ -368,6 +419,7 @@ final class FlushWriter {
         long[] row = setRow(members.get(0), theta);
         rows.put(row[3], row);
       }
+      rereadCount = reread.size();
       for (Edge e : incident(reread)) {
         if (!work.contains(e) && known(node(e.src)) && known(node(e.dst))) {
           work.add(e);
@@ -375,6 +427,7 @@ final class FlushWriter {
         }
       }
     }
+    t = lap(4, t);
     Map<Long, Set<Long>> deps = new HashMap<>();
     Set<Long> ends = new HashSet<>();
     for (Edge e : knownEdges) {
@@ -431,6 +484,7 @@ final class FlushWriter {
         s.delete();
       }
     }
+    lap(5, t);
     return merges;
   }
 

@@ -4,6 +4,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
 import org.neo4j.graphdb.Transaction;
+import org.neo4j.logging.Log;
 import org.neo4j.procedure.Context;
 import org.neo4j.procedure.Description;
 import org.neo4j.procedure.Mode;
@@ -26,6 +27,7 @@ import org.neo4j.procedure.Procedure;
  */
 public final class Ingest {
   @Context public Transaction tx;
+  @Context public Log log;
 
   /** One output row. */
   public static final class Written {
@@ -48,6 +50,6 @@ public final class Ingest {
       @Name("blocks") List<Map<String, Object>> blocks,
       @Name("edges") List<Map<String, Object>> edgeBlocks,
       @Name("theta") long theta) {
-    return new FlushWriter(tx).write(blocks, edgeBlocks, theta);
+    return new FlushWriter(tx, log).write(blocks, edgeBlocks, theta);
   }
 }
