@@ -51,7 +51,7 @@ final class FlushWriter {
   record Edge(long src, long dst) {}
 
   private final Map<Long, Node> cache = new HashMap<>();
-  private final Map<String, Long> levelSizes = new HashMap<>();
+  private final Map<String, Node> levelSets = new HashMap<>();
 
   Stream<Ingest.Written> write(
       List<Map<String, Object>> blocks, List<Map<String, Object>> edgeBlocks, long theta) {
@@ -272,8 +272,10 @@ final class FlushWriter {
       long best = -1;
       long total = 0;
       Map<Long, Long> sizes = new HashMap<>();
+      Map<Long, Node> kept = new HashMap<>();
       for (long c : members) {
         Node k = tx.findNode(COMPONENT, "id", c);
+        kept.put(c, k);
         long size = k == null ? 1 : prop(k, "size");
         sizes.put(c, size);
         total += size;
@@ -293,12 +295,12 @@ final class FlushWriter {
         for (Node s : collect(tx.findNodes(SET, "component_id", c))) {
           s.setProperty("component_id", target);
         }
-        Node k = tx.findNode(COMPONENT, "id", c);
+        Node k = kept.get(c);
         if (k != null) {
           k.delete();
         }
       }
-      Node k = tx.findNode(COMPONENT, "id", target);
+      Node k = kept.get(target);
       if (k == null) {
         k = tx.createNode(COMPONENT);
         k.setProperty("id", target);
@@ -388,7 +390,9 @@ final class FlushWriter {
     t = lap(3, t);
     if (!changed.isEmpty()) {
       // The stored edges of nodes that changed set get their dependencies re-read.
+      // A fresh node's stored edges are all in `work` already (incident(fresh) above).
       Set<Long> reread = new HashSet<>(changed.keySet());
+      reread.removeAll(fresh);
       for (long old : oldSets) {
         if (!shrunk.contains(old)) {
           try (ResourceIterator<Node> members = tx.findNodes(NODE, "set_id", old)) {
@@ -511,30 +515,35 @@ final class FlushWriter {
   }
 
   private long levelSize(int level, long id) {
-    String key = level + ":" + id;
-    Long size = levelSizes.get(key);
-    if (size == null) {
-      Node s = tx.findNode(LEVEL_SET, "key", key);
-      size = s == null ? 1L : prop(s, "size");
-      levelSizes.put(key, size);
+    Node s = levelSetNode(level + ":" + id);
+    return s == null ? 1L : prop(s, "size");
+  }
+
+  /** The LevelSet node of a level set of two or more nodes (none for a group of one). */
+  private Node levelSetNode(String key) {
+    if (levelSets.containsKey(key)) {
+      return levelSets.get(key);
     }
-    return size;
+    Node s = tx.findNode(LEVEL_SET, "key", key);
+    levelSets.put(key, s);
+    return s;
   }
 
   /** Stores a level set's size; 0 removes it (merged away). Size 1 is implicit. */
   private void setLevelSize(int level, long id, long size) {
     String key = level + ":" + id;
-    levelSizes.put(key, size == 0 ? 1L : size);
-    Node s = tx.findNode(LEVEL_SET, "key", key);
+    Node s = levelSetNode(key);
     if (size <= 1) {
       if (s != null) {
         s.delete();
+        levelSets.put(key, null);
       }
       return;
     }
     if (s == null) {
       s = tx.createNode(LEVEL_SET);
       s.setProperty("key", key);
+      levelSets.put(key, s);
     }
     s.setProperty("size", size);
   }
