@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
             report["ingest"] = ours
             if args.check_ids:
                 check = subprocess.run(
-                    [sys.executable, "-m", "ingest_service.reindex", "--check", ours["run_id"]],
+                    [sys.executable, "-m", "ingest_service.reindex", "--check"],
                     env={**os.environ, defaults.ENV_NEO4J_URI: stack.settings.neo4j_uri},
                     cwd=ROOT,
                     capture_output=True,

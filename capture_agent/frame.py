@@ -71,6 +71,8 @@ class TrackedFrame:
         self._df = df
         # The tap that still has to publish this frame's fresh nodes, with the columns it reads.
         self._pending = pending
+        # Its split path, fixed where the frame is built (not where Spark later evaluates it).
+        self._split = session.split_for(pending.relation) if pending is not None else ()
         self._hidden = hidden or {}
         self._done: DataFrame | None = None
         self._named = False
@@ -82,7 +84,7 @@ class TrackedFrame:
         if self._done is None:
             df = self._df
             if self._pending is not None:
-                df = self._session._apply_tap(df, self._pending, self._hidden)
+                df = self._session._apply_tap(df, self._pending, self._hidden, self._split)
             self._done = _visible_then_id(df)
         return self._done
 

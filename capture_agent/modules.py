@@ -43,13 +43,14 @@ class Invocation:
         self.node_id = _stable_id(session.run_id, self.key)
 
     def __enter__(self) -> Invocation:
+        self._session._modules.append(self.name)
         self._session._publish_module(self)
         return self
 
     def __exit__(
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
-        pass
+        self._session._modules.pop()
 
     def input(self, frame: TrackedFrame, relation: str, values: Values = "all") -> TrackedFrame:
         """A tracked frame entering the module: a module-input node per row, named ``relation``."""

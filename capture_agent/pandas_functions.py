@@ -129,6 +129,7 @@ def map_in_pandas(
     salt = _salt(session.run_id, key, "row")
     label = _label(func)
     ctx = session._ctx
+    split = session.split_for()
 
     def wrapped(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         from pyspark import TaskContext
@@ -151,7 +152,7 @@ def map_in_pandas(
             outputs.append(ids)
             out[ID] = ids
             yield out
-        _publish_partition(ctx, key, label, partition, inputs, outputs)
+        _publish_partition(ctx, key, label, partition, inputs, outputs, split)
 
     out_schema = _with_lineage_schema(schema, [(ID, "bigint")])
     return frame._derive(df.mapInPandas(wrapped, out_schema))
@@ -164,6 +165,7 @@ def _publish_partition(
     partition: int,
     inputs: list[np.ndarray],
     outputs: list[np.ndarray],
+    split: tuple[str, ...] = (),
 ) -> None:
     """BLACK_BOX nodes of a partition's output rows, each fed by all its input rows."""
     from capture_agent.publisher import PartitionSender
@@ -179,7 +181,7 @@ def _publish_partition(
     n_edges = 0
     for sequence, start in enumerate(range(0, len(out_ids), step)):
         chunk = out_ids[start : start + step]
-        nodes = [NodeColumns("BLACK_BOX", chunk.tolist(), label=label)]
+        nodes = [NodeColumns("BLACK_BOX", chunk.tolist(), label=label, split=split)]
         src = np.tile(in_ids, len(chunk))
         dst = np.repeat(chunk, len(in_ids))
         n_edges += len(src)

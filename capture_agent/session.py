@@ -13,6 +13,7 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from capture_agent.publisher import PublisherConfig, producer_for
 from capture_agent.taps import HIDDEN_PREFIX, ID, SourceSpec, TapContext, TapSpec, make_tap
 from sparkprov import defaults
 from sparkprov.events import (
+    MAX_SPLIT_DEPTH,
     NodeColumns,
     encode_batch,
     encode_run_complete,
@@ -61,6 +63,18 @@ def _lineage_lost(exc: BaseException) -> bool:
     return isinstance(exc, PublishError) or PublishError.__name__ in str(exc)
 
 
+MAIN_SPLIT = "main"
+
+
+def _split_path(name: str, path: Sequence[str]) -> tuple[str, ...]:
+    parts = (path,) if isinstance(path, str) else tuple(path)
+    if not 1 <= len(parts) <= MAX_SPLIT_DEPTH or not all(isinstance(p, str) and p for p in parts):
+        raise ValueError(
+            f"split path of {name!r} must be 1 to {MAX_SPLIT_DEPTH} non-empty names, got {path!r}"
+        )
+    return parts
+
+
 class ProvenanceSession:
     """Captures the provenance of the tracked frames built inside its ``with`` block.
 
@@ -81,6 +95,7 @@ class ProvenanceSession:
         rows_per_message: int = 2048,
         publish_timeout_s: float = 60.0,
         enabled: bool | None = None,
+        splits: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         if not workflow:
             raise ValueError("workflow must be a non-empty name")
@@ -109,6 +124,9 @@ class ProvenanceSession:
         )
         self._keys = itertools.count()
         self._relations: set[str] = set()
+        # Split paths (CSProv): a module or relation name -> its split path (1 to 3 names).
+        self._splits = {name: _split_path(name, path) for name, path in (splits or {}).items()}
+        self._modules: list[str] = []  # the modules whose `with` blocks are open
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -222,9 +240,23 @@ class ProvenanceSession:
     def _publish_module(self, invocation: Invocation) -> None:
         if not self.enabled:
             return
-        node = NodeColumns("MODULE", [invocation.node_id], label=invocation.name)
+        node = NodeColumns(
+            "MODULE", [invocation.node_id], label=invocation.name, split=self.split_for()
+        )
         self._publish(encode_batch(self.run_id, self.workflow, invocation.key, -1, 0, [node], None))
         self._counts.add({(invocation.key, -1): (1, 0)})
+
+    def split_for(self, relation: str = "") -> tuple[str, ...]:
+        """The split path of nodes built here, now: ``splits[relation]`` if given; else the
+        open module's split (``splits[module]``, default ``(module,)``; outside modules
+        ``("main",)``) with the relation, if any, as its sub-split."""
+        if relation in self._splits:
+            return self._splits[relation]
+        module = self._modules[-1] if self._modules else ""
+        base = self._splits.get(module, (module or MAIN_SPLIT,))
+        if relation and len(base) < MAX_SPLIT_DEPTH:
+            return (*base, relation)
+        return base
 
     def _next_key(self, prefix: str) -> str:
         return f"{prefix}#{next(self._keys)}"
@@ -236,7 +268,13 @@ class ProvenanceSession:
             return F.lit(0).cast("long")
         return F.xxhash64(F.lit(self.run_id), F.lit(key), *cols)
 
-    def _apply_tap(self, df: DataFrame, spec: TapSpec, hidden: dict[str, Any]) -> DataFrame:
+    def _apply_tap(
+        self,
+        df: DataFrame,
+        spec: TapSpec,
+        hidden: dict[str, Any],
+        split: tuple[str, ...] | None = None,
+    ) -> DataFrame:
         from pyspark.sql import functions as F
 
         if not self.enabled:
@@ -256,6 +294,7 @@ class ProvenanceSession:
             df = df.toDF(*[c if c.startswith(HIDDEN_PREFIX) else next(numbered) for c in original])
         for i, name in enumerate(spec.attributes):
             fields.append(F.col(f"`{name}`").cast("string").alias(f"a{i}"))
-        tap = make_tap(spec, self._ctx)
+        path = self.split_for(spec.relation) if split is None else split
+        tap = make_tap(spec, self._ctx, path)
         tapped = df.filter(tap(F.struct(*fields)))
         return tapped.toDF(*original) if renamed else tapped

@@ -12,7 +12,7 @@ Each spec says which nodes and edges one batch of rows yields (../shared/MODEL.m
 
 import hashlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -342,8 +342,9 @@ class TapContext:
     rows_per_message: int = 2048
 
 
-def make_tap(spec: TapSpec, ctx: TapContext) -> Any:
-    """The pandas UDF (iterator of batches) publishing ``spec``'s lineage; keeps every row."""
+def make_tap(spec: TapSpec, ctx: TapContext, split: tuple[str, ...] = ()) -> Any:
+    """The pandas UDF (iterator of batches) publishing ``spec``'s lineage; keeps every row.
+    Its nodes carry the split path ``split`` (CSProv), unless a block names its own."""
     from pyspark import TaskContext
     from pyspark.sql.pandas.functions import pandas_udf
     from pyspark.sql.types import BooleanType
@@ -365,6 +366,8 @@ def make_tap(spec: TapSpec, ctx: TapContext) -> Any:
             for start in range(0, len(pdf), step):
                 chunk = pdf.iloc[start : start + step]
                 nodes, edges = spec.emit(chunk)
+                if split:
+                    nodes = [b if b.split else replace(b, split=split) for b in nodes]
                 sender.send(
                     encode_batch(
                         ctx.run_id, ctx.workflow, spec.key, partition, sequence, nodes, edges

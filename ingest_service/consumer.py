@@ -65,6 +65,11 @@ class Consumer:
         self._uncommitted = False
         # Next offset to commit per (topic, partition): only what the buffer holds is committed.
         self._offsets: dict[tuple[str, int], int] = {}
+        # First offset the buffer holds per partition: where to resume if the buffer is dropped.
+        self._firsts: dict[tuple[str, int], int] = {}
+        # Dropped at a revocation, to seek back to if the partition comes back to this member.
+        self._rewind: dict[tuple[str, int], int] = {}
+        self._generation = 0  # bumped whenever a revocation drops the buffer
         self._first_buffered = 0.0
         self._consumer = KafkaConsumer(
             bootstrap_servers=settings.kafka_bootstrap.split(","),
@@ -89,19 +94,29 @@ class Consumer:
             def on_partitions_revoked(self, revoked: Any) -> None:
                 # Runs on the client's IO loop (kafka-python 3), inside our poll(): no blocking
                 # calls here. Drop what we hold without committing it: the partitions' next
-                # owner (maybe us again) resumes from the last commit, which only ever follows a
-                # Neo4j commit, and the writes are idempotent, so the redelivery is harmless.
+                # owner resumes from the last commit, which only ever follows a Neo4j commit,
+                # and the writes are idempotent, so the redelivery is harmless.
                 if outer._uncommitted:
-                    log.info(
+                    log.warning(
                         "partitions revoked: %d buffered events left uncommitted for redelivery",
                         outer._buffer.events,
                     )
+                    outer._rewind.update(outer._firsts)
+                    outer._generation += 1
                     outer._buffer = Flush()
                     outer._offsets = {}
+                    outer._firsts = {}
                     outer._uncommitted = False
 
             def on_partitions_assigned(self, assigned: Any) -> None:
                 log.info("assigned partitions %s", sorted(tp.partition for tp in assigned))
+                # A partition that stays with us may keep its fetch position past what we
+                # dropped: seek back to the first dropped offset (seek only sets the position).
+                for tp in assigned:
+                    offset = outer._rewind.pop((tp.topic, tp.partition), None)
+                    if offset is not None:
+                        outer._consumer.seek(tp, offset)
+                outer._rewind.clear()
 
         self._consumer.subscribe([settings.topic], listener=_Listener())
 
@@ -116,12 +131,19 @@ class Consumer:
             while not self._stop.is_set():
                 self.metrics.last_loop_monotonic = time.monotonic()
                 polled = self._consumer.poll(timeout_ms=100)
+                generation = self._generation
                 for records in polled.values():
                     for record in records:
+                        if self._generation != generation:
+                            break
                         self._take(record)
                         # Flush inside a poll too: a poll may bring far more than one batch.
                         if self._buffer.rows >= self._settings.batch_rows:
                             self._flush(retry=True)
+                if self._generation != generation:
+                    # A rebalance (inside a flush's retries) dropped the buffer: leave the rest
+                    # of this poll untaken, rewound, so it is read again after what was dropped.
+                    self._rewind_untaken(polled)
                 if self._due():
                     self._flush(retry=True)
                 if time.monotonic() - last_lag > 5:
@@ -145,6 +167,7 @@ class Consumer:
             self._first_buffered = time.monotonic()
         self._uncommitted = True
         self._offsets[(record.topic, record.partition)] = record.offset + 1
+        self._firsts.setdefault((record.topic, record.partition), record.offset)
         try:
             event = decode(record.value)
         except MalformedEvent as e:
@@ -189,14 +212,12 @@ class Consumer:
                 self.metrics.store_failures += 1
                 if not retry or self._stop.is_set():
                     raise
-                if not paused:
-                    self._consumer.pause(*self._consumer.assignment())
-                    paused = True
+                paused = True
                 log.warning(
                     "Neo4j unavailable (%s); retrying in %.1fs, nothing committed", e, backoff
                 )
                 self._stop.wait(backoff)
-                self._consumer.poll(timeout_ms=0)  # keep group membership while paused
+                self._poll_paused()
                 backoff = min(backoff * 2, 15.0)
         if paused:
             self._consumer.resume(*self._consumer.paused())
@@ -236,7 +257,28 @@ class Consumer:
             )
         self._buffer = Flush()
         self._offsets = {}
+        self._firsts = {}
         self._uncommitted = False
+
+    def _rewind_untaken(self, polled: dict[Any, list[Any]]) -> None:
+        assigned = self._consumer.assignment()
+        for tp, records in polled.items():
+            if records and tp in assigned:
+                position = self._consumer.position(tp)
+                self._consumer.seek(tp, min(records[0].offset, position))
+
+    def _poll_paused(self) -> None:
+        """Poll with every partition paused, to stay in the group while Neo4j is away. A
+        rebalance inside the poll may hand us partitions that are not paused yet: records it
+        returns are not taken, and their partitions are rewound so nothing is skipped."""
+        from kafka import TopicPartition
+
+        self._consumer.pause(*self._consumer.assignment())
+        polled = self._consumer.poll(timeout_ms=0)
+        for tp, records in polled.items():
+            if records:
+                self._consumer.seek(TopicPartition(tp.topic, tp.partition), records[0].offset)
+        self._consumer.pause(*self._consumer.assignment())
 
     def _update_lag(self) -> None:
         try:

@@ -52,6 +52,7 @@ def test_example_2_3_num_cars_by_model(spark, client, neo4j_driver) -> None:  # 
 
     graph = run_graph(neo4j_driver, prov.run_id)
     module = int(modules[0].id)
+    civic_id = int(civic.id)
     # state nodes: TIMES of a Cars token and the invocation; one per car, C1 included
     state_nodes = [
         n
@@ -66,6 +67,26 @@ def test_example_2_3_num_cars_by_model(spark, client, neo4j_driver) -> None:  # 
     # the module-output node, named Bids, depends on the black box calc_bid
     (bid_out,) = [n for n, d in graph.nodes(data=True) if d.get("relation") == "Bids"]
     assert any(graph.nodes[a].get("label") == "calc_bid" for a in nx.ancestors(graph, bid_out))
+
+    # Split paths (CSProv's default: one split per module, relations as sub-splits); the
+    # request, tracked outside any module, is in the workflow's own split "main".
+    assert list(graph.nodes[module]["split"]) == ["dealer1"]
+    assert list(graph.nodes[request_in]["split"]) == ["dealer1", "Requests"]
+    assert list(graph.nodes[civic_id]["split"]) == ["dealer1", "NumCarsByModel"]
+    (request,) = [n for n, d in graph.nodes(data=True) if d.get("relation") == "BidRequest"]
+    assert list(graph.nodes[request]["split"]) == ["main", "BidRequest"]
+    for n in state_nodes:
+        assert list(graph.nodes[n]["split"]) == ["dealer1", "Cars"]
+    # so the request's token and the module's nodes are in different connected sets, while
+    # the dealer's nodes derived from one another share theirs (theta is far away)
+    assert graph.nodes[request]["set_id"] != graph.nodes[request_in]["set_id"]
+    assert graph.nodes[request]["component_id"] == graph.nodes[request_in]["component_id"]
+    inside = {
+        graph.nodes[n]["set_id"]
+        for n in nx.ancestors(graph, civic_id) | {civic_id}
+        if (graph.nodes[n].get("split") or [None])[0] == "dealer1"
+    }
+    assert len(inside) == 1
 
 
 def test_state_tokens_are_shared_across_runs(spark, client, neo4j_driver) -> None:  # type: ignore[no-untyped-def]
