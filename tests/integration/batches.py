@@ -1,6 +1,9 @@
-"""Flushes built from items of a random DAG, in the real capture event encoding."""
+"""Random DAGs with random split paths, and flushes of their items in the real capture event
+encoding (the property tests of sets and of trace strategies share them)."""
 
 from __future__ import annotations
+
+from hypothesis import strategies as st
 
 from ingest_service.store import Flush
 from sparkprov.events import Batch, EdgeColumns, NodeColumns, decode, encode_batch
@@ -35,3 +38,22 @@ def flush_of(
             a, b = item  # type: ignore[misc]
             flush.add(edge_batch(run, ids[a], ids[b]))
     return flush
+
+
+Dag = tuple[dict[int, tuple[str, ...]], list[tuple[int, int]], int]
+
+
+def dags(split_paths: list[tuple[str, ...]], max_nodes: int) -> st.SearchStrategy[Dag]:
+    """A DAG (edges go from lower to higher node numbers), each node's split path drawn from
+    ``split_paths``, and a seed for the order in which its items arrive."""
+
+    @st.composite
+    def draw_dag(draw: st.DrawFn) -> Dag:
+        n = draw(st.integers(2, max_nodes))
+        splits = {i: draw(st.sampled_from(split_paths)) for i in range(n)}
+        pairs = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1))
+        edges = draw(st.lists(pairs, max_size=3 * n))
+        edges = sorted({(min(a, b), max(a, b)) for a, b in edges if a != b})
+        return splits, edges, draw(st.integers(0, 2**31))
+
+    return draw_dag()

@@ -11,23 +11,13 @@ import neo4j
 import networkx as nx
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from ingest_service.sets import dependencies, recompute, same_partition
 from ingest_service.store import Store
-from tests.integration.batches import flush_of
+from tests.integration.batches import dags, flush_of
 
 SPLITS = [("a",), ("a", "x"), ("a", "y"), ("b",), ("b", "z"), ()]
 THETA = 4  # small, so sets cross it and get refined by their sub-splits
-
-
-@st.composite
-def dags(draw: st.DrawFn) -> tuple[dict[int, tuple[str, ...]], list[tuple[int, int]], int]:
-    n = draw(st.integers(2, 28))
-    splits = {i: draw(st.sampled_from(SPLITS)) for i in range(n)}
-    edges = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n))
-    edges = sorted({(min(a, b), max(a, b)) for a, b in edges if a != b})
-    return splits, edges, draw(st.integers(0, 2**31))
 
 
 def _batches(items: list[tuple[str, object]], rng: random.Random) -> list[list[tuple[str, object]]]:
@@ -79,7 +69,7 @@ def store(neo4j_driver: neo4j.Driver) -> Store:
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(dags())
+@given(dags(SPLITS, max_nodes=28))
 def test_incremental_ids_equal_a_recomputation_and_keep_lineage_inside_sets(
     store: Store, neo4j_driver: neo4j.Driver, dag: tuple[dict[int, tuple[str, ...]], list, int]
 ) -> None:

@@ -13,27 +13,17 @@ import neo4j
 import networkx as nx
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from ingest_service.store import Store as IngestStore
 from query_service.model import Direction, Strategy
 from query_service.store import Store
 from query_service.traces import TraceQuery, trace
 from sparkprov.v1 import query_pb2
-from tests.integration.batches import flush_of
+from tests.integration.batches import dags, flush_of
 
 SPLITS = [("a",), ("a", "x"), ("a", "y"), ("b",), ("b", "z"), ("c",)]
 THETA = 4
 STRATEGIES = (Strategy.RECURSIVE, Strategy.COMPONENT, Strategy.CONNECTED_SET, Strategy.AUTO)
-
-
-@st.composite
-def dags(draw: st.DrawFn) -> tuple[dict[int, tuple[str, ...]], list[tuple[int, int]], int]:
-    n = draw(st.integers(2, 24))
-    splits = {i: draw(st.sampled_from(SPLITS)) for i in range(n)}
-    edges = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n))
-    edges = sorted({(min(a, b), max(a, b)) for a, b in edges if a != b})
-    return splits, edges, draw(st.integers(0, 2**31))
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +38,7 @@ def stores(neo4j_driver: neo4j.Driver) -> tuple[IngestStore, Store]:
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(dags())
+@given(dags(SPLITS, max_nodes=24))
 def test_every_strategy_returns_the_same_trace(stores, dag) -> None:  # type: ignore[no-untyped-def]
     ingest, store = stores
     splits, edges, seed = dag
