@@ -52,6 +52,9 @@ final class FlushWriter {
 
   private final Map<Long, Node> cache = new HashMap<>();
   private final Map<String, Node> levelSets = new HashMap<>();
+  // Nodes to delete at the end of the call (see maintainIds).
+  private final List<Node> doomed = new ArrayList<>();
+  private final Map<String, Node> doomedLevelSets = new HashMap<>();
 
   Stream<Ingest.Written> write(
       List<Map<String, Object>> blocks, List<Map<String, Object>> edgeBlocks, long theta) {
@@ -292,12 +295,14 @@ final class FlushWriter {
         for (Node n : members("component_id", c, sizes.get(c))) {
           n.setProperty("component_id", target);
         }
-        for (Node s : collect(tx.findNodes(SET, "component_id", c))) {
-          s.setProperty("component_id", target);
+        if (sizes.get(c) > 1) { // a component of one node has no edges, so no ConnectedSet
+          for (Node s : collect(tx.findNodes(SET, "component_id", c))) {
+            s.setProperty("component_id", target);
+          }
         }
         Node k = kept.get(c);
         if (k != null) {
-          k.delete();
+          doomed.add(k);
         }
       }
       Node k = kept.get(target);
@@ -485,8 +490,16 @@ final class FlushWriter {
             r.delete();
           }
         }
-        s.delete();
+        doomed.add(s);
       }
+    }
+    // Deleted last: every index seek in a transaction merges the ids of the nodes the
+    // transaction deleted so far (Neo4j's tx state), so seeks after deletions cost O(deleted).
+    for (Node n : doomed) {
+      n.delete();
+    }
+    for (Node n : doomedLevelSets.values()) {
+      n.delete();
     }
     lap(5, t);
     return merges;
@@ -535,14 +548,17 @@ final class FlushWriter {
     Node s = levelSetNode(key);
     if (size <= 1) {
       if (s != null) {
-        s.delete();
+        doomedLevelSets.put(key, s);
         levelSets.put(key, null);
       }
       return;
     }
     if (s == null) {
-      s = tx.createNode(LEVEL_SET);
-      s.setProperty("key", key);
+      s = doomedLevelSets.remove(key);
+      if (s == null) {
+        s = tx.createNode(LEVEL_SET);
+        s.setProperty("key", key);
+      }
       levelSets.put(key, s);
     }
     s.setProperty("size", size);
