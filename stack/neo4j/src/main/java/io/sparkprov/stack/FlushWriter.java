@@ -328,6 +328,11 @@ final class FlushWriter {
       for (Edge e : knownEdges) {
         Node a = node(e.src);
         Node b = node(e.dst);
+        // Levels at or past a node's split depth are never read for it (setRow): skip them.
+        // (Both ends of an edge in one part at this level have the same depth here.)
+        if (level >= Math.max(1, Math.min(split(a).length, LEVELS))) {
+          continue;
+        }
         if (samePart(split(a), split(b), level)) {
           sets.union(prop(a, key), prop(b, key));
         }
