@@ -71,6 +71,8 @@ def test_aggregates_count_sum_min_max_avg(spark, client, neo4j_driver) -> None: 
             F.min("x").alias("lo"),
             F.max("x").alias("hi"),
             F.avg("x").alias("mean"),
+            F.collect_list("x").alias("xs"),
+            F.collect_set("x").alias("xset"),
         )
         return out.named("G").collect()
 
@@ -89,9 +91,13 @@ def test_aggregates_count_sum_min_max_avg(spark, client, neo4j_driver) -> None: 
         for p in graph.predecessors(a)
         if graph.nodes[p]["op"] == "AGGREGATE"
     }
-    assert set(aggregates) == {"COUNT", "SUM", "MIN", "MAX", "AVG"}
+    assert set(aggregates) == {"COUNT", "SUM", "MIN", "MAX", "AVG", "COLLECT_LIST", "COLLECT_SET"}
     assert graph.nodes[aggregates["SUM"]]["value"] == "6"
     assert graph.nodes[aggregates["AVG"]]["value"] == "3.0"
+    assert sorted(rows[0]["xs"] if rows[0]["g"] == "a" else rows[1]["xs"]) == [1, 5]
+    for label in ("COLLECT_LIST", "COLLECT_SET"):  # the collected values, in Spark's order
+        value = graph.nodes[aggregates[label]]["value"]
+        assert sorted(int(v) for v in value.strip("[]").split(",")) == [1, 5], value
     for label, agg in aggregates.items():
         tensors = list(graph.predecessors(agg))
         assert all(graph.nodes[t]["op"] == "TENSOR" for t in tensors)
