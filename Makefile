@@ -31,6 +31,8 @@ $(STACK_DIR)/lib/kafka/.fetched: stack/kafka/pom.xml
 	@touch $@
 
 $(STACK_DIR)/lib/neo4j/.fetched: stack/neo4j/pom.xml $(wildcard stack/neo4j/src/main/java/io/sparkprov/stack/*.java)
+	@# An older build put a launcher jar here; first on the classpath, it hid the procedures.
+	rm -f $(STACK_DIR)/lib/neo4j/sparkprov-neo4j*.jar
 	$(MVN) -f stack/neo4j/pom.xml package dependency:copy-dependencies -Dstack.dir=$(abspath $(STACK_DIR))
 	@touch $@
 

@@ -155,9 +155,9 @@ class Progress:
         if percent == self.shown:
             return
         # Off a terminal: a line each time a tenth is crossed (updates may jump over n*10%).
-        if not self.tty and percent // 10 == max(self.shown, 0) // 10 and done < self.total:
-            if self.shown >= 0:
-                return
+        crossed = self.shown < 0 or percent // 10 != self.shown // 10
+        if not self.tty and not crossed and done < self.total:
+            return
         self.shown = percent
         rate = done / max(1e-9, time.monotonic() - self.started)
         line = f"{self.what}: {percent:3d}% ({done:,}/{self.total:,}, {rate:,.0f}/s)"

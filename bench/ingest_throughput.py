@@ -18,7 +18,6 @@ writes JSON under bench/results/.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import platform
@@ -28,206 +27,18 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import neo4j
 
-from bench.gen import Graph, Progress, generate, messages, publish
-from localstack.stack import Stack, StackSettings
+from bench.gen import Graph, Progress, generate, messages
+from bench.stack import RESULTS, ROOT, IngestOptions, bench_stack, ingest
 from sparkprov import defaults
-
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 
 _NAIVE_NODE = "MERGE (n:NaiveNode {id: $id}) SET n.op = $op, n.label = $label, n.run_id = $run"
 _NAIVE_EDGE = (
     "MERGE (a:NaiveNode {id: $src}) MERGE (b:NaiveNode {id: $dst}) MERGE (a)-[:NAIVE_DERIVES]->(b)"
 )
-
-
-def bench_stack(environ: dict[str, str]) -> Stack:
-    directory = ROOT / ".stack-bench"
-    directory.mkdir(exist_ok=True)
-    for name in ("lib", "plugins"):
-        link = directory / name
-        if not link.exists():
-            link.symlink_to(ROOT / ".stack" / name)
-    env = {
-        defaults.ENV_KAFKA_BOOTSTRAP: "127.0.0.1:39092",
-        "SPARKPROV_KAFKA_CONTROLLER_PORT": "39093",
-        defaults.ENV_NEO4J_URI: "bolt://127.0.0.1:37687",
-        **environ,
-    }
-    return Stack(StackSettings.from_env(directory, env))
-
-
-def peak_rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    from kafka.admin import KafkaAdminClient, NewTopic
-
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.create_topics([NewTopic(topic, partitions, 1)])
-    finally:
-        admin.close()
-
-
-class Consumers:
-    """``count`` ingest processes in one group; each keeps its own peak RSS once stopped."""
-
-    def __init__(self, count: int, env: dict[str, str], logs: Path) -> None:
-        self.env, self.logs = env, logs
-        self.procs: list[subprocess.Popen[bytes] | None] = [None] * count
-        self.peaks: list[float] = [0.0] * count
-        self.restarts = 0
-
-    def start(self, i: int) -> None:
-        env = dict(self.env)
-        env[defaults.ENV_INGEST_HTTP_ADDR] = f"127.0.0.1:{39500 + i}"
-        log = open(self.logs / f"ingest-{i}.log", "ab")  # noqa: SIM115 - owned by the process
-        self.procs[i] = subprocess.Popen(
-            [sys.executable, "-m", "ingest_service"], env=env, stdout=log, stderr=log, cwd=ROOT
-        )
-
-    def sample(self) -> None:
-        for i, p in enumerate(self.procs):
-            if p is not None and p.poll() is None:
-                with contextlib.suppress(OSError):  # it just exited
-                    self.peaks[i] = max(self.peaks[i], peak_rss_mib(p.pid))
-
-    def kill(self, i: int) -> None:
-        p = self.procs[i]
-        assert p is not None
-        self.sample()
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        self.restarts += 1
-
-    def stop(self) -> None:
-        self.sample()
-        for p in self.procs:
-            if p is not None and p.poll() is None:
-                p.terminate()
-        for p in self.procs:
-            if p is not None:
-                try:
-                    p.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-
-
-def stored(driver: neo4j.Driver, run_id: str) -> dict[str, Any]:
-    records, _, _ = driver.execute_query(
-        "MATCH (r:Run {run_id: $run}) RETURN r.stored_nodes AS nodes, r.stored_edges AS edges, "
-        "r.complete AS complete",
-        run=run_id,
-    )
-    return dict(records[0]) if records else {"nodes": 0, "edges": 0, "complete": False}
-
-
-def exact_counts(driver: neo4j.Driver, run_id: str) -> tuple[int, int]:
-    """Nodes and DERIVES edges of the run, counted in the graph itself (not the markers)."""
-    records, _, _ = driver.execute_query(
-        "MATCH (n:Node {run_id: $run}) "
-        "RETURN count(n) AS nodes, sum(COUNT { (n)-[:DERIVES]->() }) AS edges",
-        run=run_id,
-    )
-    return records[0]["nodes"], records[0]["edges"]
-
-
-def run_ingest(
-    args: argparse.Namespace,
-    stack: Stack,
-    graph: Graph,
-    driver: neo4j.Driver,
-    logs: Path,
-) -> dict[str, Any]:
-    settings = stack.settings
-    topic = f"bench.ingest.{uuid.uuid4().hex[:8]}"
-    run_id = f"bench-{uuid.uuid4().hex[:12]}"
-    create_topic(settings.kafka_bootstrap, topic, args.partitions)
-    started = time.monotonic()
-    publish(graph, settings.kafka_bootstrap, topic, run_id)
-    publish_s = time.monotonic() - started
-    total = graph.nodes + graph.edges
-
-    env = {
-        **os.environ,
-        defaults.ENV_KAFKA_BOOTSTRAP: settings.kafka_bootstrap,
-        defaults.ENV_NEO4J_URI: settings.neo4j_uri,
-        defaults.ENV_TOPIC: topic,
-        defaults.ENV_DLQ_TOPIC: topic + ".dlq",
-        "SPARKPROV_INGEST_GROUP": f"bench-{run_id}",
-        "SPARKPROV_TOPIC_PARTITIONS": str(args.partitions),
-        "SPARKPROV_LOG_LEVEL": "WARNING",
-    }
-    consumers = Consumers(args.consumers, env, logs)
-    bar = Progress(total, f"ingesting with {args.consumers} consumers")
-    t0 = time.monotonic()
-    for i in range(args.consumers):
-        consumers.start(i)
-    killed = restarted = False
-    samples: list[tuple[float, int]] = []
-    events: list[str] = []
-    try:
-        while True:
-            time.sleep(0.5)
-            consumers.sample()
-            try:
-                state = stored(driver, run_id)
-            except neo4j.exceptions.DriverError:
-                continue  # Neo4j is restarting
-            done = state["nodes"] + state["edges"]
-            samples.append((time.monotonic() - t0, done))
-            bar.update(done)
-            if state["complete"]:
-                break
-            if args.kill_one and not killed and done >= 0.4 * total:
-                consumers.kill(0)
-                events.append(f"SIGKILL ingest-0 at {done:,} records")
-                time.sleep(1)
-                consumers.start(0)
-                killed = True
-            if args.restart_neo4j and not restarted and done >= 0.6 * total:
-                events.append(f"Neo4j stopped at {done:,} records")
-                stack.down(("neo4j",))
-                time.sleep(5)
-                stack.up(("neo4j",))
-                events.append("Neo4j started again")
-                restarted = True
-            if time.monotonic() - t0 > args.timeout:
-                raise SystemExit(f"ingest did not complete in {args.timeout}s: {state}")
-    finally:
-        consumers.stop()
-    elapsed = time.monotonic() - t0
-    nodes, edges = exact_counts(driver, run_id)
-    # Sustained rate: between 10% and 90% of the records (startup and tail excluded).
-    lo = next((t, d) for t, d in samples if d >= 0.1 * total)
-    hi = next((t, d) for t, d in samples if d >= 0.9 * total)
-    sustained = (hi[1] - lo[1]) / max(1e-9, hi[0] - lo[0])
-    return {
-        "run_id": run_id,
-        "topic": topic,
-        "records": total,
-        "publish_s": publish_s,
-        "elapsed_s": elapsed,
-        "records_per_s": total / elapsed,
-        "sustained_records_per_s": sustained,
-        "peak_rss_mib": consumers.peaks,
-        "events": events,
-        "stored_nodes": nodes,
-        "stored_edges": edges,
-        "expected_nodes": graph.nodes,
-        "expected_edges": graph.edges,
-        "counts_match": nodes == graph.nodes and edges == graph.edges,
-    }
 
 
 def run_naive(graph: Graph, driver: neo4j.Driver, records: int) -> dict[str, Any]:
@@ -303,7 +114,14 @@ def main(argv: list[str] | None = None) -> int:
             from ingest_service.store import Store
 
             Store(driver).ensure_schema()
-            ours = run_ingest(args, stack, graph, driver, logs)
+            options = IngestOptions(
+                consumers=args.consumers,
+                partitions=args.partitions,
+                timeout=args.timeout,
+                kill_one=args.kill_one,
+                restart_neo4j=args.restart_neo4j,
+            )
+            ours = ingest(stack, graph, driver, logs, options)
             report["ingest"] = ours
             if args.check_ids:
                 check = subprocess.run(
