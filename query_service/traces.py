@@ -31,7 +31,7 @@ from query_service.model import (
 )
 from query_service.store import Store
 
-__all__ = ["AUTO_COMPONENT_MAX", "TraceQuery", "trace"]
+__all__ = ["AUTO_FETCH_MAX", "TraceQuery", "trace"]
 
 
 @dataclass(frozen=True)
@@ -68,24 +68,35 @@ class _Recursive(_Expander):
         return pairs
 
 
+def _set_lineage(store: Store, query: TraceQuery, sets: Iterable[int]) -> tuple[list[int], int]:
+    """The set-lineage (or set-descendants), level by level over the SET_DEP graph, and the
+    number of queries that took."""
+    backward = query.direction is Direction.BACKWARD
+    seen: dict[int, None] = dict.fromkeys(sets)
+    frontier = list(seen)
+    queries = 0
+    while frontier:
+        queries += 1
+        if backward:
+            reached = [src for src, _ in store.set_parents(frontier)]
+        else:
+            reached = [dst for _, dst in store.set_children(frontier)]
+        frontier = [s for s in dict.fromkeys(reached) if s not in seen]
+        seen.update(dict.fromkeys(frontier))
+    return list(seen), queries
+
+
 class _ConnectedSet(_Expander):
-    def __init__(self, store: Store, query: TraceQuery, sets: Iterable[int]) -> None:
+    def __init__(
+        self, store: Store, query: TraceQuery, sets: Iterable[int], walked: list[int] | None = None
+    ) -> None:
         super().__init__(store, query)
         backward = query.direction is Direction.BACKWARD
-        # The set-lineage (or set-descendants), level by level over the SET_DEP graph.
-        seen: dict[int, None] = dict.fromkeys(sets)
-        frontier = list(seen)
-        while frontier:
-            self.queries += 1
-            if backward:
-                reached = [src for src, _ in store.set_parents(frontier)]
-            else:
-                reached = [dst for _, dst in store.set_children(frontier)]
-            frontier = [s for s in dict.fromkeys(reached) if s not in seen]
-            seen.update(dict.fromkeys(frontier))
-        self.sets = len(seen)
+        if walked is None:
+            walked, self.queries = _set_lineage(store, query, sets)
+        ids = walked
+        self.sets = len(ids)
         self.queries += 1
-        ids = list(seen)
         edges = store.edges_into_sets(ids) if backward else store.edges_out_of_sets(ids)
         self.fetched = len(edges)
         self._next: dict[int, list[tuple[int, int]]] = {}
@@ -126,9 +137,10 @@ def trace(
 
     strategy = query.strategy
     queries = 2
+    walked: list[int] | None = None
     if strategy is Strategy.AUTO:
-        strategy = _auto(store, query, list(seed_nodes.values()))
-        queries += 1
+        strategy, walked, asked = _auto(store, query, list(seed_nodes.values()))
+        queries += asked
     expand: _Expander
     sets_visited = 0
     if strategy is Strategy.RECURSIVE:
@@ -138,8 +150,8 @@ def trace(
         expand = _Component(store, query, components)
     elif strategy is Strategy.CONNECTED_SET:
         # A node not yet given a set by ingest is its own singleton set.
-        sets = [n.id if n.set_id is None else n.set_id for n in seed_nodes.values()]
-        cs = _ConnectedSet(store, query, sets)
+        sets = _seed_sets(seed_nodes.values())
+        cs = _ConnectedSet(store, query, sets, walked)
         sets_visited = cs.sets
         expand = cs
     else:
@@ -184,21 +196,35 @@ def trace(
     )
 
 
-# Components up to this many nodes are fetched whole (one indexed query); bigger ones are split
-# into connected sets by ingest, and CSProv fetches only the set-lineage.
-AUTO_COMPONENT_MAX = 20_000
+# AUTO fetches a whole component (COMPONENT) or a whole set-lineage (CONNECTED_SET) only when it
+# holds at most this many nodes; past that, a level query per depth (RECURSIVE) reads less. On the
+# 1M benchmark graph a fetched edge costs ~55 us and a level query ~4 ms (bench/README.md), and a
+# large component's set-lineage is often most of the component.
+AUTO_FETCH_MAX = 2_000
 
 
-def _auto(store: Store, query: TraceQuery, seeds: list[NodeView]) -> Strategy:
-    """COMPONENT when the seeds' components are small (one query, nothing to walk); otherwise
-    CONNECTED_SET, unless the depth limit is small enough that a few level queries cost less
-    than fetching the set-lineage."""
+def _seed_sets(seeds: Iterable[NodeView]) -> list[int]:
+    # A node not yet given a set by ingest is its own singleton set.
+    return [n.id if n.set_id is None else n.set_id for n in seeds]
+
+
+def _auto(
+    store: Store, query: TraceQuery, seeds: list[NodeView]
+) -> tuple[Strategy, list[int] | None, int]:
+    """From the stored sizes: COMPONENT when the seeds' components are small; else
+    CONNECTED_SET when the set-lineage (walked on the small SET_DEP graph, and handed on so it
+    is not walked twice) is small; else RECURSIVE. A small depth limit goes RECURSIVE at once.
+    Returns the strategy, the walked set-lineage if any, and the queries spent deciding."""
     if 0 < query.max_depth <= 2:
-        return Strategy.RECURSIVE
+        return Strategy.RECURSIVE, None, 0
     components = sorted({n.component_id for n in seeds if n.component_id is not None})
     if not components:
-        return Strategy.RECURSIVE
-    sizes = store.component_sizes(components) if components else {}
-    if sum(sizes.values()) <= AUTO_COMPONENT_MAX:
-        return Strategy.COMPONENT
-    return Strategy.CONNECTED_SET
+        return Strategy.RECURSIVE, None, 0
+    sizes = store.component_sizes(components)
+    if sum(sizes.get(c, 1) for c in components) <= AUTO_FETCH_MAX:
+        return Strategy.COMPONENT, None, 1
+    walked, queries = _set_lineage(store, query, _seed_sets(seeds))
+    set_sizes = store.set_sizes(walked)
+    if sum(set_sizes.get(s, 1) for s in walked) <= AUTO_FETCH_MAX:
+        return Strategy.CONNECTED_SET, walked, queries + 2
+    return Strategy.RECURSIVE, None, queries + 2

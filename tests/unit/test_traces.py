@@ -34,6 +34,9 @@ class FakeStore:
     def component_sizes(self, ids):  # type: ignore[no-untyped-def]
         return {c: sum(1 for n in self.component.values() if n == c) for c in ids}
 
+    def set_sizes(self, ids):  # type: ignore[no-untyped-def]
+        return {s: sum(1 for n in self.set_of.values() if n == s) for s in ids}
+
     def set_parents(self, ids):  # type: ignore[no-untyped-def]
         self.calls.append("set_parents")
         return [(a, b) for a, b in self.set_deps if b in ids]
@@ -130,3 +133,23 @@ def test_connected_set_fetches_only_the_set_lineage() -> None:
     forward = trace(store, TraceQuery([4], Direction.FORWARD, strategy=Strategy.CONNECTED_SET))  # type: ignore[arg-type]
     assert {n.id for n in forward.nodes} == {4, 5, 3}
     assert forward.sets_visited == 2 and forward.edges_fetched == 2
+
+
+def test_auto_fetches_a_component_or_a_set_lineage_only_when_it_is_small(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import query_service.traces as traces
+
+    # two chains in splits a and b joined at the end: a0 -> a1 -> a2 -> b0 <- b1 <- b2 <- b3
+    graph = nx.DiGraph([(0, 1), (1, 2), (2, 3), (4, 3), (5, 4), (6, 5)])
+    splits = {0: ("a",), 1: ("a",), 2: ("a",), 3: ("b",), 4: ("b",), 5: ("b",), 6: ("b",)}
+    store = FakeStore(graph, splits, theta=100)
+
+    def ran(node: int) -> tuple[Strategy, set[int]]:
+        result = trace(store, TraceQuery([node], Direction.BACKWARD, strategy=Strategy.AUTO))
+        return result.strategy, set(result.ids)
+
+    monkeypatch.setattr(traces, "AUTO_FETCH_MAX", 7)  # the whole component fits
+    assert ran(2) == (Strategy.COMPONENT, {0, 1, 2})
+    monkeypatch.setattr(traces, "AUTO_FETCH_MAX", 3)  # set {a0, a1, a2} fits, the component not
+    assert ran(2) == (Strategy.CONNECTED_SET, {0, 1, 2})
+    # b0's set-lineage is both sets (7 nodes): level by level reads less
+    assert ran(3) == (Strategy.RECURSIVE, set(range(7)))
