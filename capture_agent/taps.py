@@ -66,6 +66,14 @@ def _ids(pdf: pd.DataFrame, column: str) -> np.ndarray:
     return ids
 
 
+def _strings(series: pd.Series) -> list[str]:
+    """A column without nulls as text. The taps' value columns are cast to string by Spark, so
+    an object column already holds ``str``: no second pass."""
+    if series.dtype == object:
+        return series.tolist()  # type: ignore[no-any-return]
+    return series.astype(str).tolist()  # type: ignore[no-any-return]
+
+
 def _texts(series: pd.Series) -> list[str | None]:
     values: list[str | None] = series.tolist()
     if series.dtype == object and not series.hasnans:
@@ -110,9 +118,10 @@ class SourceSpec(TapSpec):
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
         # monotonically_increasing_id packs the partition into the upper 31 bits.
         rowno = pdf["rowno"].to_numpy(dtype=np.int64)
-        partition = pd.Series(rowno >> 33).astype(str)
-        offset = pd.Series(rowno & ((1 << 33) - 1)).astype(str)
-        labels = (self.relation + "#" + partition + "." + offset).tolist()
+        partitions = (rowno >> 33).tolist()
+        offsets = (rowno & ((1 << 33) - 1)).tolist()
+        prefix = self.relation + "#"
+        labels = [f"{prefix}{p}.{o}" for p, o in zip(partitions, offsets, strict=True)]
         return [self._row_nodes("TOKEN", "", pdf, labels=labels)], None
 
 
@@ -265,15 +274,20 @@ class MemberSpec(TapSpec):
         src = [members] if self.delta else []
         dst = [groups] if self.delta else []
         nodes: list[NodeColumns] = []
+        # A member of several groups (rollup/cube) has a tensor and value per group.
+        pairs = members ^ derive(groups, _salt(self.group_key, "member"))
         for i in range(self.aggregates):
-            present = pdf[f"x{i}"].notna().to_numpy()
-            kept = members[present]
-            # A member of several groups (rollup/cube) has a tensor and value per group.
-            pair = kept ^ derive(groups[present], _salt(self.group_key, "member"))
+            column = pdf[f"x{i}"]
+            present = column.notna().to_numpy()
+            if present.all():  # no null value: no copies
+                kept, pair, in_groups = members, pairs, groups
+            else:
+                kept, pair, in_groups = members[present], pairs[present], groups[present]
+                column = column[present]
             tensors = derive(pair, _salt(self.group_key, i, "tensor"))
             values = derive(pair, _salt(self.group_key, i, "value"))
-            aggregates = derive(groups[present], _salt(self.group_key, i, "aggregate"))
-            texts = pdf[f"x{i}"][present].astype(str).tolist()
+            aggregates = derive(in_groups, _salt(self.group_key, i, "aggregate"))
+            texts = _strings(column)
             nodes.append(NodeColumns("TENSOR", tensors, label="⊗"))
             nodes.append(NodeColumns("VALUE", values, labels=texts, values=texts))
             src += [kept, values, tensors]
