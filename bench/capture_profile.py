@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workloads", default="pipeline,cars,arctic")
     parser.add_argument("--stages", default=",".join(STAGES))
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first")
     parser.add_argument("--cars", type=int, default=20_000)
     parser.add_argument("--cars-exec", type=int, default=10)
     parser.add_argument("--arctic-exec", type=int, default=1)
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in [w for w in args.workloads.split(",") if w]:
         body = workloads[name]
         times: dict[str, list[float]] = {}
-        for _ in range(args.repeat + 1):  # the first round warms up
+        for _ in range(args.warmup + args.repeat):
             for stage in args.stages.split(","):
                 session_module.make_tap = make_tap if stage == "full" else stand_in_tap(stage)  # type: ignore[assignment]
                 started = time.perf_counter()
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
                 ) as prov:
                     body(prov)
                 times.setdefault(stage, []).append(time.perf_counter() - started)
-        medians = {s: statistics.median(t[1:]) for s, t in times.items()}
+        medians = {s: statistics.median(t[args.warmup :]) for s, t in times.items()}
         report["workloads"][name] = {"seconds": times, "median_s": medians}
         print(name, "  ".join(f"{s} {m:.2f}s" for s, m in medians.items()), flush=True)
         out.write_text(json.dumps(report, indent=2))
