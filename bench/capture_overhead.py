@@ -1,6 +1,6 @@
 """Capture overhead: each workload with and without capture, in one process, alternating.
 
-    python -m bench.capture_overhead [--pairs 3] [--workloads pipeline,cars,arctic]
+    python -m bench.capture_overhead [--pairs 3] [--warmup 1] [--workloads pipeline,cars,arctic]
 
 "With capture" includes publishing every lineage batch to the real Kafka of the local stack
 (topic ``sparkprov.bench``, which the ingest service does not consume, so ingest does not compete
@@ -79,6 +79,9 @@ def timed(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument(
+        "--warmup", type=int, default=1, help="untimed plain+captured pairs first (per workload)"
+    )
     parser.add_argument("--workloads", default="pipeline,cars,arctic")
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--dim", type=int, default=100_000)
@@ -109,8 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     report["arguments"] = vars(args)
     for name in chosen:
         body = workloads[name]
-        timed(spark, False, body)  # warm-up: JIT, Python workers, file cache
-        timed(spark, True, body)
+        for _ in range(args.warmup):  # JIT, Python workers, file cache
+            timed(spark, False, body)
+            timed(spark, True, body)
         plain, captured, lineage = [], [], (0, 0)
         for i in range(args.pairs):
             order = (False, True) if i % 2 == 0 else (True, False)

@@ -181,11 +181,11 @@ def _publish_partition(
     n_edges = 0
     for sequence, start in enumerate(range(0, len(out_ids), step)):
         chunk = out_ids[start : start + step]
-        nodes = [NodeColumns("BLACK_BOX", chunk.tolist(), label=label, split=split)]
+        nodes = [NodeColumns("BLACK_BOX", chunk, label=label, split=split)]
         src = np.tile(in_ids, len(chunk))
         dst = np.repeat(chunk, len(in_ids))
         n_edges += len(src)
-        edges = EdgeColumns(src.tolist(), dst.tolist()) if len(src) else None
+        edges = EdgeColumns(src, dst) if len(src) else None
         sender.send(encode_batch(ctx.run_id, ctx.workflow, key, partition, sequence, nodes, edges))
     sender.close()
     ctx.counts.add({(key, int(out_ids.min())): (len(out_ids), n_edges)})

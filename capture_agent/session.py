@@ -203,9 +203,11 @@ class ProvenanceSession:
     def _publish(self, value: bytes) -> None:
         producer = producer_for(self._publisher)  # raises PublishError past the bound
         try:
-            producer.send(self._publisher.topic, value=value, key=self.run_id.encode()).get(
-                timeout=self._publisher.timeout_s
-            )
+            future = producer.send(self._publisher.topic, value=value, key=self.run_id.encode())
+            # Sent at once rather than after the producer's linger: the driver waits for each
+            # marker and MODULE node (one per module invocation).
+            producer.flush(timeout=self._publisher.timeout_s)
+            future.get(timeout=self._publisher.timeout_s)
         except Exception as e:
             raise PublishError(
                 f"could not publish the run marker of {self.run_id} to "

@@ -60,13 +60,26 @@ def derive(ids: np.ndarray, salt: np.uint64) -> np.ndarray:
     return z.view(np.int64)
 
 
-def _ids(pdf: pd.DataFrame, column: str) -> list[int]:
-    return pdf[column].to_numpy(dtype=np.int64).tolist()  # type: ignore[no-any-return]
+def _ids(pdf: pd.DataFrame, column: str) -> np.ndarray:
+    """An id column as int64 (the encoder writes the array's bytes: no Python int per id)."""
+    ids: np.ndarray = pdf[column].to_numpy(dtype=np.int64)
+    return ids
+
+
+def _strings(series: pd.Series) -> list[str]:
+    """A column without nulls as text. The taps' value columns are cast to string by Spark, so
+    an object column already holds ``str``: no second pass."""
+    if series.dtype == object:
+        return series.tolist()  # type: ignore[no-any-return]
+    return series.astype(str).tolist()  # type: ignore[no-any-return]
 
 
 def _texts(series: pd.Series) -> list[str | None]:
-    obj = series.astype(object)
-    return obj.where(series.notna(), None).tolist()  # type: ignore[no-any-return]
+    values: list[str | None] = series.tolist()
+    if series.dtype == object and not series.hasnans:
+        return values  # strings from Spark, no null (the common case: no second pass)
+    missing = series.isna().to_numpy().tolist()
+    return [None if m else v for v, m in zip(values, missing, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -105,9 +118,10 @@ class SourceSpec(TapSpec):
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
         # monotonically_increasing_id packs the partition into the upper 31 bits.
         rowno = pdf["rowno"].to_numpy(dtype=np.int64)
-        partition = pd.Series(rowno >> 33).astype(str)
-        offset = pd.Series(rowno & ((1 << 33) - 1)).astype(str)
-        labels = (self.relation + "#" + partition + "." + offset).tolist()
+        partitions = (rowno >> 33).tolist()
+        offsets = (rowno & ((1 << 33) - 1)).tolist()
+        prefix = self.relation + "#"
+        labels = [f"{prefix}{p}.{o}" for p, o in zip(partitions, offsets, strict=True)]
         return [self._row_nodes("TOKEN", "", pdf, labels=labels)], None
 
 
@@ -153,9 +167,7 @@ class BlackBoxGroupSpec(TapSpec):
         counts = np.array([len(m) for m in members], dtype=np.int64)
         src = np.concatenate(members) if members else np.empty(0, dtype=np.int64)
         dst = np.repeat(ids, counts)
-        return [self._row_nodes("BLACK_BOX", self.label, pdf)], EdgeColumns(
-            src.tolist(), dst.tolist()
-        )
+        return [self._row_nodes("BLACK_BOX", self.label, pdf)], EdgeColumns(src, dst)
 
 
 @dataclass(frozen=True)
@@ -173,7 +185,7 @@ class JoinSpec(TapSpec):
             src.append(pdf[side][present].to_numpy(dtype=np.int64))
             dst.append(ids[present])
         return [self._row_nodes("TIMES", "·", pdf)], EdgeColumns(
-            np.concatenate(src).tolist(), np.concatenate(dst).tolist()
+            np.concatenate(src), np.concatenate(dst)
         )
 
 
@@ -191,11 +203,11 @@ class ExplodeSpec(TapSpec):
         texts = pdf["element"][present].astype(str).tolist()
         nodes = [
             self._row_nodes("TIMES", "·", pdf),
-            NodeColumns("VALUE", elements.tolist(), labels=texts, values=texts),
+            NodeColumns("VALUE", elements, labels=texts, values=texts),
         ]
         src = np.concatenate([pdf["parent"].to_numpy(dtype=np.int64), elements])
         dst = np.concatenate([ids, ids[present]])
-        return nodes, EdgeColumns(src.tolist(), dst.tolist())
+        return nodes, EdgeColumns(src, dst)
 
 
 @dataclass(frozen=True)
@@ -209,8 +221,9 @@ class ModuleRowSpec(TapSpec):
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
         ids = _ids(pdf, "id")
+        module = np.full(len(ids), self.module, dtype=np.int64)
         return [self._row_nodes("TIMES", "·", pdf)], EdgeColumns(
-            _ids(pdf, "parent") + [self.module] * len(ids), ids + ids
+            np.concatenate([_ids(pdf, "parent"), module]), np.concatenate([ids, ids])
         )
 
 
@@ -226,7 +239,7 @@ class StateSpec(TapSpec):
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
         tokens = _ids(pdf, "token")
-        labels = [f"{self.relation}#{t & 0xFFFFFFFF:08x}" for t in tokens]
+        labels = [f"{self.relation}#{t & 0xFFFFFFFF:08x}" for t in tokens.tolist()]
         token_nodes = NodeColumns(
             op="TOKEN",
             ids=tokens,
@@ -237,7 +250,10 @@ class StateSpec(TapSpec):
         )
         ids = _ids(pdf, "id")
         state_nodes = NodeColumns("TIMES", ids, label="·")
-        return [token_nodes, state_nodes], EdgeColumns(tokens + [self.module] * len(ids), ids + ids)
+        module = np.full(len(ids), self.module, dtype=np.int64)
+        return [token_nodes, state_nodes], EdgeColumns(
+            np.concatenate([tokens, module]), np.concatenate([ids, ids])
+        )
 
 
 @dataclass(frozen=True)
@@ -258,22 +274,27 @@ class MemberSpec(TapSpec):
         src = [members] if self.delta else []
         dst = [groups] if self.delta else []
         nodes: list[NodeColumns] = []
+        # A member of several groups (rollup/cube) has a tensor and value per group.
+        pairs = members ^ derive(groups, _salt(self.group_key, "member"))
         for i in range(self.aggregates):
-            present = pdf[f"x{i}"].notna().to_numpy()
-            kept = members[present]
-            # A member of several groups (rollup/cube) has a tensor and value per group.
-            pair = kept ^ derive(groups[present], _salt(self.group_key, "member"))
+            column = pdf[f"x{i}"]
+            present = column.notna().to_numpy()
+            if present.all():  # no null value: no copies
+                kept, pair, in_groups = members, pairs, groups
+            else:
+                kept, pair, in_groups = members[present], pairs[present], groups[present]
+                column = column[present]
             tensors = derive(pair, _salt(self.group_key, i, "tensor"))
             values = derive(pair, _salt(self.group_key, i, "value"))
-            aggregates = derive(groups[present], _salt(self.group_key, i, "aggregate"))
-            texts = pdf[f"x{i}"][present].astype(str).tolist()
-            nodes.append(NodeColumns("TENSOR", tensors.tolist(), label="⊗"))
-            nodes.append(NodeColumns("VALUE", values.tolist(), labels=texts, values=texts))
+            aggregates = derive(in_groups, _salt(self.group_key, i, "aggregate"))
+            texts = _strings(column)
+            nodes.append(NodeColumns("TENSOR", tensors, label="⊗"))
+            nodes.append(NodeColumns("VALUE", values, labels=texts, values=texts))
             src += [kept, values, tensors]
             dst += [tensors, tensors, aggregates]
         if not src:
             return nodes, None
-        return nodes, EdgeColumns(np.concatenate(src).tolist(), np.concatenate(dst).tolist())
+        return nodes, EdgeColumns(np.concatenate(src), np.concatenate(dst))
 
 
 @dataclass(frozen=True)
@@ -298,12 +319,10 @@ class WindowRowSpec(TapSpec):
         for i, function in enumerate(self.functions):
             aggregates = derive(groups, _salt(self.group_key, i, "aggregate"))
             texts = [("null" if v is None else v) for v in _texts(pdf[f"x{i}"][first])]
-            nodes.append(
-                NodeColumns("AGGREGATE", aggregates[first].tolist(), label=function, values=texts)
-            )
+            nodes.append(NodeColumns("AGGREGATE", aggregates[first], label=function, values=texts))
             src.append(aggregates)
             dst.append(ids)
-        return nodes, EdgeColumns(np.concatenate(src).tolist(), np.concatenate(dst).tolist())
+        return nodes, EdgeColumns(np.concatenate(src), np.concatenate(dst))
 
 
 @dataclass(frozen=True)
@@ -319,16 +338,15 @@ class GroupSpec(TapSpec):
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
         nodes = [self._row_nodes("DELTA", "δ", pdf)]
         groups = pdf["id"].to_numpy(dtype=np.int64)
-        ids = groups.tolist()
-        src: list[int] = []
-        dst: list[int] = []
+        src: list[np.ndarray] = [np.empty(0, dtype=np.int64)]
+        dst: list[np.ndarray] = [np.empty(0, dtype=np.int64)]
         for i, function in enumerate(self.functions):
-            aggregates = derive(groups, _salt(self.key, i, "aggregate")).tolist()
+            aggregates = derive(groups, _salt(self.key, i, "aggregate"))
             texts = [("null" if v is None else v) for v in _texts(pdf[f"x{i}"])]
             nodes.append(NodeColumns("AGGREGATE", aggregates, label=function, values=texts))
-            src += aggregates
-            dst += ids
-        return nodes, EdgeColumns(src, dst)
+            src.append(aggregates)
+            dst.append(groups)
+        return nodes, EdgeColumns(np.concatenate(src), np.concatenate(dst))
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from google.protobuf.message import DecodeError
 
 from sparkprov.v1 import lineage_pb2
@@ -64,12 +65,16 @@ class MalformedEvent(ValueError):
         self.detail = detail
 
 
+# Id columns: Python ints, or an int64 numpy array (written without a Python int per id).
+Ids = Sequence[int] | np.ndarray
+
+
 @dataclass(frozen=True)
 class NodeColumns:
     """Nodes of one op, column by column (as a capture point produces them)."""
 
     op: str
-    ids: Sequence[int]
+    ids: Ids
     label: str = ""
     labels: Sequence[str] = ()
     relation: str = ""
@@ -81,8 +86,8 @@ class NodeColumns:
 
 @dataclass(frozen=True)
 class EdgeColumns:
-    src: Sequence[int]
-    dst: Sequence[int]
+    src: Ids
+    dst: Ids
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,60 @@ def _envelope(run_id: str, workflow: str) -> lineage_pb2.LineageEvent:
     return lineage_pb2.LineageEvent(schema_version=SCHEMA_VERSION, run_id=run_id, workflow=workflow)
 
 
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _field(tag: int, payload: bytes) -> bytes:
+    """A length-delimited field (wire type 2): key byte, length, payload."""
+    return bytes((tag,)) + _varint(len(payload)) + payload
+
+
+def _packed_fixed64(tag: int, values: Ids) -> bytes:
+    """A packed ``repeated sfixed64`` field, written straight from an int64 array (protobuf's
+    wire format is little-endian fixed 8 bytes per value): no Python int per value."""
+    if len(values) == 0:
+        return b""
+    return _field(tag, np.asarray(values, dtype="<i8").tobytes())
+
+
+# Keys (field number << 3 | wire type 2) of the length-delimited fields written by hand; see
+# proto/sparkprov/v1/lineage.proto.
+_KEY_BATCH = 10 << 3 | 2  # LineageEvent.batch
+_KEY_NODES = 4 << 3 | 2  # LineageBatch.nodes
+_KEY_EDGES = 5 << 3 | 2  # LineageBatch.edges
+_KEY_IDS = 2 << 3 | 2  # NodeBlock.ids
+_KEY_SRC = 1 << 3 | 2  # EdgeBlock.src
+_KEY_DST = 2 << 3 | 2  # EdgeBlock.dst
+
+
+def _node_block(cols: NodeColumns) -> bytes:
+    block = lineage_pb2.NodeBlock()
+    block.label = cols.label
+    block.labels.extend(cols.labels)
+    block.relation = cols.relation
+    for name, values in cols.attributes.items():
+        block.attribute_names.append(name)
+        column = block.attribute_values.add()
+        if None in values:
+            column.values.extend("" if v is None else v for v in values)
+            column.null_rows.extend(i for i, v in enumerate(values) if v is None)
+        else:
+            column.values.extend(values)  # type: ignore[arg-type]
+    block.values.extend(cols.values)
+    block.shared = cols.shared
+    block.split.extend(cols.split)
+    op = _OP_BY_NAME[cols.op]
+    # Fields in number order, as protobuf itself writes them: op (1), ids (2), then the rest.
+    head = (b"\x08" + _varint(op)) if op else b""
+    return head + _packed_fixed64(_KEY_IDS, cols.ids) + block.SerializeToString()
+
+
 def encode_batch(
     run_id: str,
     workflow: str,
@@ -174,30 +233,18 @@ def encode_batch(
     nodes: Sequence[NodeColumns],
     edges: EdgeColumns | None,
 ) -> bytes:
-    event = _envelope(run_id, workflow)
-    batch = event.batch
-    batch.tap = tap
-    batch.partition = partition
-    batch.sequence = sequence
+    """One batch event. Ids and edge ends may be lists or int64 numpy arrays; the packed id
+    columns, the bulk of a batch, are written from the arrays' bytes. The bytes are those
+    protobuf's own serializer writes for the same message."""
+    batch = lineage_pb2.LineageBatch(tap=tap, partition=partition, sequence=sequence)
+    parts = [batch.SerializeToString()]
     for cols in nodes:
-        block = batch.nodes.add()
-        block.op = _OP_BY_NAME[cols.op]
-        block.ids.extend(cols.ids)
-        block.label = cols.label
-        block.labels.extend(cols.labels)
-        block.relation = cols.relation
-        for name, values in cols.attributes.items():
-            block.attribute_names.append(name)
-            column = block.attribute_values.add()
-            column.values.extend("" if v is None else v for v in values)
-            column.null_rows.extend(i for i, v in enumerate(values) if v is None)
-        block.values.extend(cols.values)
-        block.shared = cols.shared
-        block.split.extend(cols.split)
+        parts.append(_field(_KEY_NODES, _node_block(cols)))
     if edges is not None:
-        batch.edges.src.extend(edges.src)
-        batch.edges.dst.extend(edges.dst)
-    return event.SerializeToString()
+        ends = _packed_fixed64(_KEY_SRC, edges.src) + _packed_fixed64(_KEY_DST, edges.dst)
+        parts.append(_field(_KEY_EDGES, ends))
+    body = b"".join(parts)
+    return _envelope(run_id, workflow).SerializeToString() + _field(_KEY_BATCH, body)
 
 
 def encode_run_started(
