@@ -81,6 +81,18 @@ class Graph:
         return list(zip(self.ids[self.src].tolist(), self.ids[self.dst].tolist(), strict=True))
 
 
+def generate_reported(records: int, seed: int = 7) -> Graph:
+    """:func:`generate`, telling stderr what it made and how long it took."""
+    started = time.monotonic()
+    graph = generate(records, seed)
+    print(
+        f"generated {graph.nodes:,} nodes, {graph.edges:,} edges "
+        f"in {time.monotonic() - started:.1f}s",
+        file=sys.stderr,
+    )
+    return graph
+
+
 def generate(records: int, seed: int = 7) -> Graph:
     rng = np.random.default_rng(seed)
     n = max(10, int(records / (1 + EDGES_PER_NODE)))

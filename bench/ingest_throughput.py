@@ -31,7 +31,7 @@ from typing import Any
 
 import neo4j
 
-from bench.gen import Graph, Progress, generate, messages
+from bench.gen import Graph, Progress, generate_reported, messages
 from bench.stack import RESULTS, ROOT, IngestOptions, bench_stack, ingest
 from sparkprov import defaults
 
@@ -101,13 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         "arguments": vars(args),
     }
     try:
-        t = time.monotonic()
-        graph = generate(args.records, args.seed)
-        print(
-            f"generated {graph.nodes:,} nodes, {graph.edges:,} edges "
-            f"in {time.monotonic() - t:.1f}s",
-            file=sys.stderr,
-        )
+        graph = generate_reported(args.records, args.seed)
         with neo4j.GraphDatabase.driver(
             stack.settings.neo4j_uri, auth=None, notifications_min_severity="OFF"
         ) as driver:

@@ -48,7 +48,7 @@ import grpc
 import neo4j
 import numpy as np
 
-from bench.gen import Graph, Progress, generate
+from bench.gen import Graph, Progress, generate_reported
 from bench.stack import RESULTS, ROOT, IngestOptions, Ports, bench_stack, busy_ports, ingest
 from localstack.stack import Stack
 from query_service.deletion import propagate
@@ -481,13 +481,7 @@ def main(argv: list[str] | None = None) -> int:
             started += stack.up(("kafka", "neo4j"))
         else:
             started += stack.up(("neo4j",))
-        t = time.monotonic()
-        graph = generate(args.records, args.seed)
-        print(
-            f"generated {graph.nodes:,} nodes, {graph.edges:,} edges "
-            f"in {time.monotonic() - t:.1f}s",
-            file=sys.stderr,
-        )
+        graph = generate_reported(args.records, args.seed)
         driver = neo4j.GraphDatabase.driver(
             stack.settings.neo4j_uri, auth=None, notifications_min_severity="OFF"
         )

@@ -3,6 +3,9 @@ encoding (the property tests of sets and of trace strategies share them)."""
 
 from __future__ import annotations
 
+import random
+from collections.abc import Iterable
+
 from hypothesis import strategies as st
 
 from ingest_service.store import Flush
@@ -57,3 +60,15 @@ def dags(split_paths: list[tuple[str, ...]], max_nodes: int) -> st.SearchStrateg
         return splits, edges, draw(st.integers(0, 2**31))
 
     return draw_dag()
+
+
+def fresh_ids(nodes: Iterable[int]) -> dict[int, int]:
+    """Random 62-bit stored ids for a DAG's nodes: examples never touch each other's nodes."""
+    rng = random.SystemRandom()
+    return {n: rng.getrandbits(62) + 1 for n in nodes}
+
+
+def items_of(dag: Dag) -> list[tuple[str, object]]:
+    """The DAG's nodes and edges as ("node", n) and ("edge", (a, b)) items."""
+    splits, edges, _ = dag
+    return [("node", n) for n in splits] + [("edge", e) for e in edges]

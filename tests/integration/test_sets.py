@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 
 from ingest_service.sets import dependencies, recompute, same_partition
 from ingest_service.store import Store
-from tests.integration.batches import dags, flush_of
+from tests.integration.batches import dags, flush_of, fresh_ids, items_of
 
 SPLITS = [("a",), ("a", "x"), ("a", "y"), ("b",), ("b", "z"), ()]
 THETA = 4  # small, so sets cross it and get refined by their sub-splits
@@ -76,10 +76,8 @@ def test_incremental_ids_equal_a_recomputation_and_keep_lineage_inside_sets(
     splits, edges, seed = dag
     rng = random.Random(seed)
     run = f"sets-{uuid.uuid4().hex[:8]}"
-    # Fresh random 63-bit ids: examples never touch each other's nodes.
-    fresh = random.SystemRandom()
-    ids = {n: fresh.getrandbits(62) + 1 for n in splits}
-    items: list[tuple[str, object]] = [("node", n) for n in splits] + [("edge", e) for e in edges]
+    ids = fresh_ids(splits)
+    items = items_of(dag)
     items += rng.sample(items, k=len(items) // 3)
     rng.shuffle(items)
     for batch in _batches(items, rng):

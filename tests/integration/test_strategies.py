@@ -19,7 +19,7 @@ from query_service.model import Direction, Strategy
 from query_service.store import Store
 from query_service.traces import TraceQuery, trace
 from sparkprov.v1 import query_pb2
-from tests.integration.batches import dags, flush_of
+from tests.integration.batches import dags, flush_of, fresh_ids, items_of
 
 SPLITS = [("a",), ("a", "x"), ("a", "y"), ("b",), ("b", "z"), ("c",)]
 THETA = 4
@@ -44,9 +44,8 @@ def test_every_strategy_returns_the_same_trace(stores, dag) -> None:  # type: ig
     splits, edges, seed = dag
     rng = random.Random(seed)
     run = f"strategies-{uuid.uuid4().hex[:8]}"
-    fresh = random.SystemRandom()
-    ids = {n: fresh.getrandbits(62) + 1 for n in splits}
-    items: list[tuple[str, object]] = [("node", n) for n in splits] + [("edge", e) for e in edges]
+    ids = fresh_ids(splits)
+    items = items_of(dag)
     rng.shuffle(items)
     i = 0
     while i < len(items):
