@@ -271,22 +271,15 @@ final class FlushWriter {
     long merges = 0;
     for (Map.Entry<Long, List<Long>> group : components.groups().entrySet()) {
       List<Long> members = group.getValue();
-      long target = -1;
-      long best = -1;
-      long total = 0;
       Map<Long, Long> sizes = new HashMap<>();
       Map<Long, Node> kept = new HashMap<>();
       for (long c : members) {
         Node k = tx.findNode(COMPONENT, "id", c);
         kept.put(c, k);
-        long size = k == null ? 1 : prop(k, "size");
-        sizes.put(c, size);
-        total += size;
-        if (size > best || (size == best && c > target)) {
-          best = size;
-          target = c;
-        }
+        sizes.put(c, k == null ? 1 : prop(k, "size"));
       }
+      long target = absorber(sizes);
+      long total = sizes.values().stream().mapToLong(Long::longValue).sum();
       for (long c : members) {
         if (c == target) {
           continue;
@@ -338,22 +331,18 @@ final class FlushWriter {
         }
       }
       for (List<Long> members : sets.groups().values()) {
-        long target = -1;
-        long best = -1;
-        long total = 0;
+        Map<Long, Long> sizes = new HashMap<>();
         for (long c : members) {
-          long size = levelSize(level, c);
-          total += size;
-          if (size > best || (size == best && c > target)) {
-            best = size;
-            target = c;
-          }
+          sizes.put(c, levelSize(level, c));
         }
+        long target = absorber(sizes);
+        long best = sizes.get(target);
+        long total = sizes.values().stream().mapToLong(Long::longValue).sum();
         for (long c : members) {
           if (c == target) {
             continue;
           }
-          for (Node n : members(key, c, levelSize(level, c))) {
+          for (Node n : members(key, c, sizes.get(c))) {
             n.setProperty(key, target);
             touched.add(prop(n, "id"));
           }
@@ -508,6 +497,21 @@ final class FlushWriter {
     }
     lap(5, t);
     return merges;
+  }
+
+  /** The group that absorbs the others in a union by size: the largest, ties to the larger id. */
+  private static long absorber(Map<Long, Long> sizes) {
+    long target = -1;
+    long best = -1;
+    for (Map.Entry<Long, Long> e : sizes.entrySet()) {
+      long c = e.getKey();
+      long size = e.getValue();
+      if (size > best || (size == best && c > target)) {
+        best = size;
+        target = c;
+      }
+    }
+    return target;
   }
 
   /** {level, size, component, set id} of the node's connected set. */
