@@ -24,6 +24,7 @@ from capture_agent.taps import (
     ExplodeSpec,
     JoinSpec,
     PlusSpec,
+    SemiJoinSpec,
     TapSpec,
 )
 
@@ -351,8 +352,10 @@ class TrackedFrame:
         how: str | None = None,
     ) -> TrackedFrame:
         """Joins. inner/cross/outer: each result row is a TIMES node of its input rows (of its one
-        side where an outer join found no partner). semi/anti: the kept row's provenance passes
-        through (which rows of the other side decided is not part of it)."""
+        side where an outer join found no partner). left semi: the kept row is a TIMES node of
+        its left row and the sum of the right rows that matched it, r·(s1 + ... + sn), as the
+        projection of the inner join is. left anti: the kept row's provenance passes through (no
+        right row decided; see docs/capture.md)."""
         from pyspark.sql import functions as F
 
         other = _tracked(other, "join")
@@ -363,6 +366,8 @@ class TrackedFrame:
             kind = "cross"
         left_col, right_col = HIDDEN_PREFIX + "left", HIDDEN_PREFIX + "right"
         right = other._materialized().withColumnRenamed(ID, right_col)
+        if kind == "left_semi" and self._session.enabled:
+            return self._semi_join(right, on)
         if kind in ("left_semi", "left_anti"):
             kept = self._materialized().join(right, on=on, how=kind)
             return self._derive(kept.drop(right_col))
@@ -374,6 +379,36 @@ class TrackedFrame:
         )
         hidden = {"left": F.col(left_col), "right": F.col(right_col)}
         return TrackedFrame(self._session, joined, JoinSpec(key=key), hidden)
+
+    def _semi_join(self, right: DataFrame, on: str | list[str] | Column | None) -> TrackedFrame:
+        """A left semi join that keeps, per kept row, the ids of the right rows that matched it
+        (its witnesses). Joined on names: the right side's ids collected per key, joined to the
+        left rows (one row per left row, as the semi join). On a condition: the inner join's
+        pairs, grouped back by a per-row number of the left side."""
+        from pyspark.sql import functions as F
+
+        left_col, right_col = HIDDEN_PREFIX + "left", HIDDEN_PREFIX + "right"
+        witnesses = HIDDEN_PREFIX + "witnesses"
+        left = self._materialized().withColumnRenamed(ID, left_col)
+        names = [on] if isinstance(on, str) else on
+        if isinstance(names, list) and all(isinstance(n, str) for n in names):
+            matches = right.groupBy(*names).agg(F.collect_list(right_col).alias(witnesses))
+            kept = left.join(matches, on=names, how="inner").select(*left.columns, witnesses)
+        else:
+            row = HIDDEN_PREFIX + "row"
+            # The row number only tells rows apart (a union may repeat a provenance id).
+            left = left.withColumn(row, F.monotonically_increasing_id())
+            pairs = left.join(right, on=on, how="inner")
+            columns = [c for c in left.columns if c != row]
+            kept = pairs.groupBy(left[row]).agg(
+                *[F.first(left[c]).alias(c) for c in columns],
+                F.collect_list(right[right_col]).alias(witnesses),
+            )
+            kept = kept.select(*columns, witnesses)
+        key = self._session._next_key("semijoin")
+        kept = kept.withColumn(ID, self._session._node_id(key, F.col(left_col)))
+        hidden = {"left": F.col(left_col), "witnesses": F.col(witnesses)}
+        return TrackedFrame(self._session, kept, SemiJoinSpec(key=key), hidden)
 
     def crossJoin(self, other: TrackedFrame) -> TrackedFrame:  # noqa: N802 - Spark's name
         return self.join(other, how="cross")

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from capture_agent.taps import HIDDEN_PREFIX, ID, BlackBoxGroupSpec, TapContext, _salt, derive
+from capture_agent.taps import HIDDEN_PREFIX, ID, BlackBoxGroupSpec, TapContext, derive, id_column, salt_of
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -82,12 +82,12 @@ def apply_in_pandas(
             .withColumn(ID, F.lit(0).cast("long"))
         )
     key = session._next_key("applyInPandas")
-    salt = _salt(session.run_id, key, "row")
+    salt = salt_of(session.run_id, key, "row")
     with_key = len(inspect.signature(func).parameters) == 2
 
     def call(key_values: Any, pdf: pd.DataFrame) -> pd.DataFrame:
         pdf = pdf.sort_values(ID, kind="stable")
-        ids = pdf[ID].to_numpy(dtype=np.int64)
+        ids = id_column(pdf, ID)
         inputs = pdf.drop(columns=[ID]).reset_index(drop=True)
         out = func(key_values, inputs) if with_key else func(inputs)
         out = out.reset_index(drop=True)
@@ -126,7 +126,7 @@ def map_in_pandas(
             df.drop(ID).mapInPandas(func, schema).withColumn(ID, F.lit(0).cast("long"))
         )
     key = session._next_key("mapInPandas")
-    salt = _salt(session.run_id, key, "row")
+    salt = salt_of(session.run_id, key, "row")
     label = _label(func)
     ctx = session._ctx
     split = session.split_for()
@@ -141,7 +141,7 @@ def map_in_pandas(
 
         def stripped() -> Iterator[pd.DataFrame]:
             for pdf in batches:
-                inputs.append(pdf[ID].to_numpy(dtype=np.int64))
+                inputs.append(id_column(pdf, ID))
                 yield pdf.drop(columns=[ID])
 
         position = 0

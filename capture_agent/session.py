@@ -23,7 +23,15 @@ from capture_agent.errors import PublishError
 from capture_agent.frame import TrackedFrame, Values, chosen, unique_names
 from capture_agent.modules import Invocation
 from capture_agent.publisher import PublisherConfig, producer_for
-from capture_agent.taps import HIDDEN_PREFIX, ID, SourceSpec, TapContext, TapSpec, make_tap
+from capture_agent.taps import (
+    HIDDEN_PREFIX,
+    ID,
+    SourceSpec,
+    TapContext,
+    TapSpec,
+    make_tap,
+    null_flag,
+)
 from sparkprov import defaults
 from sparkprov.events import (
     MAX_SPLIT_DEPTH,
@@ -270,6 +278,36 @@ class ProvenanceSession:
             return F.lit(0).cast("long")
         return F.xxhash64(F.lit(self.run_id), F.lit(key), *cols)
 
+    @staticmethod
+    def _null_safe_ids(
+        df: DataFrame, inputs: dict[str, Column], names: Sequence[str]
+    ) -> list[Column]:
+        """The tap's input columns, aliased to their names, with every id column that Spark
+        says may be null (``names`` are the id columns) replaced by the column with nulls as 0
+        and, beside it, its null flag (capture_agent.taps.null_flag): Arrow hands a nullable
+        int64 column to pandas as float64, which would round the ids."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import ArrayType, LongType
+
+        fields = [column.alias(name) for name, column in inputs.items()]
+        ids = [name for name in names if name in inputs]
+        if not ids:
+            return fields
+        schema = df.select(*[inputs[name].alias(name) for name in ids]).schema
+        for name, struct_field in zip(ids, schema.fields, strict=True):
+            if not struct_field.nullable or isinstance(struct_field.dataType, ArrayType):
+                continue  # arrays of ids: checked element-wise where they are read
+            if not isinstance(struct_field.dataType, LongType):
+                raise TypeError(
+                    f"id column {name} is {struct_field.dataType.simpleString()}, not bigint"
+                )
+            column = inputs[name]
+            fields[list(inputs).index(name)] = F.coalesce(column, F.lit(0).cast("long")).alias(
+                name
+            )
+            fields.append(column.isNull().alias(null_flag(name)))
+        return fields
+
     def _apply_tap(
         self,
         df: DataFrame,
@@ -281,12 +319,13 @@ class ProvenanceSession:
 
         if not self.enabled:
             return df
-        fields = []
+        inputs: dict[str, Column] = {}
         for name in spec.hidden_inputs():
             column = hidden.get(name, F.col(ID) if name == "id" else None)
             if column is None:
                 raise AssertionError(f"tap {spec.key} lacks input column {name}")
-            fields.append(column.alias(name))
+            inputs[name] = column
+        fields = self._null_safe_ids(df, inputs, spec.id_inputs())
         # A join may leave two visible columns of one name: rename them apart for the tap only.
         original = df.columns
         visible = [c for c in original if not c.startswith(HIDDEN_PREFIX)]

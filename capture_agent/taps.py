@@ -32,11 +32,15 @@ __all__ = [
     "JoinSpec",
     "MemberSpec",
     "PlusSpec",
+    "SemiJoinSpec",
     "SourceSpec",
     "TapSpec",
     "TapContext",
     "WindowRowSpec",
+    "id_column",
     "make_tap",
+    "salt_of",
+    "null_flag",
 ]
 
 HIDDEN_PREFIX = "__sp_"
@@ -44,7 +48,7 @@ TAP_PREFIX = "sparkprov_tap"  # name of our UDFs, so that plan inspection can te
 ID = HIDDEN_PREFIX + "id"  # the id of the row's provenance node, on every tracked frame
 
 
-def _salt(*parts: object) -> np.uint64:
+def salt_of(*parts: object) -> np.uint64:
     digest = hashlib.blake2b(repr(parts).encode(), digest_size=8).digest()
     return np.uint64(int.from_bytes(digest, "big"))
 
@@ -60,10 +64,66 @@ def derive(ids: np.ndarray, salt: np.uint64) -> np.ndarray:
     return z.view(np.int64)
 
 
-def _ids(pdf: pd.DataFrame, column: str) -> np.ndarray:
-    """An id column as int64 (the encoder writes the array's bytes: no Python int per id)."""
-    ids: np.ndarray = pdf[column].to_numpy(dtype=np.int64)
+NULL_FLAG = "__null"  # suffix of the flag column that stands beside a nullable id column
+
+
+def null_flag(column: str) -> str:
+    """The name of the boolean column that says where the id column ``column`` is null.
+
+    Arrow hands pandas an int64 column with nulls as float64, which rounds every id above 2^53
+    (xxhash64 ids nearly all are). So a nullable id column never travels with its nulls: the
+    session sends it with nulls replaced by 0, plus this flag (see ProvenanceSession._apply_tap).
+    """
+    return column + NULL_FLAG
+
+
+def id_column(pdf: pd.DataFrame, column: str, *, nullable: bool = False) -> np.ndarray:
+    """An id column as int64 (the encoder writes the array's bytes: no Python int per id).
+
+    Ids never pass through a float: int64, or pandas' nullable Int64 (which Spark 4.3 hands over
+    for nullable columns by default) without a missing value, is taken exactly; any other dtype
+    is refused, never cast. A null id where the spec expects none is refused too (``nullable``:
+    the caller masks with :func:`_present`)."""
+    series = pdf[column]
+    exact = series.dtype == np.int64 or (
+        isinstance(series.dtype, pd.Int64Dtype) and not series.isna().any()
+    )
+    if not exact:
+        raise TypeError(
+            f"id column {column!r} arrived as {series.dtype}"
+            f"{' with missing values' if series.dtype != object and series.isna().any() else ''}"
+            ": ids must never pass through a float (a nullable id column must be sent with its "
+            "null flag)"
+        )
+    if not nullable and null_flag(column) in pdf and pdf[null_flag(column)].to_numpy().any():
+        raise ValueError(f"id column {column!r} holds nulls where every row needs an id")
+    ids: np.ndarray = series.to_numpy(dtype=np.int64)
     return ids
+
+
+def _present(pdf: pd.DataFrame, column: str) -> np.ndarray:
+    """Where the id column ``column`` holds an id (its null flag, if it was sent one)."""
+    flag = null_flag(column)
+    if flag in pdf:
+        present: np.ndarray = ~pdf[flag].to_numpy(dtype=bool)
+        return present
+    return np.ones(len(pdf), dtype=bool)
+
+
+def _id_arrays(values: pd.Series, column: str) -> list[np.ndarray]:
+    """An array-of-ids column as int64 arrays, refusing any that came as floats."""
+    arrays = []
+    for value in values:
+        if value is None:
+            raise ValueError(f"id array column {column!r} holds a null array")
+        array = np.asarray(value)
+        if array.size and array.dtype != np.int64:
+            raise TypeError(
+                f"id array column {column!r} arrived as {array.dtype}, not int64: ids must never "
+                "pass through a float"
+            )
+        arrays.append(array.astype(np.int64, copy=False))
+    return arrays
 
 
 def _strings(series: pd.Series) -> list[str]:
@@ -93,6 +153,14 @@ class TapSpec:
     def hidden_inputs(self) -> tuple[str, ...]:
         raise NotImplementedError
 
+    def id_inputs(self) -> tuple[str, ...]:
+        """The hidden inputs that hold ids (the others hold values as text, or flags)."""
+        return tuple(
+            name
+            for name in self.hidden_inputs()
+            if not (name in ("element", "first") or name[0] == "x" and name[1:].isdigit())
+        )
+
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
         raise NotImplementedError
 
@@ -100,7 +168,7 @@ class TapSpec:
         attributes = {name: _texts(pdf[f"a{i}"]) for i, name in enumerate(self.attributes)}
         return NodeColumns(
             op=op,
-            ids=_ids(pdf, "id"),
+            ids=id_column(pdf, "id"),
             label=label,
             relation=self.relation,
             attributes=attributes,
@@ -117,7 +185,7 @@ class SourceSpec(TapSpec):
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
         # monotonically_increasing_id packs the partition into the upper 31 bits.
-        rowno = pdf["rowno"].to_numpy(dtype=np.int64)
+        rowno = id_column(pdf, "rowno")
         partitions = (rowno >> 33).tolist()
         offsets = (rowno & ((1 << 33) - 1)).tolist()
         prefix = self.relation + "#"
@@ -134,7 +202,7 @@ class PlusSpec(TapSpec):
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
         return [self._row_nodes("PLUS", "+", pdf)], EdgeColumns(
-            _ids(pdf, "parent"), _ids(pdf, "id")
+            id_column(pdf, "parent"), id_column(pdf, "id")
         )
 
 
@@ -147,7 +215,7 @@ class BlackBoxSpec(PlusSpec):
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
         return [self._row_nodes("BLACK_BOX", self.label, pdf)], EdgeColumns(
-            _ids(pdf, "parent"), _ids(pdf, "id")
+            id_column(pdf, "parent"), id_column(pdf, "id")
         )
 
 
@@ -162,8 +230,8 @@ class BlackBoxGroupSpec(TapSpec):
         return ("id", "members")
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
-        ids = pdf["id"].to_numpy(dtype=np.int64)
-        members = [np.asarray(m, dtype=np.int64) for m in pdf["members"]]
+        ids = id_column(pdf, "id")
+        members = _id_arrays(pdf["members"], "members")
         counts = np.array([len(m) for m in members], dtype=np.int64)
         src = np.concatenate(members) if members else np.empty(0, dtype=np.int64)
         dst = np.repeat(ids, counts)
@@ -178,15 +246,42 @@ class JoinSpec(TapSpec):
         return ("id", "left", "right")
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
-        ids = pdf["id"].to_numpy(dtype=np.int64)
+        ids = id_column(pdf, "id")
         src, dst = [], []
         for side in ("left", "right"):
-            present = pdf[side].notna().to_numpy()
-            src.append(pdf[side][present].to_numpy(dtype=np.int64))
+            present = _present(pdf, side)
+            src.append(id_column(pdf, side, nullable=True)[present])
             dst.append(ids[present])
         return [self._row_nodes("TIMES", "·", pdf)], EdgeColumns(
             np.concatenate(src), np.concatenate(dst)
         )
+
+
+@dataclass(frozen=True)
+class SemiJoinSpec(TapSpec):
+    """A row a left semi join kept: TIMES of its left row and the sum of the right rows that
+    matched it, r·(s1 + ... + sn): a PLUS node over the matches, or the match itself when it is
+    the only one (r·s1, the shape of an inner join's row). ``witnesses``: the matches' ids."""
+
+    def hidden_inputs(self) -> tuple[str, ...]:
+        return ("id", "left", "witnesses")
+
+    def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
+        ids = id_column(pdf, "id")
+        matches = _id_arrays(pdf["witnesses"], "witnesses")
+        counts = np.array([len(m) for m in matches], dtype=np.int64)
+        if (counts == 0).any():
+            raise ValueError("a semi join kept a row without a matching right row")
+        single = counts == 1
+        sums = derive(ids[~single], salt_of(self.key, "plus"))
+        only = np.array([m[0] for m, one in zip(matches, single, strict=True) if one], np.int64)
+        many = [m for m, one in zip(matches, single, strict=True) if not one]
+        nodes = [self._row_nodes("TIMES", "·", pdf)]
+        if len(sums):
+            nodes.append(NodeColumns("PLUS", sums, label="+"))
+        src = [id_column(pdf, "left"), only, sums, *many]
+        dst = [ids, ids[single], ids[~single], np.repeat(sums, counts[~single])]
+        return nodes, EdgeColumns(np.concatenate(src), np.concatenate(dst))
 
 
 @dataclass(frozen=True)
@@ -197,15 +292,15 @@ class ExplodeSpec(TapSpec):
         return ("id", "parent", "element_id", "element")
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
-        ids = pdf["id"].to_numpy(dtype=np.int64)
+        ids = id_column(pdf, "id")
         present = pdf["element"].notna().to_numpy()
-        elements = pdf["element_id"].to_numpy(dtype=np.int64)[present]
+        elements = id_column(pdf, "element_id")[present]
         texts = pdf["element"][present].astype(str).tolist()
         nodes = [
             self._row_nodes("TIMES", "·", pdf),
             NodeColumns("VALUE", elements, labels=texts, values=texts),
         ]
-        src = np.concatenate([pdf["parent"].to_numpy(dtype=np.int64), elements])
+        src = np.concatenate([id_column(pdf, "parent"), elements])
         dst = np.concatenate([ids, ids[present]])
         return nodes, EdgeColumns(src, dst)
 
@@ -220,10 +315,10 @@ class ModuleRowSpec(TapSpec):
         return ("id", "parent")
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
-        ids = _ids(pdf, "id")
+        ids = id_column(pdf, "id")
         module = np.full(len(ids), self.module, dtype=np.int64)
         return [self._row_nodes("TIMES", "·", pdf)], EdgeColumns(
-            np.concatenate([_ids(pdf, "parent"), module]), np.concatenate([ids, ids])
+            np.concatenate([id_column(pdf, "parent"), module]), np.concatenate([ids, ids])
         )
 
 
@@ -238,7 +333,7 @@ class StateSpec(TapSpec):
         return ("id", "token")
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
-        tokens = _ids(pdf, "token")
+        tokens = id_column(pdf, "token")
         labels = [f"{self.relation}#{t & 0xFFFFFFFF:08x}" for t in tokens.tolist()]
         token_nodes = NodeColumns(
             op="TOKEN",
@@ -248,7 +343,7 @@ class StateSpec(TapSpec):
             attributes={name: _texts(pdf[f"a{i}"]) for i, name in enumerate(self.attributes)},
             shared=True,
         )
-        ids = _ids(pdf, "id")
+        ids = id_column(pdf, "id")
         state_nodes = NodeColumns("TIMES", ids, label="·")
         module = np.full(len(ids), self.module, dtype=np.int64)
         return [token_nodes, state_nodes], EdgeColumns(
@@ -269,13 +364,13 @@ class MemberSpec(TapSpec):
         return ("id", "group", *[f"x{i}" for i in range(self.aggregates)])
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
-        members = pdf["id"].to_numpy(dtype=np.int64)
-        groups = pdf["group"].to_numpy(dtype=np.int64)
+        members = id_column(pdf, "id")
+        groups = id_column(pdf, "group")
         src = [members] if self.delta else []
         dst = [groups] if self.delta else []
         nodes: list[NodeColumns] = []
         # A member of several groups (rollup/cube) has a tensor and value per group.
-        pairs = members ^ derive(groups, _salt(self.group_key, "member"))
+        pairs = members ^ derive(groups, salt_of(self.group_key, "member"))
         for i in range(self.aggregates):
             column = pdf[f"x{i}"]
             present = column.notna().to_numpy()
@@ -284,9 +379,9 @@ class MemberSpec(TapSpec):
             else:
                 kept, pair, in_groups = members[present], pairs[present], groups[present]
                 column = column[present]
-            tensors = derive(pair, _salt(self.group_key, i, "tensor"))
-            values = derive(pair, _salt(self.group_key, i, "value"))
-            aggregates = derive(in_groups, _salt(self.group_key, i, "aggregate"))
+            tensors = derive(pair, salt_of(self.group_key, i, "tensor"))
+            values = derive(pair, salt_of(self.group_key, i, "value"))
+            aggregates = derive(in_groups, salt_of(self.group_key, i, "aggregate"))
             texts = _strings(column)
             nodes.append(NodeColumns("TENSOR", tensors, label="⊗"))
             nodes.append(NodeColumns("VALUE", values, labels=texts, values=texts))
@@ -310,14 +405,14 @@ class WindowRowSpec(TapSpec):
         return ("id", "parent", "group", "first", *[f"x{i}" for i in range(len(self.functions))])
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
-        ids = pdf["id"].to_numpy(dtype=np.int64)
-        groups = pdf["group"].to_numpy(dtype=np.int64)
+        ids = id_column(pdf, "id")
+        groups = id_column(pdf, "group")
         first = pdf["first"].to_numpy(dtype=bool)
         nodes = [self._row_nodes("TIMES", "·", pdf)]
-        src = [pdf["parent"].to_numpy(dtype=np.int64)]
+        src = [id_column(pdf, "parent")]
         dst = [ids]
         for i, function in enumerate(self.functions):
-            aggregates = derive(groups, _salt(self.group_key, i, "aggregate"))
+            aggregates = derive(groups, salt_of(self.group_key, i, "aggregate"))
             texts = [("null" if v is None else v) for v in _texts(pdf[f"x{i}"][first])]
             nodes.append(NodeColumns("AGGREGATE", aggregates[first], label=function, values=texts))
             src.append(aggregates)
@@ -337,11 +432,11 @@ class GroupSpec(TapSpec):
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
         nodes = [self._row_nodes("DELTA", "δ", pdf)]
-        groups = pdf["id"].to_numpy(dtype=np.int64)
+        groups = id_column(pdf, "id")
         src: list[np.ndarray] = [np.empty(0, dtype=np.int64)]
         dst: list[np.ndarray] = [np.empty(0, dtype=np.int64)]
         for i, function in enumerate(self.functions):
-            aggregates = derive(groups, _salt(self.key, i, "aggregate"))
+            aggregates = derive(groups, salt_of(self.key, i, "aggregate"))
             texts = [("null" if v is None else v) for v in _texts(pdf[f"x{i}"])]
             nodes.append(NodeColumns("AGGREGATE", aggregates, label=function, values=texts))
             src.append(aggregates)

@@ -33,6 +33,8 @@ class Metrics:
     nodes_written: int = 0
     edges_written: int = 0
     runs_completed: int = 0
+    runs_dangling: int = 0  # completed runs whose edges reference never-stored nodes
+    dangling_nodes: int = 0  # those never-stored nodes
     write_seconds_total: float = 0.0
     last_write_seconds: float = 0.0
     store_failures: int = 0
@@ -49,6 +51,7 @@ def _merge(total: FlushResult | None, part: FlushResult) -> FlushResult:
         total.edges_created + part.edges_created,
         total.components_merged + part.components_merged,
         total.completed_runs + part.completed_runs,
+        {**total.dangling, **part.dangling},
     )
 
 
@@ -243,6 +246,8 @@ class Consumer:
             m.nodes_written += result.nodes_created
             m.edges_written += result.edges_created
             m.runs_completed += len(result.completed_runs)
+            m.runs_dangling += len(result.dangling)
+            m.dangling_nodes += sum(result.dangling.values())
             m.write_seconds_total += elapsed
             m.last_write_seconds = elapsed
             for run in result.completed_runs:

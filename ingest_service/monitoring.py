@@ -33,6 +33,18 @@ def _render(m: Metrics) -> str:
             m.runs_completed,
         ),
         (
+            "sparkprov_ingest_runs_dangling_total",
+            "counter",
+            "runs completed with edges to nodes they never stored",
+            m.runs_dangling,
+        ),
+        (
+            "sparkprov_ingest_dangling_nodes_total",
+            "counter",
+            "never-stored nodes referenced by the edges of completed runs",
+            m.dangling_nodes,
+        ),
+        (
             "sparkprov_ingest_store_failures_total",
             "counter",
             "failed write attempts",

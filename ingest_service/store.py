@@ -34,6 +34,8 @@ _SCHEMA = [
     "CREATE INDEX sp_node_set IF NOT EXISTS FOR (n:Node) ON (n.set_id)",
     *(f"CREATE INDEX sp_node_s{k} IF NOT EXISTS FOR (n:Node) ON (n.s{k})" for k in range(LEVELS)),
     "CREATE INDEX sp_set_component IF NOT EXISTS FOR (s:ConnectedSet) ON (s.component_id)",
+    # Only placeholders hold pending_run, so this index holds only them (see FlushWriter.PENDING).
+    "CREATE INDEX sp_node_pending IF NOT EXISTS FOR (n:Node) ON (n.pending_run)",
     "CREATE INDEX sp_node_relation IF NOT EXISTS FOR (n:Node) ON (n.run_id, n.relation)",
     "CREATE INDEX sp_run_workflow IF NOT EXISTS FOR (r:Run) ON (r.workflow)",
 ]
@@ -74,8 +76,12 @@ MATCH (run:Run)
 WHERE run.run_id IN $runs AND NOT run.complete AND run.expected_nodes IS NOT NULL
   AND run.stored_nodes >= run.expected_nodes AND run.stored_edges >= run.expected_edges
 SET run.complete = true, run.completed_unix_ms = timestamp()
+WITH run
+OPTIONAL MATCH (ghost:Node {pending_run: run.run_id})
+WITH run, count(ghost) AS dangling
+SET run.dangling_nodes = dangling
 RETURN run.run_id AS run, run.stored_nodes AS nodes, run.expected_nodes AS expected_nodes,
-       run.stored_edges AS edges, run.expected_edges AS expected_edges
+       run.stored_edges AS edges, run.expected_edges AS expected_edges, dangling
 """
 
 
@@ -149,6 +155,8 @@ class FlushResult:
     edges_created: int
     components_merged: int
     completed_runs: list[str]
+    # Runs completed by this flush whose edges reference nodes they never stored: run -> count.
+    dangling: dict[str, int] = field(default_factory=dict)
 
 
 class Store:
@@ -228,7 +236,16 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int) -> FlushResul
         tx.run(_RUN_COUNTS, rows=rows).consume()
 
     completed = []
+    dangling: dict[str, int] = {}
     for record in tx.run(_RUN_CHECK, runs=sorted(flush.workflows)):
+        if record["dangling"]:
+            dangling[record["run"]] = record["dangling"]
+            log.error(
+                "run %s is complete but its edges reference %d nodes it never stored: its "
+                "lineage is wrong (a capture defect); ListRuns shows it COMPLETE_WITH_DANGLING",
+                record["run"],
+                record["dangling"],
+            )
         if (
             record["nodes"] != record["expected_nodes"]
             or record["edges"] != record["expected_edges"]
@@ -242,4 +259,4 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int) -> FlushResul
                 record["expected_edges"],
             )
         completed.append(record["run"])
-    return FlushResult(nodes_created, edges_created, merged, completed)
+    return FlushResult(nodes_created, edges_created, merged, completed, dangling)

@@ -102,3 +102,13 @@ class RunView:
     expected_edge_count: int
     failed: bool
     started_unix_ms: int
+    dangling_node_count: int = 0
+
+    @property
+    def state(self) -> str:
+        """RUNNING, COMPLETE, COMPLETE_WITH_DANGLING or FAILED (proto RunState)."""
+        if self.failed:
+            return "FAILED"
+        if not self.complete:
+            return "RUNNING"
+        return "COMPLETE_WITH_DANGLING" if self.dangling_node_count else "COMPLETE"

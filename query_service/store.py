@@ -221,6 +221,7 @@ class Store:
                     expected_edge_count=r.get("expected_edges", -1),
                     failed=bool(r.get("failed")),
                     started_unix_ms=r.get("started_unix_ms") or 0,
+                    dangling_node_count=r.get("dangling_nodes") or 0,
                 )
             )
         return out

@@ -25,7 +25,11 @@ class RunNotComplete(TimeoutError):
 
 class QueryClient:
     def __init__(self, address: str, timeout_s: float = 30.0) -> None:
-        self._channel = grpc.insecure_channel(address)
+        # A trace may hold up to the server's maximum limit of nodes (1M by default): far past
+        # gRPC's 4 MB default for received messages, so the client takes whatever it is sent.
+        self._channel = grpc.insecure_channel(
+            address, options=[("grpc.max_receive_message_length", -1)]
+        )
         self.stub = query_pb2_grpc.ProvenanceQueryStub(self._channel)
         self.timeout_s = timeout_s
 

@@ -17,6 +17,7 @@ import pytest
 from localstack import Stack, StackSettings
 from sparkprov import defaults
 from sparkprov.client import QueryClient
+from sparkprov.v1 import query_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,9 +41,26 @@ def neo4j_driver(stack: Stack) -> Iterator[neo4j.Driver]:
     driver.close()
 
 
+class CheckedClient(QueryClient):
+    """The query client, asserting of every run a test waits for that its lineage is whole:
+    every edge it stored ends at nodes it stored (no COMPLETE_WITH_DANGLING). A test of the
+    dangling state itself passes ``dangling_ok=True``."""
+
+    def wait_for_run(
+        self, run_id: str, timeout_s: float = 120.0, *, dangling_ok: bool = False
+    ) -> query_pb2.Run:
+        run = super().wait_for_run(run_id, timeout_s)
+        if not dangling_ok:
+            assert run.dangling_node_count == 0, (
+                f"run {run_id}: {run.dangling_node_count} edge ends were never stored"
+            )
+            assert run.state in (query_pb2.RUN_STATE_COMPLETE, query_pb2.RUN_STATE_FAILED)
+        return run
+
+
 @pytest.fixture(scope="session")
 def client(stack: Stack) -> Iterator[QueryClient]:
-    with QueryClient(stack.settings.grpc_addr) as c:
+    with CheckedClient(stack.settings.grpc_addr) as c:
         yield c
 
 

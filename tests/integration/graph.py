@@ -8,10 +8,12 @@ import neo4j
 import networkx as nx
 
 
-def run_graph(driver: neo4j.Driver, run_id: str) -> nx.DiGraph:
+def run_graph(driver: neo4j.Driver, run_id: str, *, dangling_ok: bool = False) -> nx.DiGraph:
     """The run's nodes (with all properties) and every edge touching them. Ends of those edges
     that belong to another run (shared state tokens) get their properties too, but are not
-    counted by :func:`own_nodes`."""
+    counted by :func:`own_nodes`. Asserts (unless ``dangling_ok``) that every edge's ends are
+    stored nodes: an end with no op is a placeholder for a node that never arrived, i.e. wrong
+    lineage (e.g. an id rounded on its way)."""
     graph = nx.DiGraph()
     records, _, _ = driver.execute_query("MATCH (n:Node {run_id: $run}) RETURN n", run=run_id)
     for record in records:
@@ -31,6 +33,9 @@ def run_graph(driver: neo4j.Driver, run_id: str) -> nx.DiGraph:
     for record in records:
         props = dict(record["n"])
         graph.add_node(props["id"], foreign=True, **props)
+    if not dangling_ok:
+        ghosts = [n for n, data in graph.nodes(data=True) if "op" not in data]
+        assert not ghosts, f"run {run_id}: edges reference {len(ghosts)} never-stored nodes"
     return graph
 
 

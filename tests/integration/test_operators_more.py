@@ -3,6 +3,7 @@ writes as materialization points, and the kill switch; exact graphs on small inp
 
 from __future__ import annotations
 
+import pytest
 from pyspark.sql import Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
@@ -44,9 +45,10 @@ def test_outer_semi_anti_and_cross_joins(spark, client, neo4j_driver) -> None:  
     assert _tokens(graph, by_key["b"]) == {("L", "b"), ("R", "b")}
     assert _tokens(graph, by_key["c"]) == {("R", "c")}
     assert all(graph.nodes[n]["op"] == "TIMES" for n in by_key.values())
-    # semi/anti: the kept left row's provenance passes through (a PLUS over the left token).
+    # semi: the kept row is TIMES of its left row and its one match (r·s); anti passes through.
     (semi_row,) = _of(graph, "Semi")
-    assert [r["k"] for r in semi] == ["b"] and _tokens(graph, semi_row) == {("L", "b")}
+    assert [r["k"] for r in semi] == ["b"] and _tokens(graph, semi_row) == {("L", "b"), ("R", "b")}
+    assert graph.nodes[semi_row]["op"] == "TIMES" and graph.in_degree(semi_row) == 2
     (anti_row,) = _of(graph, "Anti")
     assert [r["k"] for r in anti] == ["a"] and _tokens(graph, anti_row) == {("L", "a")}
     assert len(cross) == 4 and all(graph.in_degree(n) == 2 for n in _of(graph, "Cross"))
@@ -166,3 +168,70 @@ def test_value_capture_all_listed_or_none(spark, client, neo4j_driver) -> None: 
     assert {k for k in listed if k.startswith("a_")} == {"a_x"}
     (nothing,) = _of(graph, "Nothing").values()
     assert not [k for k in nothing if k.startswith("a_")]
+
+
+@pytest.mark.parametrize("values", [None, "all"], ids=["ids-only", "with-values"])
+def test_outer_joins_keep_ids_above_2_53_on_both_sides(spark, client, neo4j_driver, values) -> None:  # type: ignore[no-untyped-def]
+    """Regression: a batch that mixes matched and unmatched rows reached Python with the
+    nullable side's ids as float64 (Spark's numeric-only conversion, used when the tap reads no
+    values), which rounded them: the joined rows' edges pointed at nodes that do not exist. One
+    partition per side, so every batch mixes; every id is above 2^53 in magnitude."""
+    n, shift = 60, 20
+    left = spark.createDataFrame([(f"k{i}", i) for i in range(n)], ["k", "l"]).coalesce(1)
+    right = spark.createDataFrame(
+        [(f"k{i}", 10 * i) for i in range(shift, n + shift)], ["k", "r"]
+    ).coalesce(1)
+
+    def build(prov):  # type: ignore[no-untyped-def]
+        lt, rt = prov.source(left, "L"), prov.source(right, "R")
+        return {
+            how: lt.join(rt, on="k", how=how).named(how.capitalize(), values=values).collect()
+            for how in ("left", "right", "full")
+        }
+
+    rows, graph = _captured(spark, client, neo4j_driver, build)
+    tokens = [t for t, d in graph.nodes(data=True) if d["op"] == "TOKEN"]
+    assert len(tokens) == 2 * n and all(abs(t) > 2**53 for t in tokens)
+    expected = {
+        "Left": range(n),
+        "Right": range(shift, n + shift),
+        "Full": range(n + shift),
+    }
+    for relation, keys in expected.items():
+        assert len(rows[relation.lower()]) == len(keys)
+        found = sorted(sorted(_tokens(graph, node)) for node in _of(graph, relation))
+        wanted = sorted(
+            sorted(({("L", f"k{i}")} if i < n else set()) | ({("R", f"k{i}")} if i >= shift else set()))
+            for i in keys
+        )
+        assert found == wanted, relation
+
+
+def test_semi_join_rows_are_times_of_the_row_and_the_sum_of_its_matches(spark, client, neo4j_driver) -> None:  # type: ignore[no-untyped-def]
+    """r·(s1 + s2): deleting one match keeps the row, deleting all of them removes it."""
+    orders = spark.createDataFrame([(1, "urgent"), (2, "low"), (3, "low")], ["o", "prio"])
+    items = spark.createDataFrame([(1, 5, 9), (1, 7, 8), (2, 1, 2), (3, 4, 4)], ["o", "c", "r"])
+
+    def build(prov):  # type: ignore[no-untyped-def]
+        o, i = prov.source(orders, "Orders"), prov.source(items, "Items")
+        on_names = o.join(i.filter(F.col("c") < F.col("r")), on="o", how="semi")
+        on_expr = o.join(i, (o["o"] == i["o"]) & (i["c"] < i["r"]), how="left_semi")
+        return on_names.named("ByName").collect(), on_expr.named("ByExpr").collect()
+
+    (by_name, by_expr), graph = _captured(spark, client, neo4j_driver, build)
+    assert sorted(r["o"] for r in by_name) == sorted(r["o"] for r in by_expr) == [1, 2]
+    for relation in ("ByName", "ByExpr"):
+        rows = {int(d["a_o"]): n for n, d in _of(graph, relation).items()}
+        assert sorted(rows) == [1, 2]
+        one, two = rows[1], rows[2]
+        assert graph.nodes[one]["op"] == "TIMES"
+        plus = [p for p in graph.predecessors(one) if graph.nodes[p]["op"] == "PLUS"]
+        assert len(plus) == 1 and graph.in_degree(plus[0]) == 2
+        assert _tokens(graph, one) == {("Orders", None), ("Items", None)}
+        witnesses = sorted(
+            (graph.nodes[t]["a_c"], graph.nodes[t]["a_r"]) for t in graph.predecessors(plus[0])
+        )
+        assert witnesses == [("5", "9"), ("7", "8")]
+        # a single match feeds the row directly: o2 = o2 · i(2,1,2)
+        assert graph.in_degree(two) == 2
+        assert {graph.nodes[p]["relation"] for p in graph.predecessors(two)} == {"Orders", "Items"}

@@ -5,7 +5,21 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from capture_agent.taps import GroupSpec, JoinSpec, MemberSpec, PlusSpec, SourceSpec, derive
+import pyarrow as pa
+import pytest
+
+from capture_agent.taps import (
+    GroupSpec,
+    JoinSpec,
+    MemberSpec,
+    PlusSpec,
+    SourceSpec,
+    derive,
+    null_flag,
+)
+
+# Ids that a float64 does not represent (the held-out check's Orders tokens and neighbours).
+BIG = [-8189563609426987398, -252003656256316311, (1 << 62) + 1, -(1 << 53) - 1]
 
 
 def test_source_tokens_carry_labels_and_values() -> None:
@@ -26,6 +40,39 @@ def test_plus_and_join_edges() -> None:
     )
     assert times.op == "TIMES"
     assert sorted(zip(edges.src, edges.dst, strict=True)) == [(1, 7), (2, 8), (3, 7), (4, 8)]
+
+
+def test_outer_join_ids_above_2_53_survive_with_their_null_flags() -> None:
+    """The sides of an outer join arrive with nulls as 0 plus a flag; no id is rounded."""
+    pdf = pd.DataFrame(
+        {
+            "id": [BIG[0], BIG[1], BIG[2]],
+            "left": [BIG[3], 0, BIG[1] + 1],
+            "right": [0, BIG[2] - 1, BIG[0] + 3],
+            null_flag("left"): [False, True, False],
+            null_flag("right"): [True, False, False],
+        }
+    )
+    (times,), edges = JoinSpec(key="j").emit(pdf)
+    assert list(times.ids) == BIG[:3]
+    assert sorted(zip(edges.src.tolist(), edges.dst.tolist(), strict=True)) == sorted(
+        [(BIG[3], BIG[0]), (BIG[2] - 1, BIG[1]), (BIG[1] + 1, BIG[2]), (BIG[0] + 3, BIG[2])]
+    )
+
+
+def test_an_id_column_that_came_as_float_is_refused_not_rounded() -> None:
+    """What Arrow makes of a nullable int64 column: float64. The tap must fail loudly."""
+    column = pa.array([BIG[0], None], type=pa.int64()).to_pandas()
+    assert column.dtype == np.float64  # the defect's cause, as pandas/Arrow behave
+    pdf = pd.DataFrame({"id": [1, 2], "left": [3, 4], "right": column})
+    with pytest.raises(TypeError, match="never pass through a float"):
+        JoinSpec(key="j").emit(pdf)
+
+
+def test_a_null_id_where_every_row_needs_one_is_refused() -> None:
+    pdf = pd.DataFrame({"id": [5, 6], "parent": [0, 1], null_flag("parent"): [True, False]})
+    with pytest.raises(ValueError, match="holds nulls"):
+        PlusSpec(key="p", relation="R").emit(pdf)
 
 
 def test_members_skip_null_values_but_stay_members() -> None:

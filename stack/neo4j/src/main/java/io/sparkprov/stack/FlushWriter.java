@@ -51,6 +51,14 @@ final class FlushWriter {
   record Edge(long src, long dst) {}
 
   private final Map<Long, Node> cache = new HashMap<>();
+  // Ids whose node this call created (as a placeholder or to fill it at once).
+  private final Set<Long> created = new HashSet<>();
+  /**
+   * A placeholder (an edge's end whose node has not arrived) carries {@code pending_run}: the run
+   * of the edge that made it. Filling the node removes it, so at a run's completion the indexed
+   * count of nodes still pending for it is the number of never-stored nodes its edges reference.
+   */
+  static final String PENDING = "pending_run";
   private final Map<String, Node> levelSets = new HashMap<>();
   // Nodes to delete at the end of the call (see maintainIds).
   private final List<Node> doomed = new ArrayList<>();
@@ -76,8 +84,8 @@ final class FlushWriter {
         if (!edges.add(e)) {
           continue;
         }
-        Node a = node(e.src);
-        Node b = node(e.dst);
+        Node a = endOfEdge(e.src, run);
+        Node b = endOfEdge(e.dst, run);
         if (!connected(a, b, DERIVES)) {
           a.createRelationshipTo(b, DERIVES);
           counts[1]++;
@@ -133,6 +141,9 @@ final class FlushWriter {
         continue; // stored before: at-least-once delivery re-sent it
       }
       fresh.add(id);
+      if (!created.contains(id)) {
+        n.removeProperty(PENDING); // a placeholder an earlier flush's edge made
+      }
       n.setProperty("run_id", run);
       n.setProperty("op", op);
       n.setProperty("label", labels.isEmpty() ? label : (String) labels.get(i));
@@ -156,12 +167,23 @@ final class FlushWriter {
     }
   }
 
+  /** An edge's end: a placeholder created here is marked pending for the edge's run. */
+  private Node endOfEdge(long id, String run) {
+    boolean before = created.contains(id) || cache.containsKey(id);
+    Node n = node(id);
+    if (!before && created.contains(id)) {
+      n.setProperty(PENDING, run);
+    }
+    return n;
+  }
+
   /** The node with this id, created as a placeholder (its own component and sets) if missing. */
   private Node node(long id) {
     Node n = cache.get(id);
     if (n == null) {
       n = tx.findNode(NODE, "id", id);
       if (n == null) {
+        created.add(id);
         n = tx.createNode(NODE);
         n.setProperty("id", id);
         n.setProperty("component_id", id);
