@@ -7,9 +7,9 @@ O(log^2 n) rounds of joins, all four graphs at once):
 
 - components: weakly connected components over every DERIVES edge;
 - level-k sets (k = 0..2): components over the edges whose two stored ends share their level-k
-  split part (ingest_service.sets.part);
+  split part (ingest_service.levels.part);
 - the connected set of a node: its first level whose set holds fewer than theta nodes, else its
-  deepest (ingest_service.sets.effective), exactly what the ingest service keeps incrementally.
+  deepest (ingest_service.levels.effective), exactly what the ingest service keeps incrementally.
 
 ``--check`` compares these with the stored ids as partitions (equal up to renaming) and the stored
 set dependencies with those of the edges; exit status 1 on any difference. ``--write`` is the
@@ -34,7 +34,7 @@ import neo4j
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ingest_service.sets import DEFAULT_THETA, LEVELS
+from ingest_service.levels import DEFAULT_THETA, LEVELS
 from sparkprov import defaults
 from sparkprov.runtime import configure_logging, neo4j_driver
 

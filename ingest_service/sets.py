@@ -10,13 +10,17 @@ only on the graph, never on the order in which batches arrived. The ingest servi
 level's ids incrementally (union by size, per level) and recomputes the effective set of exactly
 the nodes whose level ids changed or whose set crossed theta; :func:`recompute` is the from-scratch
 definition that the incremental ids must equal (up to renaming).
+
+The pieces the service itself runs on (levels, parts, theta, :func:`effective`) live in
+``ingest_service.levels`` and are re-exported here; networkx, a dev-only dependency, is imported
+only when :func:`recompute` runs, so importing this module never needs it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 
-import networkx as nx
+from ingest_service.levels import DEFAULT_THETA, LEVELS, effective, level_count, part
 
 __all__ = [
     "DEFAULT_THETA",
@@ -28,28 +32,6 @@ __all__ = [
     "recompute",
     "same_partition",
 ]
-
-DEFAULT_THETA = 25000
-LEVELS = 3  # split, sub-split, sub-sub-split (events.MAX_SPLIT_DEPTH)
-
-
-def level_count(split: Sequence[str]) -> int:
-    """Levels at which a node with this split path has a set of its own."""
-    return max(1, min(len(split), LEVELS))
-
-
-def part(split: Sequence[str], level: int) -> tuple[str, ...]:
-    return tuple(split[: level + 1])
-
-
-def effective(
-    level_ids: Sequence[int], sizes: Mapping[tuple[int, int], int], theta: int
-) -> tuple[int, int]:
-    """(level, set id) of the connected set: the first level whose set is below theta."""
-    for level, set_id in enumerate(level_ids):
-        if sizes.get((level, set_id), 1) < theta:
-            return level, set_id
-    return len(level_ids) - 1, level_ids[-1]
 
 
 def dependencies(
@@ -70,6 +52,8 @@ def recompute(
     """Component and connected-set labels of every node, from scratch (a component's label is its
     smallest node id, a connected set's is (level, smallest node id), since one node can head
     sets at several levels; compare with :func:`same_partition`)."""
+    import networkx as nx  # a dev dependency: only tests and checks call the reference
+
     edge_list = [(a, b) for a, b in edges if a in splits and b in splits]
     graph = nx.Graph()
     graph.add_nodes_from(splits)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ingest_service.sets import DEFAULT_THETA
+from ingest_service.levels import DEFAULT_THETA
 from sparkprov import defaults
 
 __all__ = ["IngestSettings"]

@@ -16,7 +16,7 @@ from typing import Any
 
 import neo4j
 
-from ingest_service.sets import DEFAULT_THETA, LEVELS
+from ingest_service.levels import DEFAULT_THETA, LEVELS
 from sparkprov.events import Batch, RunComplete, RunStarted
 from sparkprov.runtime import neo4j_driver
 
