@@ -9,7 +9,8 @@ import sys
 import time
 from types import FrameType
 
-from ingest_service.consumer import Consumer, Metrics
+from ingest_service.consumer import Consumer
+from ingest_service.metrics import Metrics
 from ingest_service.monitoring import serve
 from ingest_service.settings import IngestSettings
 from ingest_service.store import Store, StoreUnavailable

@@ -1,9 +1,24 @@
 """The consume loop: poll, decode, buffer, write to Neo4j, then commit the offsets.
 
-Malformed messages are copied to the dead-letter topic with their reason (headers) and skipped;
-the DLQ producer is flushed before the offsets that skip them are committed. When Neo4j is down,
-the loop pauses its partitions, backs off and retries the same flush: nothing is committed until
-the write succeeds, so nothing is lost.
+- An offset is committed only after Neo4j committed every record before it, and after Kafka
+  acknowledged every dead letter before it (``ingest_service.offsets`` keeps that account).
+- Malformed messages are copied to the dead-letter topic with their reason (headers) and skipped.
+  Before a commit the DLQ producer is flushed and every send checked; a dead letter that is not
+  acknowledged holds its partition's commit back, everything held is dropped and read again from
+  the committed offsets after a back-off (the writes are idempotent, so re-reading is harmless).
+- When Neo4j is down, the loop pauses its partitions, backs off and retries the same write:
+  nothing is committed until it succeeds, so nothing is lost.
+- The loop polls between any two writes, and a write is at most ``batch_rows`` rows
+  (``Flush.split``), so the time between polls stays far below ``max_poll_interval_ms`` however
+  large the backlog. Records a poll returned beyond one buffer wait in the loop with their
+  partitions paused: the polls in between return nothing and only keep the group membership.
+- kafka-python 3 calls the rebalance listener on its IO loop, inside our poll(): the listener
+  must not block (no flush, no commit). On a revocation it drops everything held uncommitted (the
+  buffer and the waiting records); a partition that comes back is sought back to the first offset
+  dropped, others resume, at their next owner, from the last commit.
+
+Kafka clients come from factories and the store is anything with ``write``, so unit tests run
+the loop on fakes, with a fake clock.
 """
 
 from __future__ import annotations
@@ -11,36 +26,61 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
 
+from kafka import ConsumerRebalanceListener, OffsetAndMetadata
+from kafka.errors import CommitFailedError, KafkaError
+
+from ingest_service.clients import (
+    DeadLettersFactory,
+    Record,
+    SourceFactory,
+    dlq_producer,
+    kafka_consumer,
+)
+from ingest_service.metrics import Metrics
+from ingest_service.offsets import Delivery, Offsets
 from ingest_service.settings import IngestSettings
-from ingest_service.store import Flush, FlushResult, Store, StoreUnavailable
+from ingest_service.store import Flush, FlushResult, StoreUnavailable
 from sparkprov.events import MalformedEvent, decode
 
-__all__ = ["Consumer", "Metrics"]
+__all__ = ["Consumer", "Writer"]
 
 log = logging.getLogger(__name__)
 
+_FIRST_BACKOFF_S = 0.5
+_MAX_BACKOFF_S = 15.0
+_DLQ_FLUSH_S = 30.0
+_LAG_EVERY_S = 5.0
 
-@dataclass
-class Metrics:
-    """Counters for /metrics; written by the loop thread, read by the HTTP thread."""
 
-    messages: int = 0
-    dead_letters: int = 0
-    flushes: int = 0
-    nodes_written: int = 0
-    edges_written: int = 0
-    runs_completed: int = 0
-    runs_dangling: int = 0  # completed runs whose edges reference never-stored nodes
-    dangling_nodes: int = 0  # those never-stored nodes
-    write_seconds_total: float = 0.0
-    last_write_seconds: float = 0.0
-    store_failures: int = 0
-    lag: int = 0
-    last_loop_monotonic: float = field(default_factory=time.monotonic)
-    ready: bool = False
+class Writer(Protocol):
+    """Where flushes go: ``ingest_service.store.Store`` (raises StoreUnavailable when down)."""
+
+    def write(self, flush: Flush) -> FlushResult: ...
+
+
+class _Undelivered:
+    """A dead letter whose send raised at once: never acknowledged."""
+
+    def succeeded(self) -> bool:
+        return False
+
+
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(
+        self, revoked: Callable[[], None], assigned: Callable[[Iterable[Any]], None]
+    ) -> None:
+        self._revoked = revoked
+        self._assigned = assigned
+
+    def on_partitions_revoked(self, revoked: Any) -> None:
+        self._revoked()
+
+    def on_partitions_assigned(self, assigned: Any) -> None:
+        self._assigned(assigned)
 
 
 def _merge(total: FlushResult | None, part: FlushResult) -> FlushResult:
@@ -56,72 +96,37 @@ def _merge(total: FlushResult | None, part: FlushResult) -> FlushResult:
 
 
 class Consumer:
-    def __init__(self, settings: IngestSettings, store: Store, metrics: Metrics) -> None:
-        from kafka import KafkaConsumer, KafkaProducer
-        from kafka.consumer.subscription_state import ConsumerRebalanceListener
+    """``clock`` is monotonic seconds (``/healthz`` compares ``metrics.last_loop_monotonic``
+    with ``time.monotonic``); ``sleep`` waits between retries and returns early on :meth:`stop`
+    by default."""
 
+    def __init__(
+        self,
+        settings: IngestSettings,
+        store: Writer,
+        metrics: Metrics,
+        *,
+        source: SourceFactory = kafka_consumer,
+        dead_letters: DeadLettersFactory = dlq_producer,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], object] | None = None,
+    ) -> None:
         self._settings = settings
         self._store = store
         self.metrics = metrics
+        self._clock = clock
         self._stop = threading.Event()
+        self._sleep = sleep or self._stop.wait
         self._buffer = Flush()
-        self._uncommitted = False
-        # Next offset to commit per (topic, partition): only what the buffer holds is committed.
-        self._offsets: dict[tuple[str, int], int] = {}
-        # First offset the buffer holds per partition: where to resume if the buffer is dropped.
-        self._firsts: dict[tuple[str, int], int] = {}
-        # Dropped at a revocation, to seek back to if the partition comes back to this member.
-        self._rewind: dict[tuple[str, int], int] = {}
-        self._generation = 0  # bumped whenever a revocation drops the buffer
+        # Records polled but not taken yet (their partitions stay paused until they are).
+        self._waiting: deque[tuple[Any, Record]] = deque()
+        self._offsets: Offsets[Any] = Offsets()
+        self._generation = 0  # bumped whenever what we hold is dropped
         self._first_buffered = 0.0
-        self._consumer = KafkaConsumer(
-            bootstrap_servers=settings.kafka_bootstrap.split(","),
-            group_id=settings.group_id,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            max_poll_records=settings.max_poll_records,
-            max_partition_fetch_bytes=16 * 1024 * 1024,
-            fetch_max_bytes=64 * 1024 * 1024,
-            # A killed member is noticed (and its partitions reassigned) within 10s.
-            session_timeout_ms=10000,
-            heartbeat_interval_ms=3000,
-        )
-        self._dlq = KafkaProducer(
-            bootstrap_servers=settings.kafka_bootstrap.split(","),
-            acks="all",
-            max_request_size=16 * 1024 * 1024,
-        )
-        outer = self
-
-        class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
-            def on_partitions_revoked(self, revoked: Any) -> None:
-                # Runs on the client's IO loop (kafka-python 3), inside our poll(): no blocking
-                # calls here. Drop what we hold without committing it: the partitions' next
-                # owner resumes from the last commit, which only ever follows a Neo4j commit,
-                # and the writes are idempotent, so the redelivery is harmless.
-                if outer._uncommitted:
-                    log.warning(
-                        "partitions revoked: %d buffered events left uncommitted for redelivery",
-                        outer._buffer.events,
-                    )
-                    outer._rewind.update(outer._firsts)
-                    outer._generation += 1
-                    outer._buffer = Flush()
-                    outer._offsets = {}
-                    outer._firsts = {}
-                    outer._uncommitted = False
-
-            def on_partitions_assigned(self, assigned: Any) -> None:
-                log.info("assigned partitions %s", sorted(tp.partition for tp in assigned))
-                # A partition that stays with us may keep its fetch position past what we
-                # dropped: seek back to the first dropped offset (seek only sets the position).
-                for tp in assigned:
-                    offset = outer._rewind.pop((tp.topic, tp.partition), None)
-                    if offset is not None:
-                        outer._consumer.seek(tp, offset)
-                outer._rewind.clear()
-
-        self._consumer.subscribe([settings.topic], listener=_Listener())
+        self._dlq_backoff = _FIRST_BACKOFF_S
+        self._kafka = source(settings)
+        self._dlq = dead_letters(settings)
+        self._kafka.subscribe([settings.topic], listener=_Listener(self._revoked, self._assigned))
 
     def stop(self) -> None:
         self._stop.set()
@@ -129,56 +134,113 @@ class Consumer:
     def run(self) -> None:
         """Consume until :meth:`stop`; then write and commit what is buffered."""
         self.metrics.ready = True
-        last_lag = 0.0
+        last_lag = self._clock()
         try:
-            while not self._stop.is_set():
-                self.metrics.last_loop_monotonic = time.monotonic()
-                polled = self._consumer.poll(timeout_ms=100)
-                generation = self._generation
-                for records in polled.values():
-                    for record in records:
-                        if self._generation != generation:
-                            break
-                        self._take(record)
-                        # Flush inside a poll too: a poll may bring far more than one batch.
-                        if self._buffer.rows >= self._settings.batch_rows:
-                            self._flush(retry=True)
-                if self._generation != generation:
-                    # A rebalance (inside a flush's retries) dropped the buffer: leave the rest
-                    # of this poll untaken, rewound, so it is read again after what was dropped.
-                    self._rewind_untaken(polled)
-                if self._due():
-                    self._flush(retry=True)
-                if time.monotonic() - last_lag > 5:
-                    self._update_lag()
-                    last_lag = time.monotonic()
-            if self._uncommitted:
-                try:
+            try:
+                while not self._stop.is_set():
+                    self.metrics.last_loop_monotonic = self._clock()
+                    self._poll()
+                    self._take_waiting()
+                    if self._due():
+                        self._flush(retry=True)
+                    if self._clock() - last_lag > _LAG_EVERY_S:
+                        self._update_lag()
+                        last_lag = self._clock()
+                if self._offsets.taken:
                     self._flush(retry=False)
-                except StoreUnavailable:
-                    log.warning(
-                        "stopping with %d events unwritten; uncommitted, they will be redelivered",
-                        self._buffer.events,
-                    )
+            except StoreUnavailable:
+                log.warning(
+                    "stopping with %d events unwritten; uncommitted, they will be redelivered",
+                    self._buffer.events,
+                )
         finally:
-            self._consumer.close(autocommit=False)
+            self._kafka.close(autocommit=False)
             self._dlq.close(timeout=10)
 
-    def _take(self, record: Any) -> None:
+    # -- polling --------------------------------------------------------------------------
+
+    def _poll(self) -> None:
+        """Fetch new records, or, while records of an earlier poll still wait, poll paused."""
+        if self._waiting:
+            self._poll_paused()
+            return
+        paused = self._kafka.paused()
+        if paused:
+            self._kafka.resume(*paused)
+        for tp, records in self._kafka.poll(timeout_ms=100).items():
+            if records:
+                self._offsets.received(tp, records[0].offset, records[-1].offset + 1)
+                self._waiting.extend((tp, record) for record in records)
+
+    def _poll_paused(self) -> None:
+        """Poll with every partition paused, to stay in the group while records wait or Neo4j
+        is away. A rebalance inside the poll may hand us partitions that are not paused yet:
+        records it returns are not taken, and their partitions are rewound so nothing is
+        skipped."""
+        self._kafka.pause(*self._kafka.assignment())
+        for tp, records in self._kafka.poll(timeout_ms=0).items():
+            if records:
+                self._kafka.seek(tp, records[0].offset)
+        self._kafka.pause(*self._kafka.assignment())
+
+    def _back_off(self, seconds: float) -> None:
+        self._sleep(seconds)
+        self._poll_paused()
+
+    # -- rebalance (runs on kafka-python's IO loop: nothing here may block) -----------------
+
+    def _revoked(self) -> None:
+        # Drop what we hold without committing it: the partitions' next owner resumes from the
+        # last commit, which only ever follows a Neo4j commit, and the writes are idempotent, so
+        # the redelivery is harmless.
+        if self._offsets.holding:
+            log.warning(
+                "partitions revoked: %d buffered events and %d waiting records left uncommitted "
+                "for redelivery",
+                self._buffer.events,
+                len(self._waiting),
+            )
+            self._drop()
+
+    def _assigned(self, assigned: Iterable[Any]) -> None:
+        assigned = list(assigned)
+        log.info("assigned partitions %s", sorted(tp.partition for tp in assigned))
+        # A partition that stays with us may keep its fetch position past what we dropped: seek
+        # back to the first dropped offset (seek only sets the position).
+        for tp in assigned:
+            offset = self._offsets.rewind(tp)
+            if offset is not None:
+                self._kafka.seek(tp, offset)
+        self._offsets.forget_rewinds()
+
+    def _drop(self) -> None:
+        self._offsets.drop()
+        self._buffer = Flush()
+        self._waiting.clear()
+        self._generation += 1
+
+    # -- taking records -------------------------------------------------------------------
+
+    def _take_waiting(self) -> None:
+        """Take waiting records until the buffer holds a write's worth (one write between
+        polls)."""
+        while self._waiting and self._buffer.rows < self._settings.batch_rows:
+            tp, record = self._waiting.popleft()
+            self._take(tp, record)
+
+    def _take(self, tp: Any, record: Record) -> None:
         self.metrics.messages += 1
-        if not self._uncommitted:
-            self._first_buffered = time.monotonic()
-        self._uncommitted = True
-        self._offsets[(record.topic, record.partition)] = record.offset + 1
-        self._firsts.setdefault((record.topic, record.partition), record.offset)
+        if not self._offsets.taken:
+            self._first_buffered = self._clock()
         try:
             event = decode(record.value)
         except MalformedEvent as e:
-            self._dead_letter(record, e)
+            self._offsets.dead_letter(tp, record.offset, self._dead_letter(record, e))
             return
+        self._offsets.take(tp, record.offset)
         self._buffer.add(event)
 
-    def _dead_letter(self, record: Any, error: MalformedEvent) -> None:
+    def _dead_letter(self, record: Record, error: MalformedEvent) -> Delivery:
         self.metrics.dead_letters += 1
         log.warning(
             "dead-lettering %s[%d]@%d: %s", record.topic, record.partition, record.offset, error
@@ -188,112 +250,151 @@ class Consumer:
             ("detail", error.detail[:1000].encode()),
             ("source", f"{record.topic}/{record.partition}/{record.offset}".encode()),
         ]
-        self._dlq.send(
-            self._settings.dlq_topic, value=record.value, key=record.key, headers=headers
-        )
+        try:
+            return self._dlq.send(
+                self._settings.dlq_topic, value=record.value, key=record.key, headers=headers
+            )
+        except KafkaError as e:
+            log.warning("dead letter not sent (%s): its offset will not be committed", e)
+            return _Undelivered()
 
     def _due(self) -> bool:
-        if not self._uncommitted:
+        if not self._offsets.taken:
             return False
         if self._buffer.rows >= self._settings.batch_rows:
             return True
-        return (time.monotonic() - self._first_buffered) * 1000 >= self._settings.batch_ms
+        return (self._clock() - self._first_buffered) * 1000 >= self._settings.batch_ms
+
+    # -- writing and committing -----------------------------------------------------------
 
     def _flush(self, *, retry: bool) -> None:
-        backoff = 0.5
-        paused = False
+        """Write the buffer in parts of at most ``batch_rows``, polling (paused) between parts,
+        then commit. A rebalance that drops the buffer meanwhile ends the flush uncommitted."""
+        generation = self._generation
+        result: FlushResult | None = None
+        elapsed = 0.0
+        parts = self._buffer.split(self._settings.batch_rows) if self._buffer else []
+        for i, part in enumerate(parts):
+            if i:
+                self._poll_paused()
+                if self._generation != generation:
+                    return
+            written = self._write(part, retry=retry)
+            if written is None:
+                return
+            result = _merge(result, written[0])
+            elapsed += written[1]
+        events = self._buffer.events
+        self._buffer = Flush()
+        self._commit()
+        if result is not None:
+            self._count(result, events, elapsed)
+
+    def _write(self, part: Flush, *, retry: bool) -> tuple[FlushResult, float] | None:
+        """One part and its write time. While Neo4j is unavailable: back off with every
+        partition paused and retry (nothing is committed meanwhile); None if a rebalance
+        dropped the buffer while waiting. Raises StoreUnavailable without ``retry`` or once
+        stopping."""
+        generation = self._generation
+        backoff = _FIRST_BACKOFF_S
         while True:
+            started = self._clock()
             try:
-                started = time.perf_counter()
-                result = None
-                if self._buffer:
-                    for part in self._buffer.split(self._settings.batch_rows):
-                        result = _merge(result, self._store.write(part))
-                elapsed = time.perf_counter() - started
-                break
+                result = self._store.write(part)
             except StoreUnavailable as e:
                 self.metrics.store_failures += 1
                 if not retry or self._stop.is_set():
                     raise
-                paused = True
                 log.warning(
                     "Neo4j unavailable (%s); retrying in %.1fs, nothing committed", e, backoff
                 )
-                self._stop.wait(backoff)
-                self._poll_paused()
-                backoff = min(backoff * 2, 15.0)
-        if paused:
-            self._consumer.resume(*self._consumer.paused())
-        self._dlq.flush(timeout=30)
-        from kafka import OffsetAndMetadata, TopicPartition
-        from kafka.errors import CommitFailedError
+                self._back_off(backoff)
+                if self._generation != generation:
+                    return None
+                backoff = min(backoff * 2, _MAX_BACKOFF_S)
+                continue
+            elapsed = self._clock() - started
+            if elapsed * 1000 > self._settings.max_poll_interval_ms / 2:
+                log.warning(
+                    "writing %d rows took %.0fs, over half of max_poll_interval_ms: lower "
+                    "SPARKPROV_INGEST_BATCH_ROWS before Kafka drops this member from its group",
+                    part.rows,
+                    elapsed,
+                )
+            return result, elapsed
 
-        offsets = {
-            TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)
-            for (topic, partition), offset in self._offsets.items()
-        }
+    def _commit(self) -> None:
+        """Commit what the stored buffer and the acknowledged dead letters cover. A dead letter
+        that is not acknowledged holds its partition back: then everything held is dropped and
+        read again from the committed offsets, after a back-off."""
+        if self._offsets.letters:
+            try:
+                self._dlq.flush(timeout=_DLQ_FLUSH_S)
+            except KafkaError as e:
+                # Sends still unfinished count as not acknowledged below.
+                log.warning("dead-letter flush failed: %s", e)
+        offsets = self._offsets.committable()
+        held = self._offsets.held_back(offsets)
         try:
             if offsets:
-                self._consumer.commit(offsets)
+                self._kafka.commit(
+                    {tp: OffsetAndMetadata(offset, "", -1) for tp, offset in offsets.items()}
+                )
         except CommitFailedError as e:
             # The group rebalanced under us: the writes are idempotent, redelivery is harmless.
             log.warning(
                 "offset commit failed after a rebalance (%s); events will be redelivered", e
             )
-        if result is not None:
-            m = self.metrics
-            m.flushes += 1
-            m.nodes_written += result.nodes_created
-            m.edges_written += result.edges_created
-            m.runs_completed += len(result.completed_runs)
-            m.runs_dangling += len(result.dangling)
-            m.dangling_nodes += sum(result.dangling.values())
-            m.write_seconds_total += elapsed
-            m.last_write_seconds = elapsed
-            for run in result.completed_runs:
-                log.info("run %s complete", run)
-            log.debug(
-                "flushed %d events: %d new nodes, %d new edges, %d component merges in %.3fs",
-                self._buffer.events,
-                result.nodes_created,
-                result.edges_created,
-                result.components_merged,
-                elapsed,
-            )
-        self._buffer = Flush()
-        self._offsets = {}
-        self._firsts = {}
-        self._uncommitted = False
+        self._offsets.committed(offsets)
+        if not held:
+            self._dlq_backoff = _FIRST_BACKOFF_S
+            return
+        self.metrics.dead_letter_failures += 1
+        log.error(
+            "dead letters of %s not acknowledged: committed up to them only; reading again "
+            "from there in %.1fs",
+            sorted(f"{tp.topic}[{tp.partition}]" for tp in held),
+            self._dlq_backoff,
+        )
+        self._drop()
+        for tp in self._kafka.assignment():
+            offset = self._offsets.rewind(tp)
+            if offset is not None:
+                self._kafka.seek(tp, offset)
+        self._offsets.forget_rewinds()
+        self._back_off(self._dlq_backoff)
+        self._dlq_backoff = min(self._dlq_backoff * 2, _MAX_BACKOFF_S)
 
-    def _rewind_untaken(self, polled: dict[Any, list[Any]]) -> None:
-        assigned = self._consumer.assignment()
-        for tp, records in polled.items():
-            if records and tp in assigned:
-                position = self._consumer.position(tp)
-                self._consumer.seek(tp, min(records[0].offset, position))
-
-    def _poll_paused(self) -> None:
-        """Poll with every partition paused, to stay in the group while Neo4j is away. A
-        rebalance inside the poll may hand us partitions that are not paused yet: records it
-        returns are not taken, and their partitions are rewound so nothing is skipped."""
-        from kafka import TopicPartition
-
-        self._consumer.pause(*self._consumer.assignment())
-        polled = self._consumer.poll(timeout_ms=0)
-        for tp, records in polled.items():
-            if records:
-                self._consumer.seek(TopicPartition(tp.topic, tp.partition), records[0].offset)
-        self._consumer.pause(*self._consumer.assignment())
+    def _count(self, result: FlushResult, events: int, elapsed: float) -> None:
+        m = self.metrics
+        m.flushes += 1
+        m.nodes_written += result.nodes_created
+        m.edges_written += result.edges_created
+        m.runs_completed += len(result.completed_runs)
+        m.runs_dangling += len(result.dangling)
+        m.dangling_nodes += sum(result.dangling.values())
+        m.write_seconds_total += elapsed
+        m.last_write_seconds = elapsed
+        for run in result.completed_runs:
+            log.info("run %s complete", run)
+        log.debug(
+            "flushed %d events: %d new nodes, %d new edges, %d component merges in %.3fs",
+            events,
+            result.nodes_created,
+            result.edges_created,
+            result.components_merged,
+            elapsed,
+        )
 
     def _update_lag(self) -> None:
         try:
-            assignment = self._consumer.assignment()
+            assignment = self._kafka.assignment()
             if not assignment:
                 self.metrics.lag = 0
                 return
-            ends = self._consumer.end_offsets(list(assignment))
+            ends = self._kafka.end_offsets(list(assignment))
             self.metrics.lag = sum(
-                max(0, ends[tp] - self._consumer.position(tp)) for tp in assignment
+                max(0, ends[tp] - (self._kafka.position(tp) or 0)) for tp in assignment
             )
         except Exception:  # noqa: BLE001 - metrics only
             log.debug("lag update failed", exc_info=True)

@@ -7,7 +7,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from ingest_service.consumer import Metrics
+from ingest_service.metrics import Metrics
 
 __all__ = ["serve"]
 
@@ -22,6 +22,12 @@ def _render(m: Metrics) -> str:
             "counter",
             "messages sent to the DLQ",
             m.dead_letters,
+        ),
+        (
+            "sparkprov_ingest_dead_letter_failures_total",
+            "counter",
+            "commits held back by an unacknowledged dead letter",
+            m.dead_letter_failures,
         ),
         ("sparkprov_ingest_flushes_total", "counter", "Neo4j write transactions", m.flushes),
         ("sparkprov_ingest_nodes_total", "counter", "new nodes stored", m.nodes_written),

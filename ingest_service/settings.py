@@ -27,6 +27,9 @@ class IngestSettings:
     batch_rows: int = 20000
     batch_ms: int = 250
     max_poll_records: int = 500
+    # Kafka drops a member that does not poll for this long. The loop polls between any two
+    # writes of at most batch_rows each, so one write must stay well below it.
+    max_poll_interval_ms: int = 300000
     # A connected set that reaches this many nodes is refined by its sub-splits (CSProv theta).
     theta: int = DEFAULT_THETA
 
@@ -49,6 +52,9 @@ class IngestSettings:
             batch_ms=int(get("SPARKPROV_INGEST_BATCH_MS", str(cls.batch_ms))),
             max_poll_records=int(
                 get("SPARKPROV_INGEST_MAX_POLL_RECORDS", str(cls.max_poll_records))
+            ),
+            max_poll_interval_ms=int(
+                get("SPARKPROV_INGEST_MAX_POLL_INTERVAL_MS", str(cls.max_poll_interval_ms))
             ),
             theta=int(get("SPARKPROV_SET_THETA", str(cls.theta))),
         )

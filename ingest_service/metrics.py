@@ -1,0 +1,32 @@
+"""Counters of the ingest service, written by the consume loop and read by ``/metrics``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+__all__ = ["Metrics"]
+
+
+@dataclass
+class Metrics:
+    """Counters for /metrics; written by the loop thread, read by the HTTP thread."""
+
+    messages: int = 0
+    dead_letters: int = 0
+    # Commits held back because a dead letter was not acknowledged (its partition is re-read).
+    dead_letter_failures: int = 0
+    flushes: int = 0
+    nodes_written: int = 0
+    edges_written: int = 0
+    runs_completed: int = 0
+    runs_dangling: int = 0  # completed runs whose edges reference never-stored nodes
+    dangling_nodes: int = 0  # those never-stored nodes
+    write_seconds_total: float = 0.0
+    last_write_seconds: float = 0.0
+    store_failures: int = 0
+    lag: int = 0
+    # Set at every turn of the loop: /healthz reports a loop stuck for long (in a write, or
+    # retrying while Neo4j is away).
+    last_loop_monotonic: float = field(default_factory=time.monotonic)
+    ready: bool = False

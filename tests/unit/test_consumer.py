@@ -1,0 +1,428 @@
+"""The consume loop on fakes (Kafka consumer, DLQ producer, store, clock): offsets committed only
+after the store and the dead-letter topic have what they cover, nothing skipped across
+rebalances, outages and dead-letter failures, and polls frequent enough to keep the group
+membership under any backlog.
+
+The fakes check the loop's manners on every call: no store write, DLQ flush, commit or poll
+from inside the rebalance listener (kafka-python 3 runs it on its IO loop), no commit for a
+partition this member does not own, and no commit that goes backwards."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import pytest
+from kafka import TopicPartition
+from kafka.errors import KafkaTimeoutError
+
+from ingest_service.consumer import Consumer
+from ingest_service.metrics import Metrics
+from ingest_service.settings import IngestSettings
+from ingest_service.store import Flush, FlushResult, StoreUnavailable
+from sparkprov.events import EdgeColumns, NodeColumns, encode_batch
+
+TOPIC = "lineage"
+GARBAGE = b"\x00 not a lineage event"
+
+
+def tp(partition: int) -> TopicPartition:
+    return TopicPartition(TOPIC, partition)
+
+
+def batch(first_id: int, nodes: int, edges: int = 0) -> bytes:
+    ids = list(range(first_id, first_id + nodes))
+    cut = EdgeColumns([ids[0]] * edges, [ids[i % nodes] for i in range(edges)]) if edges else None
+    return encode_batch("run", "wf", "tap", 0, first_id, [NodeColumns("TOKEN", ids)], cut)
+
+
+def ids_of(messages: list[bytes], first_id: int, nodes: int) -> list[int]:
+    return [first_id + i * nodes + k for i in range(len(messages)) for k in range(nodes)]
+
+
+@dataclass
+class Clock:
+    now: float = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class Rec(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+class FakeKafka:
+    """A group member's view of the topic: assignment, positions, pauses, commits."""
+
+    def __init__(self, clock: Clock, logs: dict[int, list[bytes]], max_records: int) -> None:
+        self.clock = clock
+        self.logs = {tp(p): messages for p, messages in logs.items()}
+        self.max_records = max_records
+        self.assigned: set[TopicPartition] = set()
+        self.paused_: set[TopicPartition] = set()
+        self.positions: dict[TopicPartition, int] = {}
+        self.committed: dict[TopicPartition, int] = {}
+        self.commits: list[dict[TopicPartition, int]] = []
+        self.seeks: list[tuple[TopicPartition, int, bool]] = []  # (tp, offset, in listener)
+        self.poll_times: list[float] = []
+        self.next_assignment: set[TopicPartition] | None = set(self.logs)
+        self.in_listener = False
+        self.listener: Any = None
+        self.closed = False
+        self.on_poll: Callable[[], None] = lambda: None
+        self.stop: Callable[[], None] = lambda: None
+
+    def rebalance(self, partitions: list[int]) -> None:
+        """At the next poll: revoke everything, then assign ``partitions`` (a partition that
+        stays keeps its fetch position, as kafka-python may; others start at the commit)."""
+        self.next_assignment = {tp(p) for p in partitions}
+
+    def done(self) -> bool:
+        return self.next_assignment is None and all(
+            self.committed.get(t, 0) == len(log) for t, log in self.logs.items()
+        )
+
+    # -- the Source protocol --
+
+    def subscribe(self, topics: list[str], listener: Any) -> None:
+        assert list(topics) == [TOPIC]
+        self.listener = listener
+
+    def poll(self, timeout_ms: int) -> dict[TopicPartition, list[Rec]]:
+        assert not self.in_listener
+        self.poll_times.append(self.clock.now)
+        self.on_poll()
+        if self.done() or len(self.poll_times) > 50_000:
+            self.stop()
+        if self.next_assignment is not None:
+            new, self.next_assignment = self.next_assignment, None
+            self.in_listener = True
+            try:
+                if self.assigned:
+                    self.listener.on_partitions_revoked(set(self.assigned))
+                for t in new - self.assigned:
+                    self.positions[t] = self.committed.get(t, 0)
+                self.assigned = new
+                self.paused_ = set()  # a new assignment starts unpaused
+                self.listener.on_partitions_assigned(set(new))
+            finally:
+                self.in_listener = False
+        out: dict[TopicPartition, list[Rec]] = {}
+        budget = self.max_records
+        for t in sorted(self.assigned - self.paused_):
+            start = self.positions[t]
+            messages = self.logs[t][start : start + budget]
+            if messages:
+                out[t] = [
+                    Rec(t.topic, t.partition, start + i, None, m) for i, m in enumerate(messages)
+                ]
+                self.positions[t] += len(messages)
+                budget -= len(messages)
+        if not out:
+            self.clock.now += timeout_ms / 1000
+        return out
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self.assigned)
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        assert set(partitions) <= self.assigned
+        self.paused_ |= set(partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        self.paused_ -= set(partitions)
+
+    def paused(self) -> set[TopicPartition]:
+        return set(self.paused_)
+
+    def seek(self, partition: TopicPartition, offset: int) -> None:
+        assert partition in self.assigned, "seek on a partition not assigned"
+        self.positions[partition] = offset
+        self.seeks.append((partition, offset, self.in_listener))
+
+    def position(self, partition: TopicPartition) -> int:
+        return self.positions[partition]
+
+    def end_offsets(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+        return {t: len(self.logs[t]) for t in partitions}
+
+    def commit(self, offsets: dict[TopicPartition, Any]) -> None:
+        assert not self.in_listener, "commit inside the rebalance listener"
+        plain = {t: meta.offset for t, meta in offsets.items()}
+        for t, offset in plain.items():
+            assert t in self.assigned, f"commit for {t}, not assigned"
+            assert offset >= self.committed.get(t, 0), "commit went backwards"
+        self.committed.update(plain)
+        self.commits.append(plain)
+
+    def close(self, autocommit: bool) -> None:
+        assert autocommit is False
+        self.closed = True
+
+
+class FakeStore:
+    """Neo4j: each write takes ``seconds_per_row`` of the clock; raises while ``down``."""
+
+    def __init__(self, clock: Clock, kafka: FakeKafka, seconds_per_row: float = 0.0) -> None:
+        self.clock = clock
+        self.kafka = kafka
+        self.seconds_per_row = seconds_per_row
+        self.down = False
+        self.attempts = 0
+        self.writes: list[list[int]] = []  # node ids of each successful write
+        self.rows: list[int] = []
+
+    def write(self, flush: Flush) -> FlushResult:
+        assert not self.kafka.in_listener, "store write inside the rebalance listener"
+        self.attempts += 1
+        if self.down:
+            raise StoreUnavailable("ServiceUnavailable: fake outage")
+        self.clock.now += flush.rows * self.seconds_per_row
+        ids = [i for block in flush.blocks for i in block["ids"]]
+        self.writes.append(ids)
+        self.rows.append(flush.rows)
+        edges = sum(len(e["src"]) for e in flush.edges)
+        return FlushResult(len(ids), edges, 0, [])
+
+    @property
+    def written(self) -> set[int]:
+        return {i for ids in self.writes for i in ids}
+
+
+class Sent:
+    def __init__(self) -> None:
+        self.done = False
+        self.ok = False
+
+    def succeeded(self) -> bool:
+        return self.done and self.ok
+
+
+class FakeDeadLetters:
+    """Dead-letter producer: a flush completes every send, acknowledged unless ``failing``."""
+
+    def __init__(self, kafka: FakeKafka) -> None:
+        self.kafka = kafka
+        self.failing = False
+        self.refuse_sends = 0  # this many next sends raise at once
+        self.sent: list[tuple[int, Sent]] = []  # (source offset, delivery)
+        self._unfinished: list[Sent] = []
+
+    def send(
+        self, topic: str, *, value: bytes | None, key: bytes | None, headers: list[Any]
+    ) -> Sent:
+        assert not self.kafka.in_listener
+        if self.refuse_sends:
+            self.refuse_sends -= 1
+            raise KafkaTimeoutError("fake: metadata not available")
+        source = dict(headers)["source"].decode().rsplit("/", 1)[1]
+        delivery = Sent()
+        self.sent.append((int(source), delivery))
+        self._unfinished.append(delivery)
+        return delivery
+
+    def flush(self, timeout: float) -> None:
+        assert not self.kafka.in_listener, "DLQ flush inside the rebalance listener"
+        for delivery in self._unfinished:
+            delivery.done, delivery.ok = True, not self.failing
+        self._unfinished.clear()
+
+    def close(self, timeout: float) -> None:
+        pass
+
+    def acknowledged(self, offset: int) -> bool:
+        return any(o == offset and d.succeeded() for o, d in self.sent)
+
+
+@dataclass
+class Loop:
+    consumer: Consumer
+    kafka: FakeKafka
+    store: FakeStore
+    dlq: FakeDeadLetters
+    clock: Clock
+    metrics: Metrics = field(default_factory=Metrics)
+
+
+def make(
+    logs: dict[int, list[bytes]],
+    *,
+    batch_rows: int = 1000,
+    max_poll_interval_ms: int = 300_000,
+    seconds_per_row: float = 0.0,
+    max_records: int = 500,
+) -> Loop:
+    clock = Clock()
+    kafka = FakeKafka(clock, logs, max_records)
+    store = FakeStore(clock, kafka, seconds_per_row)
+    dlq = FakeDeadLetters(kafka)
+    settings = IngestSettings(
+        topic=TOPIC,
+        batch_rows=batch_rows,
+        batch_ms=250,
+        max_poll_records=max_records,
+        max_poll_interval_ms=max_poll_interval_ms,
+    )
+    metrics = Metrics()
+    consumer = Consumer(
+        settings,
+        store,
+        metrics,
+        source=lambda s: kafka,
+        dead_letters=lambda s: dlq,
+        clock=clock,
+        sleep=clock.sleep,
+    )
+    kafka.stop = consumer.stop
+    return Loop(consumer, kafka, store, dlq, clock, metrics)
+
+
+def test_a_backlog_is_written_between_polls_that_keep_the_membership() -> None:
+    # 400 messages of 5,000 rows and one of 75,000 (edges, cut by Flush.split): one poll returns
+    # them all: 2,075,000 rows, 2,075 s of writing at 1 ms a row, 34 times max_poll_interval.
+    messages = [batch(i * 5000, 5000) for i in range(400)]
+    messages.insert(200, batch(10**9, 5000, edges=70_000))
+    loop = make({0: messages}, batch_rows=20_000, max_poll_interval_ms=60_000, seconds_per_row=1e-3)
+    loop.consumer.run()
+
+    assert len(loop.kafka.poll_times) > 100
+    gaps = [b - a for a, b in zip(loop.kafka.poll_times, loop.kafka.poll_times[1:], strict=False)]
+    assert max(gaps) <= 21.0  # one write of at most batch_rows, far below the 60 s interval
+    assert loop.clock.now - 1000.0 > 34 * 60
+    assert max(loop.store.rows) <= 20_000
+    assert loop.kafka.committed == {tp(0): 401}
+    assert loop.store.written == set(range(400 * 5000)) | set(range(10**9, 10**9 + 5000))
+    assert loop.kafka.closed
+
+
+def test_a_revoked_partition_drops_the_buffer_uncommitted_and_is_rewound_when_it_returns() -> None:
+    logs = {
+        0: [batch(i * 100, 100) for i in range(30)],
+        1: [batch(10**6 + i * 100, 100) for i in range(30)],
+    }
+    loop = make(logs, batch_rows=10**6)  # everything stays buffered until batch_ms
+    kafka = loop.kafka
+    state = {"polls": 0, "back": False}
+
+    def on_poll() -> None:
+        state["polls"] += 1
+        if state["polls"] == 2:
+            # Both partitions' 60 records are buffered, none written or committed yet.
+            assert loop.store.writes == [] and kafka.commits == []
+            kafka.rebalance([0])
+        elif kafka.commits and not state["back"]:
+            state["back"] = True
+            kafka.rebalance([0, 1])
+
+    kafka.on_poll = on_poll
+    loop.consumer.run()
+
+    # Partition 0 stayed: the listener sought it back to the first dropped offset.
+    assert (tp(0), 0, True) in kafka.seeks
+    # The first write holds partition 0 only, from offset 0: partition 1's records were dropped,
+    # nothing of them committed while it was away (FakeKafka refuses such a commit).
+    assert loop.store.writes[0] == ids_of(logs[0], 0, 100)
+    assert tp(1) not in kafka.commits[0]
+    assert kafka.committed == {tp(0): 30, tp(1): 30}
+    assert loop.store.written == set(ids_of(logs[0], 0, 100)) | set(ids_of(logs[1], 10**6, 100))
+
+
+def test_while_neo4j_is_down_nothing_is_committed_and_nothing_is_skipped() -> None:
+    messages = [batch(i * 100, 100) for i in range(20)]
+    loop = make({0: messages}, batch_rows=1000)
+    kafka, store = loop.kafka, loop.store
+    store.down = True
+    polls_while_down = []
+
+    def on_poll() -> None:
+        if store.down:
+            polls_while_down.append(kafka.paused() == kafka.assignment())
+            assert kafka.commits == []
+        if store.attempts >= 5:
+            store.down = False
+
+    kafka.on_poll = on_poll
+    loop.consumer.run()
+
+    assert loop.metrics.store_failures == 5
+    # It stayed in the group (polled between retries) with every partition paused.
+    assert polls_while_down.count(True) >= 5
+    assert loop.clock.now - 1000.0 >= 0.5 + 1 + 2 + 4 + 8  # backed off, doubling
+    assert store.writes[0] == ids_of(messages[:10], 0, 100)
+    assert store.written == set(range(2000))
+    assert kafka.committed == {tp(0): 20}
+
+
+def test_a_rebalance_during_an_outage_rewinds_the_dropped_buffer() -> None:
+    messages = [batch(i * 100, 100) for i in range(20)]
+    loop = make({0: messages}, batch_rows=1000)
+    kafka, store = loop.kafka, loop.store
+    store.down = True
+    state = {"rebalanced": False}
+
+    def on_poll() -> None:
+        if store.attempts == 2 and not state["rebalanced"]:
+            state["rebalanced"] = True
+            kafka.rebalance([0])  # during a back-off's paused poll
+        if store.attempts >= 4:
+            store.down = False
+
+    kafka.on_poll = on_poll
+    loop.consumer.run()
+
+    assert (tp(0), 0, True) in kafka.seeks
+    assert store.writes[0] == ids_of(messages[:10], 0, 100)
+    assert store.written == set(range(2000))
+    assert kafka.committed == {tp(0): 20}
+
+
+def test_stopping_while_neo4j_is_down_commits_nothing() -> None:
+    loop = make({0: [batch(i * 100, 100) for i in range(20)]}, batch_rows=1000)
+    loop.store.down = True
+
+    def on_poll() -> None:
+        if loop.store.attempts >= 3:
+            loop.consumer.stop()
+
+    loop.kafka.on_poll = on_poll
+    loop.consumer.run()  # returns: the unwritten events are left for redelivery
+
+    assert loop.kafka.commits == []
+    assert loop.kafka.closed
+
+
+@pytest.mark.parametrize("failure", ["unacknowledged", "send_raises"])
+def test_no_commit_passes_a_dead_letter_until_it_is_acknowledged(failure: str) -> None:
+    messages = [batch(0, 100), batch(100, 100), GARBAGE, batch(200, 100), batch(300, 100)]
+    loop = make({0: messages})
+    kafka, dlq = loop.kafka, loop.dlq
+    if failure == "unacknowledged":
+        dlq.failing = True
+    else:
+        dlq.refuse_sends = 1
+
+    def on_poll() -> None:
+        for offset in kafka.committed.values():
+            assert offset <= 2 or dlq.acknowledged(2)
+        if loop.metrics.dead_letter_failures:
+            dlq.failing = False
+
+    kafka.on_poll = on_poll
+    loop.consumer.run()
+
+    # The first commit stops at the dead letter; the partition is read again from there.
+    assert kafka.commits[0] == {tp(0): 2}
+    assert (tp(0), 2, False) in kafka.seeks
+    assert loop.metrics.dead_letter_failures == 1
+    assert dlq.acknowledged(2)
+    assert kafka.committed == {tp(0): 5}
+    assert loop.store.written == set(range(400))
