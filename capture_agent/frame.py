@@ -393,7 +393,8 @@ class TrackedFrame:
         names = [on] if isinstance(on, str) else on
         if isinstance(names, list) and all(isinstance(n, str) for n in names):
             matches = right.groupBy(*names).agg(F.collect_list(right_col).alias(witnesses))
-            kept = left.join(matches, on=names, how="inner").select(*left.columns, witnesses)
+            # A join on names puts the keys first, as Spark's semi join on names does.
+            kept = left.join(matches, on=names, how="inner")
         else:
             row = HIDDEN_PREFIX + "row"
             # The row number only tells rows apart (a union may repeat a provenance id).

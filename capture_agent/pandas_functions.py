@@ -27,7 +27,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from capture_agent.taps import HIDDEN_PREFIX, ID, BlackBoxGroupSpec, TapContext, derive, id_column, salt_of
+from capture_agent.taps import (
+    HIDDEN_PREFIX,
+    ID,
+    BlackBoxGroupSpec,
+    TapContext,
+    derive,
+    id_column,
+    salt_of,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column

@@ -302,9 +302,7 @@ class ProvenanceSession:
                     f"id column {name} is {struct_field.dataType.simpleString()}, not bigint"
                 )
             column = inputs[name]
-            fields[list(inputs).index(name)] = F.coalesce(column, F.lit(0).cast("long")).alias(
-                name
-            )
+            fields[list(inputs).index(name)] = F.coalesce(column, F.lit(0).cast("long")).alias(name)
             fields.append(column.isNull().alias(null_flag(name)))
         return fields
 

@@ -117,7 +117,7 @@ def runs_response(runs: list[RunView]) -> query_pb2.ListRunsResponse:
                 expected_edge_count=r.expected_edge_count,
                 failed=r.failed,
                 started_unix_ms=r.started_unix_ms,
-                state=query_pb2.RunState.Value("RUN_STATE_" + r.state),
+                state="RUN_STATE_" + r.state,
                 dangling_node_count=r.dangling_node_count,
             )
             for r in runs

@@ -201,13 +201,20 @@ def test_outer_joins_keep_ids_above_2_53_on_both_sides(spark, client, neo4j_driv
         assert len(rows[relation.lower()]) == len(keys)
         found = sorted(sorted(_tokens(graph, node)) for node in _of(graph, relation))
         wanted = sorted(
-            sorted(({("L", f"k{i}")} if i < n else set()) | ({("R", f"k{i}")} if i >= shift else set()))
+            sorted(
+                ({("L", f"k{i}")} if i < n else set()) | ({("R", f"k{i}")} if i >= shift else set())
+            )
             for i in keys
         )
         assert found == wanted, relation
 
 
-def test_semi_join_rows_are_times_of_the_row_and_the_sum_of_its_matches(spark, client, neo4j_driver) -> None:  # type: ignore[no-untyped-def]
+def _sides(i: int, n: int, shift: int) -> list[tuple[str, str]]:
+    """The tokens of key i's outer-join row: L's if i < n, R's if i >= shift."""
+    return sorted({("L", f"k{i}")} if i < n else set()) + ([("R", f"k{i}")] if i >= shift else [])
+
+
+def test_semi_join_rows_are_times_of_row_and_sum_of_matches(spark, client, neo4j_driver) -> None:  # type: ignore[no-untyped-def]
     """r·(s1 + s2): deleting one match keeps the row, deleting all of them removes it."""
     orders = spark.createDataFrame([(1, "urgent"), (2, "low"), (3, "low")], ["o", "prio"])
     items = spark.createDataFrame([(1, 5, 9), (1, 7, 8), (2, 1, 2), (3, 4, 4)], ["o", "c", "r"])
@@ -220,6 +227,9 @@ def test_semi_join_rows_are_times_of_the_row_and_the_sum_of_its_matches(spark, c
 
     (by_name, by_expr), graph = _captured(spark, client, neo4j_driver, build)
     assert sorted(r["o"] for r in by_name) == sorted(r["o"] for r in by_expr) == [1, 2]
+    # the columns, in order, of Spark's own semi joins
+    assert list(by_name[0].asDict()) == orders.join(items, on="o", how="semi").columns
+    assert list(by_expr[0].asDict()) == orders.columns
     for relation in ("ByName", "ByExpr"):
         rows = {int(d["a_o"]): n for n, d in _of(graph, relation).items()}
         assert sorted(rows) == [1, 2]
