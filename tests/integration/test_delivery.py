@@ -126,3 +126,47 @@ def test_malformed_messages_go_to_the_dead_letter_topic(stack, client) -> None: 
     dlq.close()
     assert reasons.get(garbage) in {"undecodable", "schema_version", "no_run_id"}
     assert reasons.get(future_version) == "schema_version"
+
+
+def test_a_run_whose_edges_reference_never_stored_nodes_is_flagged(stack, client, neo4j_driver) -> None:  # type: ignore[no-untyped-def]
+    """Wrong lineage made loud: every counted node and edge arrives, but two edges point at
+    nodes that never do (what a rounded id did). ListRuns says COMPLETE_WITH_DANGLING with the
+    count; a placeholder later filled stops counting."""
+    import numpy as np
+
+    from sparkprov.events import EdgeColumns, NodeColumns, encode_batch
+    from sparkprov.v1 import query_pb2
+
+    base = int(uuid.uuid4().int >> 66)  # fresh ids, far from any other test's
+    run_id = f"dangling-{uuid.uuid4().hex}"
+    nodes = NodeColumns("TOKEN", np.array([base, base + 1], dtype=np.int64), label="t")
+    # base+1 is sent after its edge (in a later batch): a placeholder that gets filled.
+    late = NodeColumns("PLUS", np.array([base + 2], dtype=np.int64), label="+")
+    edges = EdgeColumns(
+        np.array([base, base + 1, base + 7, base + 8], dtype=np.int64),
+        np.array([base + 2, base + 2, base + 2, base + 1], dtype=np.int64),
+    )
+    producer = KafkaProducer(bootstrap_servers=stack.settings.kafka_bootstrap)
+    key = run_id.encode()
+    producer.send(defaults.TOPIC, value=encode_run_started(run_id, "dangling", 1, ""), key=key)
+    producer.send(
+        defaults.TOPIC, value=encode_batch(run_id, "dangling", "t", 0, 0, [], edges), key=key
+    )
+    producer.send(
+        defaults.TOPIC,
+        value=encode_batch(run_id, "dangling", "t", 0, 1, [nodes, late], None),
+        key=key,
+    )
+    producer.send(defaults.TOPIC, value=encode_run_complete(run_id, "dangling", 3, 4), key=key)
+    producer.flush()
+    producer.close()
+
+    run = client.wait_for_run(run_id, dangling_ok=True)
+    assert run.complete and run.state == query_pb2.RUN_STATE_COMPLETE_WITH_DANGLING
+    assert run.dangling_node_count == 2  # base+7 and base+8; base+1 and base+2 were filled
+    records, _, _ = neo4j_driver.execute_query(
+        "MATCH (n:Node) WHERE n.id IN $ids RETURN n.id AS id, n.op AS op, n.pending_run AS p",
+        ids=[base + i for i in (1, 2, 7, 8)],
+    )
+    pending = {r["id"]: r["p"] for r in records}
+    assert pending == {base + 1: None, base + 2: None, base + 7: run_id, base + 8: run_id}

@@ -12,6 +12,7 @@ from capture_agent.taps import (
     JoinSpec,
     MemberSpec,
     PlusSpec,
+    SemiJoinSpec,
     SourceSpec,
     derive,
     null_flag,
@@ -72,6 +73,19 @@ def test_a_null_id_where_every_row_needs_one_is_refused() -> None:
     pdf = pd.DataFrame({"id": [5, 6], "parent": [0, 1], null_flag("parent"): [True, False]})
     with pytest.raises(ValueError, match="holds nulls"):
         PlusSpec(key="p", relation="R").emit(pdf)
+
+
+def test_semi_join_row_is_times_of_its_row_and_the_sum_of_its_matches() -> None:
+    pdf = pd.DataFrame(
+        {"id": [10, 20], "left": [1, 2], "witnesses": [np.array([5, 6, 7]), np.array([8])]}
+    )
+    (times, plus), edges = SemiJoinSpec(key="s").emit(pdf)
+    assert times.op == "TIMES" and list(times.ids) == [10, 20]
+    (p,) = plus.ids  # only the row with several matches needs a PLUS
+    assert plus.op == "PLUS" and p not in {1, 2, 5, 6, 7, 8, 10, 20}
+    assert sorted(zip(edges.src.tolist(), edges.dst.tolist(), strict=True)) == sorted(
+        [(1, 10), (p, 10), (5, p), (6, p), (7, p), (2, 20), (8, 20)]
+    )
 
 
 def test_members_skip_null_values_but_stay_members() -> None:
