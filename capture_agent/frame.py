@@ -27,6 +27,7 @@ from capture_agent.taps import (
     SemiJoinSpec,
     TapSpec,
 )
+from sparkprov.limits import check_name
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, DataFrameWriter, Row
@@ -146,6 +147,7 @@ class TrackedFrame:
         values (``values``: "all" columns, a list of columns, or None)."""
         if not relation:
             raise ValueError("relation name must not be empty")
+        check_name("relation", relation)
         attributes = chosen(self.columns, values)
         # The operator's fresh nodes take the name, once; a source (already named), or a frame
         # named a second time, gets a PLUS node per row instead.

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from capture_agent.frame import TrackedFrame, Values, _tracked, chosen
 from capture_agent.taps import HIDDEN_PREFIX, ID, ModuleRowSpec, StateSpec
+from sparkprov.limits import check_name
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -37,6 +38,7 @@ class Invocation:
     def __init__(self, session: ProvenanceSession, name: str, index: int) -> None:
         if not name:
             raise ValueError("a module needs a name")
+        check_name("module", name)
         self.name = name
         self._session = session
         self.key = f"module:{name}#{index}"

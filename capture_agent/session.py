@@ -40,6 +40,7 @@ from sparkprov.events import (
     encode_run_complete,
     encode_run_started,
 )
+from sparkprov.limits import check_name, quote
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -78,8 +79,11 @@ def _split_path(name: str, path: Sequence[str]) -> tuple[str, ...]:
     parts = (path,) if isinstance(path, str) else tuple(path)
     if not 1 <= len(parts) <= MAX_SPLIT_DEPTH or not all(isinstance(p, str) and p for p in parts):
         raise ValueError(
-            f"split path of {name!r} must be 1 to {MAX_SPLIT_DEPTH} non-empty names, got {path!r}"
+            f"split path of {quote(name)} must be 1 to {MAX_SPLIT_DEPTH} non-empty names, "
+            f"got {quote(repr(path))}"
         )
+    for part in parts:
+        check_name("split", part)
     return parts
 
 
@@ -107,6 +111,11 @@ class ProvenanceSession:
     ) -> None:
         if not workflow:
             raise ValueError("workflow must be a non-empty name")
+        # Names travel in every event and Neo4j indexes them: refused here, before any work,
+        # rather than in a task (sparkprov.limits; LimitExceeded is a ValueError).
+        check_name("workflow", workflow)
+        if run_id is not None:
+            check_name("run_id", run_id)
         self.spark = spark
         self.workflow = workflow
         # The kill switch: SPARKPROV_DISABLED=1 turns every tracked operation into the plain one
@@ -231,6 +240,7 @@ class ProvenanceSession:
 
         if not relation:
             raise ValueError("a source needs a relation name")
+        check_name("relation", relation)
         reserved = [c for c in df.columns if c.startswith(HIDDEN_PREFIX)]
         if reserved:
             raise ValueError(f"columns {reserved} use the prefix reserved for provenance")

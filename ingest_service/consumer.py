@@ -3,6 +3,14 @@
 - An offset is committed only after Neo4j committed every record before it, and after Kafka
   acknowledged every dead letter before it (``ingest_service.offsets`` keeps that account).
 - Malformed messages are copied to the dead-letter topic with their reason (headers) and skipped.
+- A poison record does not stop the partition: when Neo4j refuses a write for its data
+  (``RecordRejected``: retrying cannot fix it), the flush's events are written again in halves,
+  recursively, until the event(s) at fault are alone; those are dead-lettered with the reason
+  (``neo4j:<status code>``) and the rest is stored. A rejection counts as the data's fault only
+  if Neo4j still accepts an empty write; otherwise it is an outage, retried as below.
+- An event that re-sends a stored node with other content (op, label, relation or run) is stored
+  except for that node, which keeps its first version; the event is copied to the dead-letter
+  topic with reason ``conflict`` and the conflicting nodes are counted (``metrics.conflicts``).
   Before a commit the DLQ producer is flushed and every send checked; a dead letter that is not
   acknowledged holds its partition's commit back, everything held is dropped and read again from
   the committed offsets after a back-off (the writes are idempotent, so re-reading is harmless).
@@ -28,7 +36,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from kafka import ConsumerRebalanceListener, OffsetAndMetadata
 from kafka.errors import CommitFailedError, KafkaError
@@ -43,8 +51,14 @@ from ingest_service.clients import (
 from ingest_service.metrics import Metrics
 from ingest_service.offsets import Delivery, Offsets
 from ingest_service.settings import IngestSettings
-from ingest_service.store import Flush, FlushResult, StoreUnavailable
-from sparkprov.events import MalformedEvent, decode
+from ingest_service.store import (
+    Flush,
+    FlushResult,
+    RecordRejected,
+    StoreError,
+    StoreUnavailable,
+)
+from sparkprov.events import Batch, Event, MalformedEvent, decode
 
 __all__ = ["Consumer", "Writer"]
 
@@ -57,9 +71,27 @@ _LAG_EVERY_S = 5.0
 
 
 class Writer(Protocol):
-    """Where flushes go: ``ingest_service.store.Store`` (raises StoreUnavailable when down)."""
+    """Where flushes go: ``ingest_service.store.Store`` (raises StoreUnavailable when down,
+    RecordRejected when Neo4j refuses the data)."""
 
     def write(self, flush: Flush) -> FlushResult: ...
+
+
+class _Taken(NamedTuple):
+    """A buffered event and the record it came from (to dead-letter it after a write)."""
+
+    tp: Any
+    record: Record
+    event: Event
+
+
+class _Written(NamedTuple):
+    """What writing some taken events did: the merged result (None if nothing was written),
+    the write time, and the events with conflicting nodes (by ``id`` of their _Taken)."""
+
+    result: FlushResult | None
+    seconds: float
+    conflicts: dict[int, tuple[_Taken, list[int]]]
 
 
 class _Undelivered:
@@ -92,7 +124,13 @@ def _merge(total: FlushResult | None, part: FlushResult) -> FlushResult:
         total.components_merged + part.components_merged,
         total.completed_runs + part.completed_runs,
         {**total.dangling, **part.dangling},
+        total.conflicts + part.conflicts,
     )
+
+
+def _combine(total: _Written, part: _Written) -> _Written:
+    result = total.result if part.result is None else _merge(total.result, part.result)
+    return _Written(result, total.seconds + part.seconds, {**total.conflicts, **part.conflicts})
 
 
 class Consumer:
@@ -118,6 +156,7 @@ class Consumer:
         self._stop = threading.Event()
         self._sleep = sleep or self._stop.wait
         self._buffer = Flush()
+        self._taken: list[_Taken] = []  # the buffer's events, in order
         # Records polled but not taken yet (their partitions stay paused until they are).
         self._waiting: deque[tuple[Any, Record]] = deque()
         self._offsets: Offsets[Any] = Offsets()
@@ -216,6 +255,7 @@ class Consumer:
     def _drop(self) -> None:
         self._offsets.drop()
         self._buffer = Flush()
+        self._taken = []
         self._waiting.clear()
         self._generation += 1
 
@@ -235,19 +275,27 @@ class Consumer:
         try:
             event = decode(record.value)
         except MalformedEvent as e:
-            self._offsets.dead_letter(tp, record.offset, self._dead_letter(record, e))
+            self._offsets.dead_letter(
+                tp, record.offset, self._dead_letter(record, e.reason, e.detail)
+            )
             return
         self._offsets.take(tp, record.offset)
         self._buffer.add(event)
+        self._taken.append(_Taken(tp, record, event))
 
-    def _dead_letter(self, record: Record, error: MalformedEvent) -> Delivery:
+    def _dead_letter(self, record: Record, reason: str, detail: str) -> Delivery:
         self.metrics.dead_letters += 1
         log.warning(
-            "dead-lettering %s[%d]@%d: %s", record.topic, record.partition, record.offset, error
+            "dead-lettering %s[%d]@%d: %s: %s",
+            record.topic,
+            record.partition,
+            record.offset,
+            reason,
+            detail[:200],
         )
         headers = [
-            ("reason", error.reason.encode()),
-            ("detail", error.detail[:1000].encode()),
+            ("reason", reason.encode()),
+            ("detail", detail[:1000].encode()),
             ("source", f"{record.topic}/{record.partition}/{record.offset}".encode()),
         ]
         try:
@@ -268,43 +316,140 @@ class Consumer:
     # -- writing and committing -----------------------------------------------------------
 
     def _flush(self, *, retry: bool) -> None:
-        """Write the buffer in parts of at most ``batch_rows``, polling (paused) between parts,
-        then commit. A rebalance that drops the buffer meanwhile ends the flush uncommitted."""
+        """Write the buffer (isolating and dead-lettering the events Neo4j refuses), dead-letter
+        copies of the events with conflicting nodes, then commit. A rebalance that drops the
+        buffer meanwhile ends the flush uncommitted."""
+        taken = self._taken
+        try:
+            written = self._write_events(taken, self._buffer, retry=retry)
+        except RecordRejected as e:
+            log.warning(
+                "Neo4j refused a flush of %d events (%s): writing it in halves to find the "
+                "events at fault",
+                len(taken),
+                e.reason,
+            )
+            written = self._isolate(taken, e, retry=retry)
+        if written is None:
+            return
+        events = self._buffer.events
+        self._buffer = Flush()
+        self._taken = []
+        for entry, ids in written.conflicts.values():
+            self._conflict(entry, ids)
+        self._commit()
+        if written.result is not None:
+            self._count(written.result, events, written.seconds)
+
+    def _write_events(self, taken: list[_Taken], flush: Flush, *, retry: bool) -> _Written | None:
+        """Write ``flush`` (the events ``taken``) in parts of at most ``batch_rows``, polling
+        (paused) between parts. None if a rebalance dropped the buffer meanwhile; raises
+        RecordRejected if Neo4j refuses a part (earlier parts stay written: idempotent)."""
         generation = self._generation
-        result: FlushResult | None = None
-        elapsed = 0.0
-        parts = self._buffer.split(self._settings.batch_rows) if self._buffer else []
+        owner = {
+            id(block): entry
+            for entry in taken
+            if isinstance(entry.event, Batch)
+            for block in entry.event.blocks
+        }
+        total = _Written(None, 0.0, {})
+        parts = flush.split(self._settings.batch_rows) if flush else []
         for i, part in enumerate(parts):
             if i:
                 self._poll_paused()
                 if self._generation != generation:
-                    return
+                    return None
             written = self._write(part, retry=retry)
             if written is None:
-                return
-            result = _merge(result, written[0])
-            elapsed += written[1]
-        events = self._buffer.events
-        self._buffer = Flush()
-        self._commit()
-        if result is not None:
-            self._count(result, events, elapsed)
+                return None
+            result, seconds = written
+            for position, node in result.conflicts:
+                entry = owner[id(part.blocks[position])]
+                total.conflicts.setdefault(id(entry), (entry, []))[1].append(node)
+            total = _combine(total, _Written(result, seconds, {}))
+        return total
+
+    def _isolate(
+        self, taken: list[_Taken], error: RecordRejected, *, retry: bool
+    ) -> _Written | None:
+        """Write ``taken`` again event by event where needed: halves, recursively and in order;
+        a half Neo4j accepts is stored, a single event it refuses is dead-lettered. With k events
+        at fault among n this takes about 2k log2(n) writes. Polls (paused) before each write;
+        None if a rebalance dropped the buffer meanwhile."""
+        generation = self._generation
+        total = _Written(None, 0.0, {})
+        if len(taken) == 1:
+            self._reject(taken[0], error)
+            return total
+        groups = deque([taken[: len(taken) // 2], taken[len(taken) // 2 :]])
+        while groups:
+            group = groups.popleft()
+            if not group:
+                continue
+            self._poll_paused()
+            if self._generation != generation:
+                return None
+            try:
+                written = self._write_events(group, Flush.of(t.event for t in group), retry=retry)
+            except RecordRejected as e:
+                if len(group) == 1:
+                    self._reject(group[0], e)
+                else:
+                    middle = len(group) // 2
+                    groups.extendleft([group[middle:], group[:middle]])
+                continue
+            if written is None:
+                return None
+            total = _combine(total, written)
+        return total
+
+    def _reject(self, entry: _Taken, error: RecordRejected) -> None:
+        self.metrics.store_rejections += 1
+        delivery = self._dead_letter(entry.record, error.reason, error.detail)
+        self._offsets.dead_letter(entry.tp, entry.record.offset, delivery)
+
+    def _conflict(self, entry: _Taken, ids: list[int]) -> None:
+        """The event is stored except ``ids``, which keep their stored version: a copy goes to
+        the dead-letter topic, for whoever sent two versions of one node."""
+        self.metrics.conflicts += len(ids)
+        detail = (
+            f"{len(ids)} node(s) already stored with another op, label, relation or run kept "
+            f"their stored version; the rest of the event is stored. Ids: "
+            + ", ".join(map(str, ids[:20]))
+            + (" ..." if len(ids) > 20 else "")
+        )
+        delivery = self._dead_letter(entry.record, "conflict", detail)
+        self._offsets.dead_letter(entry.tp, entry.record.offset, delivery)
+
+    def _accepts_empty_write(self) -> bool:
+        """Whether Neo4j still takes a write with no data: if not, a refusal is not the data's
+        fault (a broken store must not send every event to the dead-letter topic)."""
+        try:
+            self._store.write(Flush())
+        except StoreError as e:
+            log.warning("Neo4j refuses even an empty write (%s): treated as unavailable", e)
+            return False
+        return True
 
     def _write(self, part: Flush, *, retry: bool) -> tuple[FlushResult, float] | None:
         """One part and its write time. While Neo4j is unavailable: back off with every
         partition paused and retry (nothing is committed meanwhile); None if a rebalance
         dropped the buffer while waiting. Raises StoreUnavailable without ``retry`` or once
-        stopping."""
+        stopping, and RecordRejected when Neo4j refuses the part's data."""
         generation = self._generation
         backoff = _FIRST_BACKOFF_S
         while True:
             started = self._clock()
             try:
                 result = self._store.write(part)
-            except StoreUnavailable as e:
+            except (StoreUnavailable, RecordRejected) as e:
+                if isinstance(e, RecordRejected) and self._accepts_empty_write():
+                    raise
                 self.metrics.store_failures += 1
                 if not retry or self._stop.is_set():
-                    raise
+                    if isinstance(e, StoreUnavailable):
+                        raise
+                    raise StoreUnavailable(str(e)) from e
                 log.warning(
                     "Neo4j unavailable (%s); retrying in %.1fs, nothing committed", e, backoff
                 )

@@ -25,6 +25,11 @@ class Metrics:
     write_seconds_total: float = 0.0
     last_write_seconds: float = 0.0
     store_failures: int = 0
+    # Events dead-lettered because Neo4j refused their data (isolated from their flush).
+    store_rejections: int = 0
+    # Nodes re-sent with other content than the stored version (kept); their events are copied
+    # to the dead-letter topic with reason "conflict".
+    conflicts: int = 0
     lag: int = 0
     # Set at every turn of the loop: /healthz reports a loop stuck for long (in a write, or
     # retrying while Neo4j is away).

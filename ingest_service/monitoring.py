@@ -57,6 +57,18 @@ def _render(m: Metrics) -> str:
             m.store_failures,
         ),
         (
+            "sparkprov_ingest_store_rejections_total",
+            "counter",
+            "events dead-lettered because Neo4j refused their data",
+            m.store_rejections,
+        ),
+        (
+            "sparkprov_ingest_conflicts_total",
+            "counter",
+            "nodes re-sent with other content than stored (first version kept)",
+            m.conflicts,
+        ),
+        (
             "sparkprov_ingest_write_seconds_total",
             "counter",
             "time in Neo4j writes",

@@ -54,8 +54,10 @@ class Offsets(Generic[P]):
         self._next[partition] = offset + 1
 
     def dead_letter(self, partition: P, offset: int, delivery: Delivery) -> None:
-        """The record was sent to the dead-letter topic: covered once ``delivery`` succeeds."""
-        self.take(partition, offset)
+        """The record was sent to the dead-letter topic: covered once ``delivery`` succeeds. The
+        record may have been taken before (Neo4j refused it at the write): later records taken
+        stay taken."""
+        self._next[partition] = max(offset + 1, self._next.get(partition, 0))
         self._letters.append((partition, offset, delivery))
 
     @property

@@ -6,11 +6,19 @@ idempotent by construction): a lock node serialises writers, then our procedure
 server's plugins folder) upserts the flush's node and edge columns and keeps component ids,
 connected sets and set dependencies exact (ingest_service.sets states what they must equal);
 then run markers are recorded and runs whose counts are complete are marked so.
+
+Errors, by what the consume loop does about them: :class:`StoreUnavailable` when retrying may
+fix the write (Neo4j unreachable, a leader switch, a deadlock, any transient error, or a refusal
+an operator must fix, such as credentials or a missing procedure): back off and retry.
+:class:`RecordRejected` when Neo4j refuses the data itself (a statement, schema or procedure error
+the data caused, such as a property too large to index): retrying the same write fails the same
+way, so the loop finds the record(s) at fault and dead-letters them.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +28,7 @@ from ingest_service.levels import DEFAULT_THETA, LEVELS
 from sparkprov.events import Batch, RunComplete, RunStarted
 from sparkprov.runtime import neo4j_driver
 
-__all__ = ["Flush", "FlushResult", "Store", "StoreUnavailable"]
+__all__ = ["Flush", "FlushResult", "RecordRejected", "Store", "StoreError", "StoreUnavailable"]
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +51,9 @@ _SCHEMA = [
 _LOCK = "MERGE (l:IngestLock {name: 'ingest'}) SET l.flushes = coalesce(l.flushes, 0) + 1"
 
 _WRITE = """
-CALL sparkprov.write($blocks, $edges, $theta) YIELD run, nodes, edges, merges
-RETURN run, nodes, edges, merges
+CALL sparkprov.write($blocks, $edges, $theta)
+  YIELD run, nodes, edges, merges, conflict_blocks, conflict_ids
+RETURN run, nodes, edges, merges, conflict_blocks, conflict_ids
 """
 
 _RUN_STARTED = """
@@ -85,8 +94,46 @@ RETURN run.run_id AS run, run.stored_nodes AS nodes, run.expected_nodes AS expec
 """
 
 
-class StoreUnavailable(Exception):
+class StoreError(Exception):
+    """Root of the errors a write raises."""
+
+
+class StoreUnavailable(StoreError):
     """Neo4j cannot be reached or keeps failing: pause, retry later, commit nothing."""
+
+
+class RecordRejected(StoreError):
+    """Neo4j refused what the write holds, and would refuse it again: dead-letter the record(s)
+    at fault. ``reason`` is the dead-letter reason, ``neo4j:<status code>``."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+# Status codes (prefixes) of errors the written data causes. Any other error that retrying cannot
+# fix (security, a missing procedure, a read-only database) is the operator's, and is retried.
+_DATA_FAULTS = (
+    "Neo.ClientError.Statement.",
+    "Neo.ClientError.Schema.",
+    "Neo.ClientError.Procedure.ProcedureCallFailed",
+    # "Property value is too large to index" comes as this (an internal error) from Cypher.
+    "Neo.DatabaseError.Statement.ExecutionFailed",
+)
+
+
+def _classify(error: Exception) -> StoreError:
+    code = getattr(error, "code", None) or ""
+    retryable = isinstance(error, neo4j.exceptions.Neo4jError | neo4j.exceptions.DriverError) and (
+        error.is_retryable()
+    )
+    if not retryable and code.startswith(_DATA_FAULTS):
+        message = getattr(error, "message", None) or str(error)
+        return RecordRejected(f"neo4j:{code}", message[:1000])
+    if isinstance(error, neo4j.exceptions.Neo4jError) and not retryable:
+        log.error("Neo4j refused a write (%s) for a reason retrying will not fix: %s", code, error)
+    return StoreUnavailable(f"{type(error).__name__}: {error}")
 
 
 @dataclass
@@ -101,6 +148,13 @@ class Flush:
     workflows: dict[str, str] = field(default_factory=dict)
     events: int = 0
     rows: int = 0
+
+    @classmethod
+    def of(cls, events: Iterable[Batch | RunStarted | RunComplete]) -> Flush:
+        flush = cls()
+        for event in events:
+            flush.add(event)
+        return flush
 
     def add(self, event: Batch | RunStarted | RunComplete) -> None:
         self.events += 1
@@ -157,6 +211,9 @@ class FlushResult:
     completed_runs: list[str]
     # Runs completed by this flush whose edges reference nodes they never stored: run -> count.
     dangling: dict[str, int] = field(default_factory=dict)
+    # Nodes already stored with other content (op, label, relation or run), kept as stored:
+    # (position of the block in ``Flush.blocks``, node id).
+    conflicts: list[tuple[int, int]] = field(default_factory=list)
 
 
 class Store:
@@ -181,19 +238,20 @@ class Store:
             raise StoreUnavailable(str(e)) from e
 
     def write(self, flush: Flush) -> FlushResult:
+        """One transaction (the driver retries transient errors for a while). Raises
+        :class:`StoreUnavailable` or :class:`RecordRejected`."""
         try:
             with self._driver.session() as session:
                 return session.execute_write(_write, flush, self._theta)
         except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as e:
-            if isinstance(e, neo4j.exceptions.ClientError):
-                raise  # a bug of ours, not an outage: let it surface
-            raise StoreUnavailable(f"{type(e).__name__}: {e}") from e
+            raise _classify(e) from e
 
 
 def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int) -> FlushResult:
     tx.run(_LOCK).consume()
     per_run: dict[str, dict[str, int]] = {}
     nodes_created = edges_created = merged = 0
+    conflicts: list[tuple[int, int]] = []
     if flush.blocks or flush.edges:
         for record in tx.run(_WRITE, blocks=flush.blocks, edges=flush.edges, theta=theta):
             counts = per_run.setdefault(record["run"], {"nodes": 0, "edges": 0})
@@ -202,6 +260,7 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int) -> FlushResul
             nodes_created += record["nodes"]
             edges_created += record["edges"]
             merged = record["merges"]
+            conflicts.extend(zip(record["conflict_blocks"], record["conflict_ids"], strict=True))
 
     if flush.started:
         rows = [
@@ -259,4 +318,4 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int) -> FlushResul
                 record["expected_edges"],
             )
         completed.append(record["run"])
-    return FlushResult(nodes_created, edges_created, merged, completed, dangling)
+    return FlushResult(nodes_created, edges_created, merged, completed, dangling, conflicts)

@@ -45,6 +45,7 @@ from query_service.polynomial import probability as prob
 from query_service.store import Store
 from query_service.traces import TraceQuery, trace
 from query_service.zoom import ZoomedView, invocations, zoom_in, zoom_out
+from sparkprov.limits import quote, quote_all
 
 __all__ = ["Deletion", "ProvenanceAnswer", "Queries", "provenance"]
 
@@ -86,7 +87,7 @@ class Queries:
 
     def run_graph(self, run_id: str) -> Graph:
         if not self._store.run_exists(run_id):
-            raise NotFound(f"unknown run {run_id!r}")
+            raise NotFound(f"unknown run {quote(run_id)}")
         nodes, edges = self._store.run_graph(run_id)
         return Graph.of(edges, nodes)
 
@@ -108,7 +109,7 @@ class Queries:
         known = {inv.name for inv in invocations(graph)}
         unknown = sorted(set(modules) - known)
         if unknown:
-            raise InvalidArgument(f"no invocation of module(s) {unknown} in the run")
+            raise InvalidArgument(f"no invocation of module(s) {quote_all(unknown)} in the run")
 
     # -- Subgraph --------------------------------------------------------------------------
 
@@ -157,7 +158,9 @@ class Queries:
             raise InvalidArgument("modules must name at least one module")
         not_out = sorted(set(modules) - set(zoomed_out))
         if not_out:
-            raise InvalidArgument(f"module(s) {not_out} are not zoomed out in the given view")
+            raise InvalidArgument(
+                f"module(s) {quote_all(not_out)} are not zoomed out in the given view"
+            )
         graph = self.run_graph(run_id)
         self._check_modules(graph, zoomed_out)
         return zoom_in(graph, zoomed_out, modules)

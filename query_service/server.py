@@ -2,7 +2,9 @@
 
 Errors leave through ``context.abort``: INVALID_ARGUMENT for malformed requests, NOT_FOUND for
 unknown ids or runs, UNIMPLEMENTED for strategies not built yet, UNAVAILABLE when Neo4j is down,
-DEADLINE_EXCEEDED when the client's deadline passes mid-trace.
+DEADLINE_EXCEEDED when the client's deadline passes mid-trace. Every request is first held to
+the size limits of ``query_service.limits`` (INVALID_ARGUMENT before any work), and no status
+text exceeds ``limits.MAX_MESSAGE_BYTES``: messages quote at most a prefix of an input.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import neo4j
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from query_service import adapter
+from query_service import adapter, limits
 from query_service.auth import BearerTokenInterceptor
 from query_service.model import (
     Direction,
@@ -32,6 +34,7 @@ from query_service.queries import Queries, provenance
 from query_service.settings import QuerySettings
 from query_service.store import Store
 from query_service.traces import trace
+from sparkprov.limits import quote
 from sparkprov.v1 import query_pb2, query_pb2_grpc
 
 __all__ = ["ProvenanceQueryServicer", "create_server"]
@@ -56,12 +59,12 @@ def _errors(context: grpc.ServicerContext) -> Iterator[None]:
     try:
         yield
     except QueryError as e:
-        context.abort(_CODES.get(type(e), grpc.StatusCode.INVALID_ARGUMENT), str(e))
+        context.abort(_CODES.get(type(e), grpc.StatusCode.INVALID_ARGUMENT), limits.message(str(e)))
     except _DeadlineExceeded:
         context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline passed during the trace")
     except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired) as e:
         log.warning("Neo4j unavailable: %s", e)
-        context.abort(grpc.StatusCode.UNAVAILABLE, f"graph store unavailable: {e}")
+        context.abort(grpc.StatusCode.UNAVAILABLE, limits.message(f"graph store unavailable: {e}"))
 
 
 def _deadline(context: grpc.ServicerContext) -> Callable[[], None]:
@@ -83,6 +86,7 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
         self, request: query_pb2.FindNodesRequest, context: grpc.ServicerContext
     ) -> query_pb2.FindNodesResponse:
         with _errors(context):
+            limits.check(request)
             if not request.run_id:
                 raise InvalidArgument("run_id is required")
             if not request.relation:
@@ -90,7 +94,7 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
             if request.limit > self._settings.max_limit:
                 raise InvalidArgument(f"limit exceeds the maximum {self._settings.max_limit}")
             if not self._store.run_exists(request.run_id):
-                raise NotFound(f"unknown run {request.run_id!r}")
+                raise NotFound(f"unknown run {quote(request.run_id)}")
             nodes = self._store.find(
                 request.run_id, request.relation, dict(request.equals), request.limit or 1000
             )
@@ -117,6 +121,7 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
     def _run_trace(
         self, request: query_pb2.TraceRequest, context: grpc.ServicerContext, direction: Direction
     ) -> TraceResult:
+        limits.check(request)
         query = adapter.trace_query(
             request, direction, self._settings.default_limit, self._settings.max_limit
         )
@@ -167,6 +172,7 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
         self, request: query_pb2.SubgraphRequest, context: grpc.ServicerContext
     ) -> query_pb2.TraceResponse:
         with _errors(context):
+            limits.check(request)
             node_id = adapter.node_id(request.node_id)
             limit = adapter.limit(
                 request.limit, self._settings.default_limit, self._settings.max_limit
@@ -193,6 +199,7 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
 
     @staticmethod
     def _zoom_args(request: query_pb2.ZoomRequest) -> tuple[str, list[str], list[str]]:
+        limits.check(request)
         if not request.run_id:
             raise InvalidArgument("run_id is required")
         modules = adapter.modules(list(request.modules), "modules")
@@ -203,6 +210,7 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
         self, request: query_pb2.DeletionRequest, context: grpc.ServicerContext
     ) -> query_pb2.DeletionResponse:
         with _errors(context):
+            limits.check(request)
             ids = adapter.node_ids(list(request.node_ids), "node_ids")
             modules = adapter.modules(list(request.zoomed_out_modules), "zoomed_out_modules")
             result = self._queries.delete(ids, modules, _deadline(context))
@@ -213,6 +221,7 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
         self, request: query_pb2.DependsOnRequest, context: grpc.ServicerContext
     ) -> query_pb2.DependsOnResponse:
         with _errors(context):
+            limits.check(request)
             node_id = adapter.node_id(request.node_id)
             on = adapter.node_ids(list(request.on_node_ids), "on_node_ids")
             modules = adapter.modules(list(request.zoomed_out_modules), "zoomed_out_modules")
@@ -224,6 +233,7 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
         self, request: query_pb2.ProvenanceRequest, context: grpc.ServicerContext
     ) -> query_pb2.ProvenanceResponse:
         with _errors(context):
+            limits.check(request)
             node_id = adapter.node_id(request.node_id)
             semiring = adapter.semiring(request.semiring)
             false = (
@@ -246,6 +256,7 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
         self, request: query_pb2.ListRunsRequest, context: grpc.ServicerContext
     ) -> query_pb2.ListRunsResponse:
         with _errors(context):
+            limits.check(request)
             return adapter.runs_response(self._store.runs(request.workflow))
         raise AssertionError("unreachable")
 

@@ -4,6 +4,10 @@ The capture agent encodes with :func:`encode_batch`, :func:`encode_run_started` 
 :func:`encode_run_complete`; the ingest service decodes with :func:`decode`, which validates
 everything it returns and raises :class:`MalformedEvent` (with a short machine-readable reason)
 for anything it cannot store. Decoded batches are plain rows ready for ``UNWIND``.
+
+Both sides hold every string and count to ``sparkprov.limits``: the encoders raise
+``LimitExceeded`` (a ValueError naming the field and the limit) before anything is sent, and
+:func:`decode` refuses such an event with reason ``limit:<field>``.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from sparkprov import limits
+from sparkprov.limits import LimitExceeded
 from sparkprov.v1 import lineage_pb2
 
 __all__ = [
@@ -203,6 +209,16 @@ _KEY_DST = 2 << 3 | 2  # EdgeBlock.dst
 
 
 def _node_block(cols: NodeColumns) -> bytes:
+    limits.check_block(
+        ids=len(cols.ids),
+        label=cols.label,
+        labels=cols.labels,
+        relation=cols.relation,
+        attribute_names=list(cols.attributes),
+        attribute_columns=cols.attributes.values(),
+        values=cols.values,
+        split=cols.split,
+    )
     block = lineage_pb2.NodeBlock()
     block.label = cols.label
     block.labels.extend(cols.labels)
@@ -235,7 +251,10 @@ def encode_batch(
 ) -> bytes:
     """One batch event. Ids and edge ends may be lists or int64 numpy arrays; the packed id
     columns, the bulk of a batch, are written from the arrays' bytes. The bytes are those
-    protobuf's own serializer writes for the same message."""
+    protobuf's own serializer writes for the same message. Raises ``LimitExceeded`` for any
+    value over its limit (``sparkprov.limits``)."""
+    limits.check_envelope(run_id, workflow)
+    limits.check_batch(tap, len(nodes), len(edges.src) if edges is not None else 0)
     batch = lineage_pb2.LineageBatch(tap=tap, partition=partition, sequence=sequence)
     parts = [batch.SerializeToString()]
     for cols in nodes:
@@ -250,6 +269,8 @@ def encode_batch(
 def encode_run_started(
     run_id: str, workflow: str, started_unix_ms: int, application_id: str
 ) -> bytes:
+    limits.check_envelope(run_id, workflow)
+    limits.check_string("application_id", application_id, limits.MAX_NAME_BYTES)
     event = _envelope(run_id, workflow)
     event.run_started.started_unix_ms = started_unix_ms
     event.run_started.application_id = application_id
@@ -266,6 +287,8 @@ def encode_run_complete(
     error: str = "",
     finished_unix_ms: int = 0,
 ) -> bytes:
+    limits.check_envelope(run_id, workflow)
+    limits.check_string("error", error, limits.MAX_TEXT_BYTES)
     event = _envelope(run_id, workflow)
     done = event.run_complete
     done.node_count = node_count
@@ -293,14 +316,24 @@ def decode(data: bytes | None) -> Event:
         )
     if not event.run_id:
         raise MalformedEvent("no_run_id", "event carries no run_id")
+    try:
+        return _decode_body(event)
+    except LimitExceeded as e:
+        raise MalformedEvent(f"limit:{e.field}", str(e)) from e
+
+
+def _decode_body(event: lineage_pb2.LineageEvent) -> Event:
+    limits.check_envelope(event.run_id, event.workflow)
     body = event.WhichOneof("body")
     if body == "run_started":
         s = event.run_started
+        limits.check_string("application_id", s.application_id, limits.MAX_NAME_BYTES)
         return RunStarted(event.run_id, event.workflow, s.started_unix_ms, s.application_id)
     if body == "run_complete":
         c = event.run_complete
         if c.node_count < 0 or c.edge_count < 0:
             raise MalformedEvent("bad_counts", "negative node or edge count")
+        limits.check_string("error", c.error, limits.MAX_TEXT_BYTES)
         return RunComplete(
             event.run_id,
             event.workflow,
@@ -318,12 +351,23 @@ def decode(data: bytes | None) -> Event:
 def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
     pb = event.batch
     run_id = event.run_id
+    limits.check_batch(pb.tap, len(pb.nodes), len(pb.edges.src))
     blocks: list[dict[str, Any]] = []
     for block in pb.nodes:
         op = OP_NAMES.get(block.op)
         if op is None:
-            raise MalformedEvent("bad_op", f"unknown op {block.op} in tap {pb.tap!r}")
+            raise MalformedEvent("bad_op", f"unknown op {block.op} in tap {limits.quote(pb.tap)}")
         n = len(block.ids)
+        limits.check_block(
+            ids=n,
+            label=block.label,
+            labels=block.labels,
+            relation=block.relation,
+            attribute_names=block.attribute_names,
+            attribute_columns=[column.values for column in block.attribute_values],
+            values=block.values,
+            split=block.split,
+        )
         for name, entries in (("labels", block.labels), ("values", block.values)):
             if entries and len(entries) != n:
                 raise MalformedEvent("ragged", f"{name} has {len(entries)} entries for {n} ids")
@@ -332,13 +376,17 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
         for name, column in zip(block.attribute_names, block.attribute_values, strict=True):
             if len(column.values) != n:
                 raise MalformedEvent(
-                    "ragged", f"attribute {name!r} has {len(column.values)} values for {n} ids"
+                    "ragged",
+                    f"attribute {limits.quote(name)} has {len(column.values)} values for {n} ids",
                 )
             if any(r >= n for r in column.null_rows):
-                raise MalformedEvent("ragged", f"attribute {name!r} has a null row past {n}")
+                raise MalformedEvent(
+                    "ragged", f"attribute {limits.quote(name)} has a null row past {n}"
+                )
         if len(block.split) > MAX_SPLIT_DEPTH or any(not part for part in block.split):
             raise MalformedEvent(
-                "bad_split", f"split path {list(block.split)!r} (at most {MAX_SPLIT_DEPTH} names)"
+                "bad_split",
+                f"split path of {len(block.split)} names, at most {MAX_SPLIT_DEPTH} non-empty",
             )
         blocks.append(
             {

@@ -7,6 +7,8 @@ text and the integer forms and is the only place that knows the format.
 
 from __future__ import annotations
 
+from sparkprov.limits import quote
+
 __all__ = ["InvalidNodeId", "format_node_id", "parse_node_id"]
 
 _MIN = -(2**63)
@@ -25,7 +27,7 @@ def parse_node_id(text: str) -> int:
     try:
         value = int(text.strip(), 10)
     except (ValueError, AttributeError) as e:
-        raise InvalidNodeId(f"node id {text!r} is not a decimal 64-bit integer") from e
+        raise InvalidNodeId(f"node id {quote(text)} is not a decimal 64-bit integer") from e
     if not _MIN <= value <= _MAX:
-        raise InvalidNodeId(f"node id {text!r} is outside the signed 64-bit range")
+        raise InvalidNodeId(f"node id {quote(text)} is outside the signed 64-bit range")
     return value

@@ -3,6 +3,10 @@ after the store and the dead-letter topic have what they cover, nothing skipped 
 rebalances, outages and dead-letter failures, and polls frequent enough to keep the group
 membership under any backlog.
 
+A poison record (Neo4j refuses its data, which no retry fixes) is found by writing the flush in
+halves and goes to the dead-letter topic with the reason while the rest is written and the
+offsets advance; a node re-sent with other content is reported the same way.
+
 The fakes check the loop's manners on every call: no store write, DLQ flush, commit or poll
 from inside the rebalance listener (kafka-python 3 runs it on its IO loop), no commit for a
 partition this member does not own, and no commit that goes backwards."""
@@ -20,7 +24,7 @@ from kafka.errors import KafkaTimeoutError
 from ingest_service.consumer import Consumer
 from ingest_service.metrics import Metrics
 from ingest_service.settings import IngestSettings
-from ingest_service.store import Flush, FlushResult, StoreUnavailable
+from ingest_service.store import Flush, FlushResult, RecordRejected, StoreUnavailable
 from sparkprov.events import EdgeColumns, NodeColumns, encode_batch
 
 TOPIC = "lineage"
@@ -31,10 +35,11 @@ def tp(partition: int) -> TopicPartition:
     return TopicPartition(TOPIC, partition)
 
 
-def batch(first_id: int, nodes: int, edges: int = 0) -> bytes:
+def batch(first_id: int, nodes: int, edges: int = 0, label: str = "") -> bytes:
     ids = list(range(first_id, first_id + nodes))
     cut = EdgeColumns([ids[0]] * edges, [ids[i % nodes] for i in range(edges)]) if edges else None
-    return encode_batch("run", "wf", "tap", 0, first_id, [NodeColumns("TOKEN", ids)], cut)
+    block = NodeColumns("TOKEN", ids, label=label)
+    return encode_batch("run", "wf", "tap", 0, first_id, [block], cut)
 
 
 def ids_of(messages: list[bytes], first_id: int, nodes: int) -> list[int]:
@@ -169,29 +174,51 @@ class FakeKafka:
         self.closed = True
 
 
+POISON = RecordRejected(
+    "neo4j:Neo.ClientError.Procedure.ProcedureCallFailed", "Property value is too large to index"
+)
+
+
 class FakeStore:
-    """Neo4j: each write takes ``seconds_per_row`` of the clock; raises while ``down``."""
+    """Neo4j: each write takes ``seconds_per_row`` of the clock; raises while ``down``; refuses
+    (one transaction: nothing of it stored) any write holding a ``poison`` id, and every write,
+    even an empty one, while ``refusing``. Keeps the first label of each id, as the procedure
+    does, and reports later versions with another label as conflicts."""
 
     def __init__(self, clock: Clock, kafka: FakeKafka, seconds_per_row: float = 0.0) -> None:
         self.clock = clock
         self.kafka = kafka
         self.seconds_per_row = seconds_per_row
         self.down = False
+        self.refusing = False
+        self.poison: set[int] = set()
         self.attempts = 0
         self.writes: list[list[int]] = []  # node ids of each successful write
         self.rows: list[int] = []
+        self.labels: dict[int, str] = {}
 
     def write(self, flush: Flush) -> FlushResult:
         assert not self.kafka.in_listener, "store write inside the rebalance listener"
         self.attempts += 1
         if self.down:
             raise StoreUnavailable("ServiceUnavailable: fake outage")
-        self.clock.now += flush.rows * self.seconds_per_row
+        if self.refusing:
+            raise POISON
+        if not flush:
+            return FlushResult(0, 0, 0, [])
         ids = [i for block in flush.blocks for i in block["ids"]]
+        if self.poison.intersection(ids):
+            raise POISON
+        self.clock.now += flush.rows * self.seconds_per_row
         self.writes.append(ids)
         self.rows.append(flush.rows)
+        conflicts = []
+        for position, block in enumerate(flush.blocks):
+            for i in block["ids"]:
+                if self.labels.setdefault(i, block["label"]) != block["label"]:
+                    conflicts.append((position, i))
         edges = sum(len(e["src"]) for e in flush.edges)
-        return FlushResult(len(ids), edges, 0, [])
+        return FlushResult(len(ids), edges, 0, [], conflicts=conflicts)
 
     @property
     def written(self) -> set[int]:
@@ -215,6 +242,7 @@ class FakeDeadLetters:
         self.failing = False
         self.refuse_sends = 0  # this many next sends raise at once
         self.sent: list[tuple[int, Sent]] = []  # (source offset, delivery)
+        self.reasons: dict[int, str] = {}  # source offset -> reason header
         self._unfinished: list[Sent] = []
 
     def send(
@@ -225,6 +253,7 @@ class FakeDeadLetters:
             self.refuse_sends -= 1
             raise KafkaTimeoutError("fake: metadata not available")
         source = dict(headers)["source"].decode().rsplit("/", 1)[1]
+        self.reasons[int(source)] = dict(headers)["reason"].decode()
         delivery = Sent()
         self.sent.append((int(source), delivery))
         self._unfinished.append(delivery)
@@ -426,3 +455,69 @@ def test_no_commit_passes_a_dead_letter_until_it_is_acknowledged(failure: str) -
     assert dlq.acknowledged(2)
     assert kafka.committed == {tp(0): 5}
     assert loop.store.written == set(range(400))
+
+
+def test_a_poison_event_goes_to_the_dead_letter_topic_and_the_rest_is_written() -> None:
+    messages = [batch(i * 100, 100) for i in range(5)]
+    loop = make({0: messages})
+    loop.store.poison = {250}  # in the third message
+    loop.consumer.run()
+
+    assert loop.dlq.reasons == {2: "neo4j:Neo.ClientError.Procedure.ProcedureCallFailed"}
+    assert loop.dlq.acknowledged(2)
+    assert loop.store.written == set(range(500)) - set(range(200, 300))
+    assert loop.kafka.committed == {tp(0): 5}
+    assert loop.metrics.store_rejections == 1
+    assert loop.metrics.store_failures == 0  # not taken for an outage: no back-off, no retry
+
+
+def test_poison_events_among_many_are_found_in_few_writes() -> None:
+    messages = [batch(i * 100, 100) for i in range(64)]
+    loop = make({0: messages, 1: [batch(10**6, 100), batch(10**6 + 100, 100)]}, batch_rows=10**6)
+    loop.store.poison = {305, 4799, 10**6 + 150}  # messages 3 and 47 of partition 0, 1 of 1
+    loop.consumer.run()
+
+    assert loop.dlq.reasons == dict.fromkeys([3, 47, 1], POISON.reason)
+    poisoned = {*range(300, 400), *range(4700, 4800), *range(10**6 + 100, 10**6 + 200)}
+    everything = {*range(6400), *range(10**6, 10**6 + 200)}
+    assert loop.store.written == everything - poisoned
+    assert loop.kafka.committed == {tp(0): 64, tp(1): 2}
+    assert loop.metrics.store_rejections == 3
+    # Halving: about 2 k log2(n) writes, far fewer than one per event.
+    assert loop.store.attempts < 2 * 3 * 7 * 2
+
+
+def test_a_store_that_refuses_even_an_empty_write_is_retried_not_dead_lettered() -> None:
+    messages = [batch(i * 100, 100) for i in range(5)]
+    loop = make({0: messages})
+    loop.store.refusing = True
+
+    def on_poll() -> None:
+        assert loop.kafka.commits == [] or not loop.store.refusing
+        if loop.store.attempts >= 6:
+            loop.store.refusing = False
+
+    loop.kafka.on_poll = on_poll
+    loop.consumer.run()
+
+    assert loop.dlq.sent == []
+    assert loop.metrics.store_failures >= 2
+    assert loop.store.written == set(range(500))
+    assert loop.kafka.committed == {tp(0): 5}
+
+
+def test_a_node_resent_with_other_content_is_counted_and_its_event_dead_lettered() -> None:
+    messages = [
+        batch(0, 10, label="a"),
+        batch(0, 10, label="a"),  # at-least-once duplicate: silent
+        batch(5, 2, label="b"),  # nodes 5 and 6 again, other content: the first version stays
+        batch(10, 10, label="a"),
+    ]
+    loop = make({0: messages})
+    loop.consumer.run()
+
+    assert loop.dlq.reasons == {2: "conflict"}
+    assert loop.metrics.conflicts == 2
+    assert loop.store.labels[5] == "a"
+    assert loop.store.written == set(range(20))
+    assert loop.kafka.committed == {tp(0): 4}

@@ -7,6 +7,7 @@ import grpc
 import networkx as nx
 import pytest
 
+from query_service import limits
 from query_service.server import ProvenanceQueryServicer
 from query_service.settings import QuerySettings
 from sparkprov.v1 import query_pb2
@@ -59,3 +60,73 @@ def test_a_live_deadline_lets_the_trace_through() -> None:
     reply = _servicer().BackwardTrace(query_pb2.TraceRequest(node_ids=["3"]), context)
     assert [n.id for n in reply.nodes] == ["3", "2", "1", "0"]
     assert context.code is None
+
+
+class _Untouchable:
+    """A store that fails the test when the servicer does any work with it."""
+
+    def __getattr__(self, name: str) -> object:
+        raise AssertionError(f"store.{name} used before the request was checked")
+
+
+HUGE_ID = "1" * 1_000_000  # its echo made the status exceed gRPC's metadata limit
+TOO_MANY = [str(i) for i in range(limits.MAX_IDS + 1)]
+
+
+@pytest.mark.parametrize(
+    ("method", "request_", "field"),
+    [
+        ("BackwardTrace", query_pb2.TraceRequest(node_ids=["1", HUGE_ID]), "node_ids"),
+        ("ForwardTraceStream", query_pb2.TraceRequest(node_ids=[HUGE_ID]), "node_ids"),
+        ("Subgraph", query_pb2.SubgraphRequest(node_id=HUGE_ID), "node_id"),
+        ("PropagateDeletion", query_pb2.DeletionRequest(node_ids=[HUGE_ID]), "node_ids"),
+        (
+            "DependsOn",
+            query_pb2.DependsOnRequest(node_id="1", on_node_ids=[HUGE_ID]),
+            "on_node_ids",
+        ),
+        (
+            "Provenance",
+            query_pb2.ProvenanceRequest(node_id="1", token_costs={HUGE_ID: 1.0}),
+            "token_costs",
+        ),
+        ("FindNodes", query_pb2.FindNodesRequest(run_id=HUGE_ID, relation="R"), "run_id"),
+        ("ZoomOut", query_pb2.ZoomRequest(run_id="r", modules=[HUGE_ID]), "modules"),
+        ("ListRuns", query_pb2.ListRunsRequest(workflow=HUGE_ID), "workflow"),
+        ("BackwardTrace", query_pb2.TraceRequest(node_ids=TOO_MANY), "node_ids"),
+        ("PropagateDeletion", query_pb2.DeletionRequest(node_ids=TOO_MANY), "node_ids"),
+        (
+            "Provenance",
+            query_pb2.ProvenanceRequest(node_id="1", false_tokens=TOO_MANY),
+            "false_tokens",
+        ),
+    ],
+)
+def test_oversized_requests_are_refused_before_any_work_with_a_short_message(
+    method: str, request_: object, field: str
+) -> None:
+    servicer = ProvenanceQueryServicer(_Untouchable(), QuerySettings())  # type: ignore[arg-type]
+    context = FakeContext(remaining=5.0)
+    with pytest.raises(Aborted) as caught:
+        reply = getattr(servicer, method)(request_, context)
+        if method.endswith("Stream"):
+            list(reply)
+    assert context.code == grpc.StatusCode.INVALID_ARGUMENT
+    details = str(caught.value)
+    assert field in details and "limit" in details
+    assert len(details.encode()) <= 200
+
+
+def test_a_bad_id_is_quoted_by_a_short_prefix() -> None:
+    context = FakeContext(remaining=5.0)
+    bad = "x" * limits.MAX_ID_CHARS  # within the size limit, not a number
+    with pytest.raises(Aborted) as caught:
+        _servicer().BackwardTrace(query_pb2.TraceRequest(node_ids=[bad]), context)
+    assert context.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "'xxxx" in str(caught.value) and "not a decimal" in str(caught.value)
+
+
+def test_status_texts_are_capped() -> None:
+    assert limits.message("short") == "short"
+    capped = limits.message("é" * 10_000)
+    assert len(capped.encode()) <= limits.MAX_MESSAGE_BYTES and capped.endswith("...")

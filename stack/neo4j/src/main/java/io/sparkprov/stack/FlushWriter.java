@@ -70,8 +70,8 @@ final class FlushWriter {
     long t = started;
     Map<String, long[]> perRun = new LinkedHashMap<>();
     Set<Long> fresh = new HashSet<>();
-    for (Map<String, Object> block : blocks) {
-      writeBlock(block, perRun, fresh);
+    for (int b = 0; b < blocks.size(); b++) {
+      writeBlock(b, blocks.get(b), perRun, fresh);
     }
     Set<Edge> edges = new HashSet<>();
     for (Map<String, Object> block : edgeBlocks) {
@@ -104,11 +104,44 @@ final class FlushWriter {
           nanos[5] / 1_000_000, touchedCount, rereadCount);
     }
     List<Ingest.Written> out = new ArrayList<>();
-    perRun.forEach((run, c) -> out.add(new Ingest.Written(run, c[0], c[1], merges)));
+    perRun.forEach(
+        (run, c) -> {
+          List<Long>[] conflict = conflicts.getOrDefault(run, NO_CONFLICTS);
+          out.add(new Ingest.Written(run, c[0], c[1], merges, conflict[0], conflict[1]));
+        });
     return out.stream();
   }
 
-  private void writeBlock(Map<String, Object> block, Map<String, long[]> perRun, Set<Long> fresh) {
+  @SuppressWarnings("unchecked")
+  private static final List<Long>[] NO_CONFLICTS = new List[] {List.of(), List.of()};
+
+  // Per run: the blocks (positions) and ids of nodes that conflict with their stored version.
+  private final Map<String, List<Long>[]> conflicts = new HashMap<>();
+
+  /**
+   * Whether a node already stored (its {@code op} set, by an earlier call or block) differs from
+   * this version in what identifies its content. Only the stored one is kept; at-least-once
+   * duplicates (equal content) are not conflicts. A shared node (module state) is stored by its
+   * first run and re-sent by later ones: its run is not compared.
+   */
+  private static boolean differs(
+      Node n, String run, String op, String label, String relation, boolean shared) {
+    return !op.equals(n.getProperty("op"))
+        || !label.equals(n.getProperty("label", ""))
+        || !relation.equals(n.getProperty("relation", ""))
+        || !(shared || run.equals(n.getProperty("run_id", null)));
+  }
+
+  @SuppressWarnings("unchecked")
+  private void conflict(String run, int block, long id) {
+    List<Long>[] lists =
+        conflicts.computeIfAbsent(run, r -> new List[] {new ArrayList<>(), new ArrayList<>()});
+    lists[0].add((long) block);
+    lists[1].add(id);
+  }
+
+  private void writeBlock(
+      int position, Map<String, Object> block, Map<String, long[]> perRun, Set<Long> fresh) {
     String run = (String) block.get("run");
     String op = (String) block.get("op");
     List<?> ids = (List<?>) block.get("ids");
@@ -133,12 +166,15 @@ final class FlushWriter {
     long[] counts = perRun.computeIfAbsent(run, r -> new long[2]);
     for (int i = 0; i < ids.size(); i++) {
       long id = ((Number) ids.get(i)).longValue();
-      if (fresh.contains(id)) {
-        continue; // a duplicate within this flush
-      }
       Node n = node(id);
       if (n.hasProperty("op")) {
-        continue; // stored before: at-least-once delivery re-sent it
+        // Stored before (by an earlier flush or block): at-least-once delivery re-sent it, or
+        // another version of the node was sent, which is reported and not stored.
+        String nodeLabel = labels.isEmpty() ? label : (String) labels.get(i);
+        if (differs(n, run, op, nodeLabel, relation == null ? "" : relation, shared)) {
+          conflict(run, position, id);
+        }
+        continue;
       }
       fresh.add(id);
       if (!created.contains(id)) {

@@ -23,24 +23,39 @@ import org.neo4j.procedure.Procedure;
  * connected set {@code set_id} (the first level whose set is below theta: CSProv's Algorithm 3,
  * independent of arrival order) and the set dependencies {@code (:ConnectedSet)-[:SET_DEP]->}.
  * Python's {@code ingest_service.sets.recompute} is the from-scratch definition these must equal.
- * Yields one row per run: the nodes and edges this call created, and the component merges.
+ * Yields one row per run: the nodes and edges this call created, the component merges, and the
+ * nodes of its blocks that conflict with a stored version (same id, other content).
  */
 public final class Ingest {
   @Context public Transaction tx;
   @Context public Log log;
 
-  /** One output row. */
+  /**
+   * One output row. {@code conflict_blocks}/{@code conflict_ids} pair up: node {@code
+   * conflict_ids[k]} of block {@code conflict_blocks[k]} (its position in {@code blocks}) was
+   * already stored with another op, label, relation or run; the stored version is kept.
+   */
   public static final class Written {
     public String run;
     public long nodes;
     public long edges;
     public long merges;
+    public List<Long> conflict_blocks;
+    public List<Long> conflict_ids;
 
-    public Written(String run, long nodes, long edges, long merges) {
+    public Written(
+        String run,
+        long nodes,
+        long edges,
+        long merges,
+        List<Long> conflictBlocks,
+        List<Long> conflictIds) {
       this.run = run;
       this.nodes = nodes;
       this.edges = edges;
       this.merges = merges;
+      this.conflict_blocks = conflictBlocks;
+      this.conflict_ids = conflictIds;
     }
   }
 

@@ -1,0 +1,124 @@
+"""Wire limits (sparkprov.limits): the encoders refuse an oversized value, naming the field and
+the limit, before anything is sent; the decoder refuses an event built without them with reason
+``limit:<field>``, and the consume loop dead-letters it and goes on."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparkprov import events, limits
+from sparkprov.events import MalformedEvent, NodeColumns
+from sparkprov.limits import LimitExceeded
+from sparkprov.v1 import lineage_pb2
+
+from .test_consumer import batch, make, tp
+
+BIG = "x" * 20_000  # what made Neo4j refuse to index a run id or a relation
+
+
+def _raw_batch(run_id: str = "run", **block: object) -> bytes:
+    """A batch as a hostile or buggy producer could send it: no encoder checks."""
+    node_block = lineage_pb2.NodeBlock(op=lineage_pb2.OP_TOKEN, ids=[1, 2], **block)  # type: ignore[arg-type]
+    event = lineage_pb2.LineageEvent(
+        schema_version=events.SCHEMA_VERSION,
+        run_id=run_id,
+        workflow="wf",
+        batch=lineage_pb2.LineageBatch(tap="tap", nodes=[node_block]),
+    )
+    return event.SerializeToString()
+
+
+@pytest.mark.parametrize(
+    ("call", "field", "limit"),
+    [
+        (lambda: events.encode_run_started(BIG, "wf", 0, ""), "run_id", limits.MAX_NAME_BYTES),
+        (lambda: events.encode_run_complete("r", BIG, 0, 0), "workflow", limits.MAX_NAME_BYTES),
+        (
+            lambda: events.encode_batch(
+                "r", "wf", "t", 0, 0, [NodeColumns("TOKEN", [1], relation=BIG)], None
+            ),
+            "relation",
+            limits.MAX_NAME_BYTES,
+        ),
+        (
+            lambda: events.encode_batch(
+                "r",
+                "wf",
+                "t",
+                0,
+                0,
+                [NodeColumns("TOKEN", [1], attributes={"a": ["y" * 70_000]})],
+                None,
+            ),
+            "attribute_values",
+            limits.MAX_TEXT_BYTES,
+        ),
+        (
+            lambda: events.encode_batch(
+                "r",
+                "wf",
+                "t",
+                0,
+                0,
+                [NodeColumns("TOKEN", range(limits.MAX_IDS_PER_BLOCK + 1))],
+                None,
+            ),
+            "ids_per_block",
+            limits.MAX_IDS_PER_BLOCK,
+        ),
+    ],
+)
+def test_the_encoders_refuse_oversized_values_naming_field_and_limit(
+    call: object, field: str, limit: int
+) -> None:
+    with pytest.raises(LimitExceeded) as caught:
+        call()  # type: ignore[operator]
+    assert isinstance(caught.value, ValueError)
+    assert (caught.value.field, caught.value.limit) == (field, limit)
+    assert field in str(caught.value) and str(limit) in str(caught.value)
+
+
+def test_limits_count_utf8_bytes() -> None:
+    limits.check_name("relation", "é" * (limits.MAX_NAME_BYTES // 2))  # exactly the limit
+    with pytest.raises(LimitExceeded):
+        limits.check_name("relation", "é" * (limits.MAX_NAME_BYTES // 2 + 1))  # 257 characters
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (_raw_batch(run_id=BIG), "limit:run_id"),
+        (_raw_batch(relation=BIG), "limit:relation"),
+        (_raw_batch(labels=["a", "b" * 70_000]), "limit:labels"),
+        (_raw_batch(split=["main", BIG]), "limit:split"),
+        (
+            _raw_batch(
+                attribute_names=[BIG],
+                attribute_values=[lineage_pb2.StringColumn(values=["1", "2"])],
+            ),
+            "limit:attribute_names",
+        ),
+    ],
+)
+def test_the_decoder_refuses_oversized_values(data: bytes, reason: str) -> None:
+    with pytest.raises(MalformedEvent) as caught:
+        events.decode(data)
+    assert caught.value.reason == reason
+    assert len(caught.value.detail) < 200  # the detail never echoes the value
+
+
+def test_an_oversized_event_is_dead_lettered_and_consumption_goes_on() -> None:
+    messages = [batch(0, 10), _raw_batch(run_id=BIG), _raw_batch(relation=BIG), batch(10, 10)]
+    loop = make({0: messages})
+    loop.consumer.run()
+
+    assert loop.dlq.reasons == {1: "limit:run_id", 2: "limit:relation"}
+    assert loop.store.written == set(range(20))
+    assert loop.kafka.committed == {tp(0): 4}
+
+
+def test_quote_shows_a_short_prefix() -> None:
+    assert limits.quote("abc") == "'abc'"
+    quoted = limits.quote("z" * 1_000_000)
+    assert quoted.startswith("'" + "z" * limits.QUOTE_CHARS + "'...")
+    assert len(quoted) < 100

@@ -1,0 +1,72 @@
+"""Store.write sorts Neo4j's errors by what the consume loop does: retry what retrying can fix
+(outages, transient errors, and refusals an operator must fix), dead-letter what the data caused
+(RecordRejected with the status code as reason). On a fake driver."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import neo4j
+import pytest
+
+from ingest_service.store import Flush, RecordRejected, Store, StoreUnavailable
+
+
+class _Session:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def __enter__(self) -> _Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def execute_write(self, work: Any, *args: Any) -> Any:
+        raise self.error
+
+
+class _Driver:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def session(self) -> _Session:
+        return _Session(self.error)
+
+
+def _server_error(code: str, message: str = "fake") -> Exception:
+    return neo4j.exceptions.Neo4jError._hydrate_neo4j(code=code, message=message)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "Neo.DatabaseError.Statement.ExecutionFailed",
+        "Neo.ClientError.Procedure.ProcedureCallFailed",
+        "Neo.ClientError.Statement.TypeError",
+        "Neo.ClientError.Schema.ConstraintValidationFailed",
+    ],
+)
+def test_errors_the_data_causes_reject_the_record(code: str) -> None:
+    error = _server_error(code, "Property value is too large to index")
+    with pytest.raises(RecordRejected) as caught:
+        Store(_Driver(error)).write(Flush())  # type: ignore[arg-type]
+    assert caught.value.reason == f"neo4j:{code}"
+    assert caught.value.detail == "Property value is too large to index"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        neo4j.exceptions.ServiceUnavailable("connection refused"),
+        neo4j.exceptions.SessionExpired("leader gone"),
+        _server_error("Neo.TransientError.Transaction.DeadlockDetected"),
+        _server_error("Neo.ClientError.Cluster.NotALeader"),
+        _server_error("Neo.ClientError.Security.Unauthorized"),
+        _server_error("Neo.ClientError.Procedure.ProcedureNotFound"),
+        _server_error("Neo.DatabaseError.General.UnknownError"),
+    ],
+)
+def test_errors_retrying_may_fix_are_unavailability(error: Exception) -> None:
+    with pytest.raises(StoreUnavailable):
+        Store(_Driver(error)).write(Flush())  # type: ignore[arg-type]
