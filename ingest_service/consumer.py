@@ -422,8 +422,9 @@ class Consumer:
         self._offsets.dead_letter(entry.tp, entry.record.offset, delivery)
 
     def _accepts_empty_write(self) -> bool:
-        """Whether Neo4j still takes a write with no data: if not, a refusal is not the data's
-        fault (a broken store must not send every event to the dead-letter topic)."""
+        """Whether Neo4j still takes a write with no data (the procedure is called, with empty
+        columns): if not, a refusal is not the data's fault (a broken store, or a procedure of
+        another version, must not send every event to the dead-letter topic)."""
         try:
             self._store.write(Flush())
         except StoreError as e:

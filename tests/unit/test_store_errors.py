@@ -70,3 +70,35 @@ def test_errors_the_data_causes_reject_the_record(code: str) -> None:
 def test_errors_retrying_may_fix_are_unavailability(error: Exception) -> None:
     with pytest.raises(StoreUnavailable):
         Store(_Driver(error)).write(Flush())  # type: ignore[arg-type]
+
+
+class _Result(list[Any]):
+    def consume(self) -> None:
+        pass
+
+
+class _Tx:
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+    def run(self, query: str, **params: Any) -> _Result:
+        self.queries.append(query)
+        return _Result()
+
+
+class _RunningSession(_Session):
+    def __init__(self, tx: _Tx) -> None:
+        self.tx = tx
+
+    def execute_write(self, work: Any, *args: Any) -> Any:
+        return work(self.tx, *args)
+
+
+def test_an_empty_write_calls_the_procedure() -> None:
+    """The consumer's probe (an empty flush) must fail as the data's writes do when the procedure
+    is missing or of another version, so such a refusal is taken for an outage, not poison."""
+    tx = _Tx()
+    driver = _Driver(RuntimeError("unused"))
+    driver.session = lambda: _RunningSession(tx)  # type: ignore[method-assign]
+    Store(driver).write(Flush())  # type: ignore[arg-type]
+    assert any("sparkprov.write" in q for q in tx.queries)
