@@ -6,6 +6,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from types import FrameType
 
@@ -18,6 +19,14 @@ from ingest_service.topics import ensure_topics
 from sparkprov.runtime import configure_logging
 
 log = logging.getLogger("ingest_service")
+
+
+def _abandon(grace_s: float) -> None:
+    """The flush outlasted the grace period: exit now. Nothing uncommitted is lost: Neo4j rolls
+    the open transaction back and the offsets were not committed, so the events come again."""
+    log.warning("the current flush outlasted %.0fs after the signal; abandoning it", grace_s)
+    logging.shutdown()
+    os._exit(0)
 
 
 def main() -> int:
@@ -39,8 +48,17 @@ def main() -> int:
     consumer = Consumer(settings, store, metrics)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
-        log.info("signal %d: finishing the current flush and stopping", signum)
+        log.info(
+            "signal %d: finishing the current flush (at most %.0fs) and stopping",
+            signum,
+            settings.shutdown_grace_s,
+        )
         consumer.stop()
+        watchdog = threading.Timer(
+            settings.shutdown_grace_s, _abandon, (settings.shutdown_grace_s,)
+        )
+        watchdog.daemon = True
+        watchdog.start()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)

@@ -32,6 +32,10 @@ class IngestSettings:
     max_poll_interval_ms: int = 300000
     # A connected set that reaches this many nodes is refined by its sub-splits (CSProv theta).
     theta: int = DEFAULT_THETA
+    # After SIGTERM/SIGINT the current flush may finish for this long; past it the process exits
+    # at once, abandoning the flush: its transaction rolls back and its offsets stay uncommitted,
+    # so it is redelivered (as after a SIGKILL). Below docker's and systemd's 10 s kill timeouts.
+    shutdown_grace_s: float = 8.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> IngestSettings:
@@ -57,4 +61,5 @@ class IngestSettings:
                 get("SPARKPROV_INGEST_MAX_POLL_INTERVAL_MS", str(cls.max_poll_interval_ms))
             ),
             theta=int(get("SPARKPROV_SET_THETA", str(cls.theta))),
+            shutdown_grace_s=float(get("SPARKPROV_INGEST_SHUTDOWN_S", str(cls.shutdown_grace_s))),
         )

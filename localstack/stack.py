@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from localstack.neo4j_config import Neo4jConfig, size_bytes
 from sparkprov import defaults
 
 __all__ = ["Stack", "StackError", "StackSettings"]
@@ -48,6 +49,7 @@ class StackSettings:
     ingest_http_addr: str = defaults.INGEST_HTTP_ADDR
     java: str = "java"
     start_timeout_s: float = 180.0
+    neo4j: Neo4jConfig = field(default_factory=Neo4jConfig)
     extra_env: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -61,6 +63,7 @@ class StackSettings:
             ingest_http_addr=environ.get(defaults.ENV_INGEST_HTTP_ADDR, defaults.INGEST_HTTP_ADDR),
             java=environ.get("SPARKPROV_JAVA", "java"),
             start_timeout_s=float(environ.get("SPARKPROV_STACK_TIMEOUT_S", "180")),
+            neo4j=Neo4jConfig.from_env(environ),
             extra_env=dict(environ),
         )
 
@@ -94,7 +97,9 @@ class Stack:
             "kafka": _Component(
                 "kafka", self._kafka_command, self._kafka_healthy, self._kafka_prepare
             ),
-            "neo4j": _Component("neo4j", self._neo4j_command, self._neo4j_healthy),
+            "neo4j": _Component(
+                "neo4j", self._neo4j_command, self._neo4j_healthy, self._neo4j_prepare
+            ),
             "ingest": _Component("ingest", self._ingest_command, self._ingest_healthy),
             "query": _Component("query", self._query_command, self._query_healthy),
         }
@@ -345,16 +350,24 @@ class Stack:
 
     # -- Neo4j ----------------------------------------------------------------------------
 
+    def _neo4j_config(self) -> Path:
+        return self.dir / "neo4j" / "neo4j.conf"
+
+    def _neo4j_prepare(self) -> None:
+        config = self._neo4j_config()
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(self.settings.neo4j.conf_text())
+
     def _neo4j_command(self) -> list[str]:
         lib = self.dir / "lib" / "neo4j"
         plugins = self.dir / "plugins"
         if not lib.exists() or not plugins.exists():
             raise StackError(f"{lib} or {plugins} is missing: run `make setup` first")
         host, port = _host_port(self.settings.neo4j_uri, 7687)
+        neo4j = self.settings.neo4j
         return [
             self.settings.java,
-            "-Xms512m",
-            "-Xmx2g",
+            *neo4j.jvm_heap_flags(),
             "-XX:+UseG1GC",
             "-cp",
             f"{lib}/*:{plugins}/*",
@@ -362,7 +375,9 @@ class Stack:
             str(self.dir / "data" / "neo4j"),
             host,
             str(port),
-            str(1024 * 1024 * 1024),
+            # Also in neo4j.conf; kept here for a launcher built before it read the file.
+            str(size_bytes(neo4j.pagecache)),
+            str(self._neo4j_config()),
         ]
 
     def _neo4j_healthy(self) -> bool:

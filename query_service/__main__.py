@@ -20,7 +20,12 @@ log = logging.getLogger("query_service")
 def main() -> int:
     configure_logging(os.environ.get("SPARKPROV_LOG_LEVEL", "INFO"))
     settings = QuerySettings.from_env(os.environ)
-    store = Store.connect(settings.neo4j_uri, settings.neo4j_user, settings.neo4j_password)
+    store = Store.connect(
+        settings.neo4j_uri,
+        settings.neo4j_user,
+        settings.neo4j_password,
+        timeout_s=settings.neo4j_timeout_s,
+    )
     server, port = create_server(settings, store)
     server.start()
     log.info("serving sparkprov.v1.ProvenanceQuery on %s (port %d)", settings.grpc_addr, port)

@@ -21,6 +21,9 @@ class QuerySettings:
     max_limit: int = 1_000_000
     # When set, every call but health checks needs the metadata "authorization: Bearer <token>".
     auth_token: str = ""
+    # How long a call may wait for Neo4j when it is away (connecting, then retrying) before it
+    # ends with UNAVAILABLE; the driver reconnects by itself once Neo4j is back.
+    neo4j_timeout_s: float = 5.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> QuerySettings:
@@ -31,4 +34,7 @@ class QuerySettings:
             neo4j_password=environ.get(defaults.ENV_NEO4J_PASSWORD, ""),
             max_workers=int(environ.get("SPARKPROV_QUERY_WORKERS", str(cls.max_workers))),
             auth_token=environ.get("SPARKPROV_QUERY_TOKEN", ""),
+            neo4j_timeout_s=float(
+                environ.get("SPARKPROV_QUERY_NEO4J_TIMEOUT_S", str(cls.neo4j_timeout_s))
+            ),
         )

@@ -120,8 +120,20 @@ class Store:
         self._driver = driver
 
     @classmethod
-    def connect(cls, uri: str, user: str = "", password: str = "") -> Store:
-        return cls(neo4j_driver(uri, user, password))
+    def connect(
+        cls, uri: str, user: str = "", password: str = "", *, timeout_s: float = 5.0
+    ) -> Store:
+        """A store whose calls fail within about ``timeout_s`` while Neo4j is away (the driver's
+        defaults wait for a connection up to 60 s, then retry for 30 s)."""
+        driver = neo4j_driver(
+            uri,
+            user,
+            password,
+            connection_timeout=timeout_s / 2,
+            connection_acquisition_timeout=timeout_s,
+            max_transaction_retry_time=timeout_s / 2,
+        )
+        return cls(driver)
 
     def close(self) -> None:
         self._driver.close()

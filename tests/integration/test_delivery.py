@@ -128,7 +128,7 @@ def test_malformed_messages_go_to_the_dead_letter_topic(stack, client) -> None: 
     assert reasons.get(future_version) == "schema_version"
 
 
-def test_a_run_whose_edges_reference_never_stored_nodes_is_flagged(stack, client, neo4j_driver) -> None:  # type: ignore[no-untyped-def]
+def test_run_with_edges_to_never_stored_nodes_is_flagged(stack, client, neo4j_driver) -> None:  # type: ignore[no-untyped-def]
     """Wrong lineage made loud: every counted node and edge arrives, but two edges point at
     nodes that never do (what a rounded id did). ListRuns says COMPLETE_WITH_DANGLING with the
     count; a placeholder later filled stops counting."""

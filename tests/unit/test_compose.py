@@ -1,12 +1,17 @@
-"""docker-compose.yml cannot run here (no Docker engine): check it against our settings."""
+"""docker-compose.yml cannot run here (no Docker engine): check it against our settings and the
+local stack's."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
+import pytest
 import yaml
 
+from localstack import Stack, StackSettings
+from localstack.neo4j_config import SETTINGS, Neo4jConfig, docker_env_name, size_bytes
 from sparkprov import defaults
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,3 +71,62 @@ def test_compose_uses_only_settings_the_services_read() -> None:
     ingest_env = compose["services"]["ingest"]["environment"]
     assert ingest_env["SPARKPROV_NEO4J_URI"] == "bolt://neo4j:7687"
     assert compose["services"]["query"]["environment"]["SPARKPROV_GRPC_ADDR"].endswith(":50051")
+
+
+_INTERPOLATION = re.compile(r"^\$\{(SPARKPROV_[A-Z0-9_]+):-(.+)\}$")
+
+
+def test_compose_and_local_stack_give_neo4j_the_same_settings(tmp_path: Path) -> None:
+    """Every write-relevant Neo4j setting: same variable, same default in both places; the local
+    stack hands the database settings to its launcher (neo4j.conf) and the heap to the JVM."""
+    env = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]["neo4j"][
+        "environment"
+    ]
+    neo4j_env = {k: v for k, v in env.items() if k != "NEO4J_AUTH"}
+    assert set(neo4j_env) == {docker_env_name(s.neo4j) for s in SETTINGS}
+    local = Neo4jConfig.from_env({})
+    for setting in SETTINGS:
+        match = _INTERPOLATION.match(neo4j_env[docker_env_name(setting.neo4j)])
+        assert match, f"{setting.neo4j}: compose must read ${{{setting.env}:-default}}"
+        assert match.group(1) == setting.env
+        assert match.group(2) == local.values()[setting.neo4j], setting.neo4j
+
+    for sub in ("lib/neo4j", "plugins"):
+        (tmp_path / sub).mkdir(parents=True)
+    stack = Stack(StackSettings.from_env(tmp_path, {}))
+    stack._neo4j_prepare()
+    conf = dict(
+        line.split("=", 1) for line in (tmp_path / "neo4j" / "neo4j.conf").read_text().splitlines()
+    )
+    command = stack._neo4j_command()
+    assert command[-1] == str(tmp_path / "neo4j" / "neo4j.conf")
+    for setting in SETTINGS:
+        value = local.values()[setting.neo4j]
+        if setting.neo4j.startswith("server.memory.heap."):
+            flag = "-Xms" if setting.neo4j.endswith("initial_size") else "-Xmx"
+            assert f"{flag}{size_bytes(value) // 1024}k" in command
+            assert setting.neo4j not in conf  # the embedded database does not size its JVM
+        else:
+            assert conf[setting.neo4j] == value
+
+
+def test_neo4j_settings_follow_the_environment_and_keep_logs_bounded() -> None:
+    assert {s.field for s in SETTINGS} == {f.name for f in dataclasses.fields(Neo4jConfig)}
+    names = {s.neo4j for s in SETTINGS}
+    assert {
+        "server.memory.pagecache.size",
+        "server.memory.heap.max_size",
+        "db.tx_log.rotation.retention_policy",
+        "db.tx_log.rotation.size",
+    } <= names
+    # Neo4j's default ("2 days") keeps every log of a load; only a size or file count bounds it.
+    retention = Neo4jConfig().tx_log_retention
+    assert re.fullmatch(r"\d+[KMG]? (size|files)", retention), retention
+    custom = Neo4jConfig.from_env(
+        {"SPARKPROV_NEO4J_TX_LOG_RETENTION": "2 files", "SPARKPROV_NEO4J_HEAP_MAX": "3g"}
+    )
+    assert custom.values()["db.tx_log.rotation.retention_policy"] == "2 files"
+    assert "db.tx_log.rotation.retention_policy=2 files\n" in custom.conf_text()
+    assert custom.jvm_heap_flags()[1] == f"-Xmx{3 * 1024 * 1024}k"
+    with pytest.raises(ValueError, match="not a size"):
+        Neo4jConfig.from_env({"SPARKPROV_NEO4J_PAGECACHE": "lots"})

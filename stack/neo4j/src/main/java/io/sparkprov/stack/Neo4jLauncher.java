@@ -13,8 +13,12 @@ import org.neo4j.graphdb.GraphDatabaseService;
 /**
  * Runs Neo4j Community as an embedded DBMS with the Bolt connector enabled, so the local stack
  * needs no Docker and no server tarball. Usage:
- *   java -cp 'lib/neo4j/*' io.sparkprov.stack.Neo4jLauncher HOME_DIR HOST PORT [PAGECACHE_BYTES]
- * Prints "neo4j ready bolt://HOST:PORT" once Bolt accepts connections; stops cleanly on SIGTERM.
+ *   java -Xmx.. -cp 'lib/neo4j/*' io.sparkprov.stack.Neo4jLauncher HOME_DIR HOST PORT
+ *       [PAGECACHE_BYTES [CONFIG_FILE]]
+ * CONFIG_FILE holds further settings in neo4j.conf's format (the local stack writes the page
+ * cache, transaction-log retention and checkpoint interval there; they win over PAGECACHE_BYTES).
+ * The heap is the JVM's own (-Xms/-Xmx). Prints "neo4j ready bolt://HOST:PORT" once Bolt accepts
+ * connections; stops cleanly on SIGTERM.
  */
 public final class Neo4jLauncher {
   private Neo4jLauncher() {}
@@ -30,7 +34,8 @@ public final class Neo4jLauncher {
 
   public static void main(String[] args) throws InterruptedException {
     if (args.length < 3) {
-      System.err.println("usage: Neo4jLauncher HOME_DIR HOST PORT [PAGECACHE_BYTES]");
+      System.err.println(
+          "usage: Neo4jLauncher HOME_DIR HOST PORT [PAGECACHE_BYTES [CONFIG_FILE]]");
       System.exit(2);
     }
     Path home = Path.of(args[0]).toAbsolutePath();
@@ -38,7 +43,7 @@ public final class Neo4jLauncher {
     int port = Integer.parseInt(args[2]);
     long pageCache = args.length > 3 ? Long.parseLong(args[3]) : 512L * 1024 * 1024;
 
-    DatabaseManagementService dbms =
+    DatabaseManagementServiceBuilder builder =
         new DatabaseManagementServiceBuilder(home)
             .setConfig(BoltConnector.enabled, true)
             .setConfig(BoltConnector.listen_address, new SocketAddress(host, port))
@@ -46,8 +51,11 @@ public final class Neo4jLauncher {
             .setConfig(GraphDatabaseSettings.auth_enabled, false)
             .setConfig(GraphDatabaseSettings.pagecache_memory, pageCache)
             // Our procedures load from the folder of this jar, as from a server's plugins/.
-            .setConfig(GraphDatabaseSettings.plugin_dir, pluginDir())
-            .build();
+            .setConfig(GraphDatabaseSettings.plugin_dir, pluginDir());
+    if (args.length > 4) {
+      builder.loadPropertiesFromFile(Path.of(args[4]));
+    }
+    DatabaseManagementService dbms = builder.build();
     // Opening the default database forces it to start before we announce readiness.
     GraphDatabaseService db = dbms.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME);
     db.executeTransactionally("RETURN 1");
