@@ -1,0 +1,396 @@
+"""Time to queryable: from the end of a captured Spark job until its lineage can be queried, with
+what it costs on the wire and on disk, side by side with the plain and captured job times.
+
+    python -m bench.time_to_queryable [--rows 1000000] [--dim 100000] [--shapes pipeline,enrich]
+        [--timeout-s 14400] [--warmup 1] [--folder .stack-ttq] [--kafka-port 29092] ...
+
+Two shapes over the same inputs (``--rows`` order rows and ``--dim`` customers, parquet):
+- ``pipeline``: capture_overhead's pipeline: filter (80% kept), join with the customers, groupBy
+  region with 3 aggregates, collected (37 rows out);
+- ``enrich``: filter, join, withColumn, written as parquet (every kept row reaches the output).
+
+Everything runs on a private stack (``--folder``, its own ports; the jars come from ``.stack``,
+so run ``make setup`` first): Kafka, Neo4j, one ingest process and the query service, as ``make
+up`` runs them. Each shape gets an empty Neo4j, a topic and consumer group of its own (Kafka keeps
+running). In one Spark session: ``--warmup`` untimed pairs (the captured one publishes to a topic
+ingest does not read), the plain job (kill switch), then the captured job on the shape's topic,
+which ingest consumes while the job runs. TIME TO QUERYABLE runs from the moment the ``with
+ProvenanceSession`` block returns until ListRuns, through the real gRPC query service, reports
+the run complete. After ``--timeout-s`` without that, the shape records what is stored so far and
+the rate instead.
+
+Per shape: stored records (every node and relationship the run adds to Neo4j, id structures
+included: Component, LevelSet, ConnectedSet nodes and SET_DEP; count store before and after) per
+input row (orders + customers), wire bytes per input row (the shape's topic's log segments: the
+run's messages as the broker stores them), disk bytes per stored record (growth of Neo4j's data
+folder, store files and transaction logs, after a clean shutdown, which checkpoints), load
+averages at its start and end. Prints a table, writes JSON to ``--results`` (bench/results/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+import neo4j
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from bench.capture_overhead import make_pipeline_inputs, pipeline
+from bench.stack import RESULTS, ROOT, Ports, bench_stack, busy_ports
+from capture_agent import ProvenanceSession
+from examples.spark import local_spark
+from localstack.stack import Stack
+from sparkprov import defaults
+from sparkprov.client import QueryClient
+from sparkprov.v1 import query_pb2
+
+WARMUP_TOPIC = "sparkprov.bench.warmup"  # ingest does not read it
+# Addresses come from --*-port only: a shell's SPARKPROV_NEO4J_URI must not point us at .stack.
+_ADDRESSES = {
+    defaults.ENV_KAFKA_BOOTSTRAP,
+    defaults.ENV_NEO4J_URI,
+    defaults.ENV_GRPC_ADDR,
+    defaults.ENV_INGEST_HTTP_ADDR,
+    "SPARKPROV_KAFKA_CONTROLLER_PORT",
+}
+
+Body = Callable[[ProvenanceSession], Any]
+
+
+def enrich(prov: ProvenanceSession, facts: str, dims: str, out: str) -> None:
+    """Filter, join, withColumn, write parquet: every kept order row reaches the output."""
+    spark = prov.spark
+    orders = prov.source(spark.read.parquet(facts), "Orders")
+    customers = prov.source(spark.read.parquet(dims), "Customers")
+    paid = orders.filter(F.col("status") != 0)
+    joined = paid.join(customers, on="customer_id")
+    enriched = joined.withColumn("gross", F.round(F.col("amount") * 1.2, 2)).named("Enriched")
+    enriched.write.mode("overwrite").parquet(out)
+
+
+# -- measurements ---------------------------------------------------------------------------
+
+
+def graph_counts(driver: neo4j.Driver) -> dict[str, int]:
+    """All nodes and relationships, and per label and type (Neo4j's count store: O(1) each)."""
+
+    def count(query: str) -> int:
+        records, _, _ = driver.execute_query(query)
+        return int(records[0][0])
+
+    labels = [r[0] for r in driver.execute_query("CALL db.labels()")[0]]
+    types = [r[0] for r in driver.execute_query("CALL db.relationshipTypes()")[0]]
+    counts = {"nodes": count("MATCH (n) RETURN count(n)")}
+    counts["relationships"] = count("MATCH ()-[r]->() RETURN count(r)")
+    counts |= {f"label:{x}": count(f"MATCH (n:`{x}`) RETURN count(n)") for x in labels}
+    counts |= {f"type:{x}": count(f"MATCH ()-[r:`{x}`]->() RETURN count(r)") for x in types}
+    return counts
+
+
+def delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
+
+
+def allocated_bytes(folder: Path) -> int:
+    """Disk blocks in use under ``folder`` (as du counts: preallocated logs included)."""
+    total = 0
+    for path in folder.rglob("*"):
+        try:
+            stat = path.lstat()
+        except OSError:  # removed meanwhile (a pruned log)
+            continue
+        if path.is_file() and not path.is_symlink():
+            total += stat.st_blocks * 512
+    return total
+
+
+def neo4j_disk(stack: Stack) -> dict[str, int]:
+    home = stack.dir / "data" / "neo4j"
+    return {
+        "total": allocated_bytes(home),
+        "store": allocated_bytes(home / "data" / "databases"),
+        "transaction_logs": allocated_bytes(home / "data" / "transactions"),
+    }
+
+
+def topic_log_bytes(stack: Stack, topic: str) -> int:
+    """Bytes of the topic's log segments (record batches as stored; indexes left out)."""
+    folder = stack.dir / "data" / "kafka"
+    return sum(p.stat().st_size for p in folder.glob(f"{topic}-*/*.log"))
+
+
+# -- waiting --------------------------------------------------------------------------------
+
+
+class Waiting:
+    """A progress line for the wait: redrawn on a terminal, every 30 s otherwise."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.tty = sys.stderr.isatty()
+        self.last_line = 0.0
+
+    def show(self, elapsed: float, done: int, rate: float, final: bool = False) -> None:
+        now = time.monotonic()
+        if not (self.tty or final or now - self.last_line >= 30):
+            return
+        self.last_line = now
+        left = self.total - done
+        eta = f"{left / rate:,.0f}s" if rate > 0 else "?"
+        line = (
+            f"waiting for queryable: {elapsed:,.0f}s, stored {done:,}/{self.total:,} "
+            f"({100 * done / max(1, self.total):.1f}%), {rate:,.0f} records/s, eta {eta}"
+        )
+        sys.stderr.write(f"\r{line}\x1b[K" if self.tty else line + "\n")
+        if self.tty and final:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def wait_queryable(
+    client: QueryClient, run_id: str, total: int, timeout_s: float, poll_s: float
+) -> dict[str, Any]:
+    """Poll ListRuns from now until ``run_id`` is complete or ``timeout_s`` has passed."""
+    started = time.monotonic()
+    samples: list[tuple[float, int]] = []
+    progress = Waiting(total)
+    run: query_pb2.Run | None = None
+    while True:
+        try:
+            runs = client.runs()
+        except grpc.RpcError as e:  # a slow reply under load: ask again
+            print(f"ListRuns failed ({e.code()}); retrying", file=sys.stderr)
+            runs = []
+        for candidate in runs:
+            if candidate.run_id == run_id:
+                run = candidate
+        elapsed = time.monotonic() - started
+        done = run.node_count + run.edge_count if run is not None else 0
+        samples.append((elapsed, done))
+        recent = [s for s in samples if s[0] >= elapsed - 60]
+        rate = (done - recent[0][1]) / max(1e-9, elapsed - recent[0][0]) if recent else 0.0
+        complete = run is not None and run.complete
+        if complete or elapsed >= timeout_s or (run is not None and run.failed):
+            progress.show(elapsed, done, rate, final=True)
+            break
+        progress.show(elapsed, done, rate)
+        time.sleep(poll_s)
+    first = samples[0][1]
+    return {
+        "complete": complete,
+        "time_to_queryable_s": elapsed if complete else None,
+        "waited_s": elapsed,
+        "stored_at_job_end": first,
+        "stored_lineage_records": done,
+        "wait_records_per_s": (done - first) / max(1e-9, elapsed),
+        "last_minute_records_per_s": rate,
+        "estimated_remaining_s": None if complete or rate <= 0 else (total - done) / rate,
+        "state": query_pb2.RunState.Name(run.state) if run is not None else None,
+        "dangling_nodes": run.dangling_node_count if run is not None else None,
+    }
+
+
+# -- one shape --------------------------------------------------------------------------------
+
+
+def shape_stack(environ: dict[str, str], name: str, folder: str, ports: Ports) -> Stack:
+    """The stack for one shape: a topic and consumer group of its own, Neo4j wiped and started
+    again (with ingest and the query service); Kafka keeps running from the previous shape (a
+    restarted broker would refuse the Spark workers' cached idempotent producers)."""
+    tag = f"{name}.{uuid.uuid4().hex[:6]}"
+    topic = f"sparkprov.ttq.{tag}"
+    stack = bench_stack(
+        {
+            **environ,
+            defaults.ENV_TOPIC: topic,
+            defaults.ENV_DLQ_TOPIC: f"{topic}.dlq",
+            "SPARKPROV_INGEST_GROUP": f"ttq.{tag}",
+        },
+        folder,
+        ports,
+    )
+    stack.down(("neo4j", "ingest", "query"))
+    shutil.rmtree(stack.dir / "data" / "neo4j", ignore_errors=True)
+    stack.up()
+    return stack
+
+
+def timed(spark: SparkSession, body: Body, **session: Any) -> tuple[float, ProvenanceSession]:
+    started = time.perf_counter()
+    with ProvenanceSession(spark, workflow="ttq", **session) as prov:
+        body(prov)
+    return time.perf_counter() - started, prov
+
+
+def run_shape(
+    name: str, body: Body, spark: SparkSession, stack: Stack, args: argparse.Namespace
+) -> dict[str, Any]:
+    result: dict[str, Any] = {"loadavg_start": os.getloadavg()}
+    bootstrap = stack.settings.kafka_bootstrap
+    topic = stack.settings.extra_env[defaults.ENV_TOPIC]
+    for _ in range(args.warmup):  # JIT, Python workers, file cache, the Kafka producer
+        timed(spark, body, enabled=False)
+        timed(spark, body, bootstrap=bootstrap, topic=WARMUP_TOPIC)
+    result["plain_s"], _ = timed(spark, body, enabled=False)
+    print(f"{name}: plain {result['plain_s']:.2f}s; topic {topic}", file=sys.stderr)
+
+    driver = neo4j.GraphDatabase.driver(
+        stack.settings.neo4j_uri, auth=None, notifications_min_severity="OFF"
+    )
+    with driver, QueryClient(stack.settings.grpc_addr) as client:
+        before = graph_counts(driver)
+        wire_before = topic_log_bytes(stack, topic)
+        disk_before = neo4j_disk(stack)
+        result["captured_s"], prov = timed(spark, body, bootstrap=bootstrap, topic=topic)
+        nodes, edges = prov.counts()
+        print(
+            f"{name}: captured {result['captured_s']:.2f}s, {nodes:,} nodes + {edges:,} edges",
+            file=sys.stderr,
+        )
+        result |= {"run_id": prov.run_id, "lineage_nodes": nodes, "lineage_edges": edges}
+        result |= wait_queryable(client, prov.run_id, nodes + edges, args.timeout_s, args.poll_s)
+        result["graph_added"] = delta(graph_counts(driver), before)
+        result["wire_bytes"] = topic_log_bytes(stack, topic) - wire_before
+        disk = neo4j_disk(stack)
+        result["disk_added_live"] = {k: disk[k] - disk_before[k] for k in disk}
+    # Community has no db.checkpoint(): a clean shutdown checkpoints (and prunes logs past the
+    # retention), so the store files then hold what was written.
+    stack.down(("neo4j", "ingest", "query"))
+    disk = neo4j_disk(stack)
+    result["disk_added"] = {k: disk[k] - disk_before[k] for k in disk}
+    result["loadavg_end"] = os.getloadavg()
+
+    inputs = args.rows + args.dim
+    stored = result["graph_added"].get("nodes", 0) + result["graph_added"].get("relationships", 0)
+    result |= {
+        "input_rows": inputs,
+        "capture_ratio": result["captured_s"] / result["plain_s"],
+        "stored_records": stored,
+        "stored_records_per_input_row": stored / inputs,
+        "lineage_records_per_input_row": (nodes + edges) / inputs,
+        "wire_bytes_per_input_row": result["wire_bytes"] / inputs,
+        "disk_bytes_per_stored_record": result["disk_added"]["total"] / max(1, stored),
+    }
+    return result
+
+
+# -- main -----------------------------------------------------------------------------------
+
+
+def print_table(report: dict[str, Any]) -> None:
+    shapes = report["shapes"]
+    rows = [
+        ("plain job s", "plain_s", "{:,.2f}"),
+        ("captured job s", "captured_s", "{:,.2f}"),
+        ("captured / plain", "capture_ratio", "{:,.2f}"),
+        ("TIME TO QUERYABLE s", "time_to_queryable_s", "{:,.1f}"),
+        ("stored at job end", "stored_at_job_end", "{:,}"),
+        ("lineage records", "stored_lineage_records", "{:,}"),
+        ("ingest records/s (wait)", "wait_records_per_s", "{:,.0f}"),
+        ("stored records / input row", "stored_records_per_input_row", "{:,.2f}"),
+        ("wire bytes / input row", "wire_bytes_per_input_row", "{:,.1f}"),
+        ("disk bytes / stored record", "disk_bytes_per_stored_record", "{:,.1f}"),
+    ]
+    print(f"{'':28}" + "".join(f"{name:>16}" for name in shapes))
+    for label, key, fmt in rows:
+        cells = []
+        for s in shapes.values():
+            value = s.get(key)
+            cells.append("TIMED OUT" if value is None else fmt.format(value))
+        print(f"{label:28}" + "".join(f"{c:>16}" for c in cells))
+    cpus = report["machine"]["cpus"]
+    for name, s in shapes.items():
+        start, end = s["loadavg_start"][0], s["loadavg_end"][0]
+        note = "" if s["complete"] else f", timed out ({s['state']})"
+        print(f"{name}: load average {start:.1f} -> {end:.1f} on {cpus} cores{note}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="order rows")
+    parser.add_argument("--dim", type=int, default=100_000, help="customer rows")
+    parser.add_argument("--shapes", default="pipeline,enrich")
+    parser.add_argument("--timeout-s", type=float, default=14400, help="per shape, after the job")
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--poll-s", type=float, default=1.0)
+    parser.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "sparkprov-ttq"))
+    parser.add_argument("--results", default=str(RESULTS), help="folder for the JSON")
+    parser.add_argument("--keep", action="store_true", help="leave the last stack running")
+    parser.add_argument("--folder", default=".stack-ttq")
+    parser.add_argument("--kafka-port", type=int, default=29092)
+    parser.add_argument("--controller-port", type=int, default=29093)
+    parser.add_argument("--bolt-port", type=int, default=27687)
+    parser.add_argument("--grpc-port", type=int, default=29051)
+    parser.add_argument("--ingest-http-port", type=int, default=29464)
+    args = parser.parse_args(argv)
+
+    ports = Ports(
+        args.kafka_port, args.controller_port, args.bolt_port, args.grpc_port, args.ingest_http_port
+    )
+    environ = {k: v for k, v in os.environ.items() if k not in _ADDRESSES}
+    environ["SPARKPROV_LOG_LEVEL"] = "WARNING"
+    stack = bench_stack(environ, args.folder, ports)
+    stack.down()  # what an earlier run left in this folder (--keep)
+    busy = busy_ports(ports.all(1))
+    if busy:
+        raise SystemExit(f"ports {busy} are in use: choose others (--*-port)")
+    for sub in ("data", "kafka", "neo4j"):
+        shutil.rmtree(stack.dir / sub, ignore_errors=True)
+
+    spark = local_spark("sparkprov-ttq")
+    data = Path(args.data) / f"rows{args.rows}-dim{args.dim}"
+    data.mkdir(parents=True, exist_ok=True)
+    facts, dims = make_pipeline_inputs(spark, data, args.rows, args.dim)
+    bodies: dict[str, Body] = {
+        "pipeline": lambda prov: pipeline(prov, facts, dims),
+        "enrich": lambda prov: enrich(prov, facts, dims, str(data / "enriched.parquet")),
+    }
+    report: dict[str, Any] = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "memory_gib": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30,
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "arguments": vars(args),
+        "neo4j": stack.settings.neo4j.values(),
+        "loadavg_start": os.getloadavg(),
+        "shapes": {},
+    }
+    out_dir = Path(args.results)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / f"time_to_queryable-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    try:
+        for name in [s for s in args.shapes.split(",") if s]:
+            print(
+                f"{name}: starting Neo4j, ingest and query afresh in {stack.dir}", file=sys.stderr
+            )
+            stack = shape_stack(environ, name, args.folder, ports)
+            report["shapes"][name] = run_shape(name, bodies[name], spark, stack, args)
+            report["loadavg_end"] = os.getloadavg()
+            out.write_text(json.dumps(report, indent=2))  # after each shape: a long run may stop
+        if args.keep:
+            stack.up()
+    finally:
+        spark.stop()
+        if not args.keep:
+            stack.down()
+    print_table(report)
+    print(f"-> {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
