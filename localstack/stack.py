@@ -113,12 +113,16 @@ class Stack:
             component = self._components[name]
             pid = self.pid(name)
             if pid is not None:  # ours, already started: it must become healthy
-                if not self._wait_healthy(component, pid):
+                if self._wait_healthy(component, pid):
+                    continue
+                if _start_time(pid) is not None:
                     raise StackError(
                         f"{name} (pid {pid}) is running but not healthy; last log lines:\n"
                         f"{self._tail(name)}"
                     )
-                continue
+                # It was exiting (e.g. right after a SIGTERM) and is gone now: start a new one.
+                log.info("%s (pid %d) exited while we waited for it; starting it again", name, pid)
+                self._pidfile(name).unlink(missing_ok=True)
             if component.healthy():  # someone else's, on the configured address: reuse it
                 continue
             self._start(component)
