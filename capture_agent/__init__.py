@@ -14,9 +14,11 @@ from capture_agent.errors import CaptureError, PublishError, UnsupportedOperatio
 from capture_agent.frame import TrackedFrame
 from capture_agent.grouping import TrackedGroupedData
 from capture_agent.session import ProvenanceSession
+from sparkprov.kafka_security import KafkaSecurity
 
 __all__ = [
     "CaptureError",
+    "KafkaSecurity",
     "ProvenanceSession",
     "PublishError",
     "TrackedFrame",

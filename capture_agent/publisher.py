@@ -1,14 +1,14 @@
 """Delivery of lineage events to Kafka, from executors and from the driver.
 
-One ``KafkaProducer`` per Python process and bootstrap address, created lazily: Spark reuses its
-Python workers, so a producer outlives the task that created it and sends batch after batch
-asynchronously. Each capture point calls :meth:`PartitionSender.close` when its partition ends,
-which flushes and checks every send of that partition, so a task only succeeds once its lineage is
-in Kafka. A broker that is down is waited for and retried (kafka-python reconnects with backoff)
-for at most ``timeout_s``: connecting, handing over a message and each acknowledgement have that
-bound. Past it the task fails (and, after Spark's retries, the job) with a :class:`PublishError`
-that says how many messages were sent and how many were left unacknowledged; the session then
-fails the run with the counts of what completed tasks delivered.
+One ``KafkaProducer`` per Python process, bootstrap address and security settings, created lazily:
+Spark reuses its Python workers, so a producer outlives the task that created it and sends batch
+after batch asynchronously. Each capture point calls :meth:`PartitionSender.close` when its
+partition ends, which flushes and checks every send of that partition, so a task only succeeds once
+its lineage is in Kafka. A broker that is down is waited for and retried (kafka-python reconnects
+with backoff) for at most ``timeout_s``: connecting, handing over a message and each
+acknowledgement have that bound. Past it the task fails (and, after Spark's retries, the job) with
+a :class:`PublishError` that says how many messages were sent and how many were left
+unacknowledged; the session then fails the run with the counts of what completed tasks delivered.
 """
 
 from __future__ import annotations
@@ -18,16 +18,17 @@ import logging
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from capture_agent.errors import PublishError
+from sparkprov.kafka_security import KafkaSecurity
 
 __all__ = ["PartitionSender", "PublisherConfig", "producer_for"]
 
 log = logging.getLogger(__name__)
 
-_producers: dict[str, Any] = {}
+_producers: dict[tuple[str, KafkaSecurity], Any] = {}
 _lock = threading.Lock()
 
 
@@ -40,12 +41,16 @@ class PublisherConfig:
     max_message_bytes: int = 8 * 1024 * 1024
     # Messages a partition may have unacknowledged before send() waits: bounds executor memory.
     max_in_flight: int = 32
+    # TLS and SASL (sparkprov.kafka_security): built on the driver, pickled to the executors
+    # with the rest of the config, so they need no environment.
+    security: KafkaSecurity = field(default_factory=KafkaSecurity)
 
 
 def producer_for(config: PublisherConfig) -> Any:
-    """The process-wide producer for this bootstrap address."""
+    """The process-wide producer for this bootstrap address and these security settings."""
+    key = (config.bootstrap, config.security)
     with _lock:
-        producer = _producers.get(config.bootstrap)
+        producer = _producers.get(key)
         if producer is None:
             from kafka import KafkaProducer  # lazy: imported on executors only when capturing
 
@@ -68,6 +73,7 @@ def producer_for(config: PublisherConfig) -> Any:
                     # Retries the connection with backoff for at most the bound (the default
                     # would wait 30 s whatever the bound).
                     bootstrap_timeout_ms=bound_ms,
+                    **config.security.as_kafka_kwargs(),
                 )
             except Exception as e:  # KafkaTimeoutError, NoBrokersAvailable
                 raise PublishError(
@@ -75,7 +81,7 @@ def producer_for(config: PublisherConfig) -> Any:
                     f"gave up after "
                     f"{time.monotonic() - started:.1f}s (bound {config.timeout_s}s): {e}"
                 ) from e
-            _producers[config.bootstrap] = producer
+            _producers[key] = producer
         return producer
 
 

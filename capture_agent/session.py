@@ -40,6 +40,7 @@ from sparkprov.events import (
     encode_run_complete,
     encode_run_started,
 )
+from sparkprov.kafka_security import KafkaSecurity
 from sparkprov.limits import check_name, quote
 
 if TYPE_CHECKING:
@@ -92,6 +93,9 @@ class ProvenanceSession:
 
     ``bootstrap`` and ``topic`` default to ``SPARKPROV_KAFKA_BOOTSTRAP`` / ``SPARKPROV_TOPIC``
     (then 127.0.0.1:9092 / sparkprov.lineage); ``run_id`` defaults to a fresh UUID.
+    ``kafka_security`` (TLS, SASL) defaults to ``KafkaSecurity.from_env`` of the driver's
+    environment (``SPARKPROV_KAFKA_SECURITY_PROTOCOL`` etc.); the executors get it with the
+    publisher config.
     ``publish_timeout_s`` bounds how long a broker may be down: the driver and every task wait
     and retry that long, then the run fails with a :class:`PublishError` and its counts.
     """
@@ -108,6 +112,7 @@ class ProvenanceSession:
         publish_timeout_s: float = 60.0,
         enabled: bool | None = None,
         splits: Mapping[str, Sequence[str]] | None = None,
+        kafka_security: KafkaSecurity | None = None,
     ) -> None:
         if not workflow:
             raise ValueError("workflow must be a non-empty name")
@@ -130,6 +135,7 @@ class ProvenanceSession:
             or os.environ.get(defaults.ENV_KAFKA_BOOTSTRAP, defaults.KAFKA_BOOTSTRAP),
             topic=topic or os.environ.get(defaults.ENV_TOPIC, defaults.TOPIC),
             timeout_s=publish_timeout_s,
+            security=kafka_security or KafkaSecurity.from_env(os.environ),
         )
         self._counts = spark.sparkContext.accumulator({}, _CountsParam())
         self._ctx = TapContext(

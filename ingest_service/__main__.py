@@ -33,7 +33,11 @@ def main() -> int:
     configure_logging(os.environ.get("SPARKPROV_LOG_LEVEL", "INFO"))
     settings = IngestSettings.from_env(os.environ)
     store = Store.connect(
-        settings.neo4j_uri, settings.neo4j_user, settings.neo4j_password, settings.theta
+        settings.neo4j_uri,
+        settings.neo4j_user,
+        settings.neo4j_password,
+        settings.theta,
+        tls_ca=settings.neo4j_tls_ca,
     )
     while True:
         try:

@@ -91,6 +91,7 @@ def kafka_consumer(settings: IngestSettings) -> Source:
         # A killed member is noticed (and its partitions reassigned) within 10s.
         session_timeout_ms=10000,
         heartbeat_interval_ms=3000,
+        **settings.kafka_security.as_kafka_kwargs(),
     )
     return consumer
 
@@ -102,5 +103,6 @@ def dlq_producer(settings: IngestSettings) -> DeadLetters:
         bootstrap_servers=settings.kafka_bootstrap.split(","),
         acks="all",
         max_request_size=16 * 1024 * 1024,
+        **settings.kafka_security.as_kafka_kwargs(),
     )
     return producer

@@ -359,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.get(defaults.ENV_NEO4J_URI, defaults.NEO4J_URI),
         os.environ.get(defaults.ENV_NEO4J_USER, ""),
         os.environ.get(defaults.ENV_NEO4J_PASSWORD, ""),
+        tls_ca=os.environ.get(defaults.ENV_NEO4J_TLS_CA, ""),
     )
     folder = Path(tempfile.mkdtemp(prefix="sparkprov-reindex-"))
     spark = (

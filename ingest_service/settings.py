@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ingest_service.levels import DEFAULT_THETA
 from sparkprov import defaults
+from sparkprov.kafka_security import KafkaSecurity
 
 __all__ = ["IngestSettings"]
 
@@ -14,6 +15,9 @@ __all__ = ["IngestSettings"]
 @dataclass(frozen=True)
 class IngestSettings:
     kafka_bootstrap: str = defaults.KAFKA_BOOTSTRAP
+    # TLS and SASL of the consumer, the dead-letter producer and the admin client alike; the
+    # capture agent reads the same variables (sparkprov.kafka_security).
+    kafka_security: KafkaSecurity = field(default_factory=KafkaSecurity)
     topic: str = defaults.TOPIC
     dlq_topic: str = defaults.DLQ_TOPIC
     group_id: str = "sparkprov-ingest"
@@ -21,7 +25,10 @@ class IngestSettings:
     topic_partitions: int = 4
     neo4j_uri: str = defaults.NEO4J_URI
     neo4j_user: str = ""
-    neo4j_password: str = ""
+    neo4j_password: str = field(default="", repr=False)
+    # A PEM file of the CA that signed Neo4j's certificate, for a bolt+s:// or neo4j+s:// URI
+    # (the system's CAs when empty).
+    neo4j_tls_ca: str = ""
     http_addr: str = defaults.INGEST_HTTP_ADDR
     # A flush happens when this many nodes+edges are buffered or the oldest waited batch_ms.
     batch_rows: int = 20000
@@ -44,6 +51,7 @@ class IngestSettings:
 
         return cls(
             kafka_bootstrap=get(defaults.ENV_KAFKA_BOOTSTRAP, defaults.KAFKA_BOOTSTRAP),
+            kafka_security=KafkaSecurity.from_env(environ),
             topic=get(defaults.ENV_TOPIC, defaults.TOPIC),
             dlq_topic=get(defaults.ENV_DLQ_TOPIC, defaults.DLQ_TOPIC),
             group_id=get("SPARKPROV_INGEST_GROUP", cls.group_id),
@@ -51,6 +59,7 @@ class IngestSettings:
             neo4j_uri=get(defaults.ENV_NEO4J_URI, defaults.NEO4J_URI),
             neo4j_user=get(defaults.ENV_NEO4J_USER, ""),
             neo4j_password=get(defaults.ENV_NEO4J_PASSWORD, ""),
+            neo4j_tls_ca=get(defaults.ENV_NEO4J_TLS_CA, ""),
             http_addr=get(defaults.ENV_INGEST_HTTP_ADDR, defaults.INGEST_HTTP_ADDR),
             batch_rows=int(get("SPARKPROV_INGEST_BATCH_ROWS", str(cls.batch_rows))),
             batch_ms=int(get("SPARKPROV_INGEST_BATCH_MS", str(cls.batch_ms))),

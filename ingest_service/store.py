@@ -223,9 +223,16 @@ class Store:
 
     @classmethod
     def connect(
-        cls, uri: str, user: str = "", password: str = "", theta: int = DEFAULT_THETA
+        cls,
+        uri: str,
+        user: str = "",
+        password: str = "",
+        theta: int = DEFAULT_THETA,
+        *,
+        tls_ca: str = "",
     ) -> Store:
-        return cls(neo4j_driver(uri, user, password, max_transaction_retry_time=15.0), theta)
+        driver = neo4j_driver(uri, user, password, tls_ca=tls_ca, max_transaction_retry_time=15.0)
+        return cls(driver, theta)
 
     def close(self) -> None:
         self._driver.close()

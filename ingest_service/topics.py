@@ -16,7 +16,10 @@ def ensure_topics(settings: IngestSettings) -> None:
     from kafka.admin import NewTopic
     from kafka.errors import TopicAlreadyExistsError
 
-    admin = KafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap.split(","))
+    admin = KafkaAdminClient(
+        bootstrap_servers=settings.kafka_bootstrap.split(","),
+        **settings.kafka_security.as_kafka_kwargs(),
+    )
     try:
         existing = set(admin.list_topics())
         wanted = [

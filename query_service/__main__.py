@@ -25,10 +25,16 @@ def main() -> int:
         settings.neo4j_user,
         settings.neo4j_password,
         timeout_s=settings.neo4j_timeout_s,
+        tls_ca=settings.neo4j_tls_ca,
     )
     server, port = create_server(settings, store)
     server.start()
-    log.info("serving sparkprov.v1.ProvenanceQuery on %s (port %d)", settings.grpc_addr, port)
+    log.info(
+        "serving sparkprov.v1.ProvenanceQuery on %s (port %d, %s)",
+        settings.grpc_addr,
+        port,
+        "TLS" if settings.tls_cert else "plaintext",
+    )
     stopped = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -261,8 +261,16 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
         raise AssertionError("unreachable")
 
 
+def _tls_credentials(settings: QuerySettings) -> grpc.ServerCredentials:
+    """The certificate and key files, read once at start (a renewed certificate needs a
+    restart). Clients are not asked for certificates: they authenticate with the bearer token."""
+    with open(settings.tls_key, "rb") as key, open(settings.tls_cert, "rb") as cert:
+        return grpc.ssl_server_credentials([(key.read(), cert.read())])
+
+
 def create_server(settings: QuerySettings, store: Store) -> tuple[grpc.Server, int]:
-    """A server (not started) bound to ``settings.grpc_addr``; port 0 picks a free one."""
+    """A server (not started) bound to ``settings.grpc_addr``; port 0 picks a free one. Over TLS
+    when ``settings.tls_cert`` is set, else plaintext."""
     interceptors = [BearerTokenInterceptor(settings.auth_token)] if settings.auth_token else []
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=settings.max_workers), interceptors=interceptors
@@ -278,7 +286,10 @@ def create_server(settings: QuerySettings, store: Store) -> tuple[grpc.Server, i
     reflection.enable_server_reflection(
         (service_name, health.SERVICE_NAME, reflection.SERVICE_NAME), server
     )
-    port = server.add_insecure_port(settings.grpc_addr)
+    if settings.tls_cert:
+        port = server.add_secure_port(settings.grpc_addr, _tls_credentials(settings))
+    else:
+        port = server.add_insecure_port(settings.grpc_addr)
     if port == 0:
         raise OSError(f"cannot bind gRPC to {settings.grpc_addr}")
     return server, port

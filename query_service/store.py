@@ -121,7 +121,13 @@ class Store:
 
     @classmethod
     def connect(
-        cls, uri: str, user: str = "", password: str = "", *, timeout_s: float = 5.0
+        cls,
+        uri: str,
+        user: str = "",
+        password: str = "",
+        *,
+        timeout_s: float = 5.0,
+        tls_ca: str = "",
     ) -> Store:
         """A store whose calls fail within about ``timeout_s`` while Neo4j is away (the driver's
         defaults wait for a connection up to 60 s, then retry for 30 s)."""
@@ -129,6 +135,7 @@ class Store:
             uri,
             user,
             password,
+            tls_ca=tls_ca,
             connection_timeout=timeout_s / 2,
             connection_acquisition_timeout=timeout_s,
             max_transaction_retry_time=timeout_s / 2,

@@ -17,9 +17,32 @@ def configure_logging(level: str = "INFO") -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def neo4j_driver(uri: str, user: str = "", password: str = "", **options: Any) -> neo4j.Driver:
+def neo4j_driver(
+    uri: str, user: str = "", password: str = "", *, tls_ca: str = "", **options: Any
+) -> neo4j.Driver:
     """A driver with auth only when a user is set. Server notifications (e.g. "property key
     does not exist" before the first component grows) are not problems of ours and would flood
-    the logs, so they are off."""
+    the logs, so they are off.
+
+    TLS follows the URI: ``bolt+s://`` and ``neo4j+s://`` verify Neo4j's certificate against the
+    system's CAs, or against the PEM file ``tls_ca`` when given. The driver only takes a custom
+    CA with the plain schemes, so the URI is rewritten to ``bolt://`` / ``neo4j://`` with
+    encryption on: the same connection, verified against that CA."""
     auth = (user, password) if user else None
+    if tls_ca:
+        scheme, sep, rest = uri.partition("://")
+        if scheme not in _VERIFIED_SCHEMES or not sep:
+            raise ValueError(
+                f"a trusted CA file for Neo4j needs a bolt+s:// or neo4j+s:// URI, not {uri!r}"
+            )
+        uri = f"{_VERIFIED_SCHEMES[scheme]}://{rest}"
+        options = {
+            **options,
+            "encrypted": True,
+            "trusted_certificates": neo4j.TrustCustomCAs(tls_ca),
+        }
     return neo4j.GraphDatabase.driver(uri, auth=auth, notifications_min_severity="OFF", **options)
+
+
+# The verifying TLS schemes and the plain scheme the driver wants with a custom CA.
+_VERIFIED_SCHEMES = {"bolt+s": "bolt", "neo4j+s": "neo4j"}

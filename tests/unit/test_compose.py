@@ -130,3 +130,47 @@ def test_neo4j_settings_follow_the_environment_and_keep_logs_bounded() -> None:
     assert custom.jvm_heap_flags()[1] == f"-Xmx{3 * 1024 * 1024}k"
     with pytest.raises(ValueError, match="not a size"):
         Neo4jConfig.from_env({"SPARKPROV_NEO4J_PAGECACHE": "lots"})
+
+
+_REQUIRED = re.compile(r"\$\{(SPARKPROV_[A-Z0-9_]+):\?[^}]+\}")
+_SECRET_NAME = re.compile(r"PASSWORD|SECRET|TOKEN|AUTH")
+
+
+def test_compose_neo4j_requires_the_password_the_services_are_given() -> None:
+    """Neo4j runs with auth; its password and the services' come from one required variable
+    (no default, so compose refuses to start without it), and the user is the one Neo4j has."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    services = compose["services"]
+    auth = services["neo4j"]["environment"]["NEO4J_AUTH"]
+    user, _, password = auth.partition("/")
+    assert auth != "none" and user == "neo4j"
+    match = _REQUIRED.fullmatch(password)
+    assert match and match.group(1) == defaults.ENV_NEO4J_PASSWORD, auth
+    for name in ("ingest", "query"):
+        env = services[name]["environment"]
+        assert env[defaults.ENV_NEO4J_USER] == user, name
+        given = _REQUIRED.fullmatch(env[defaults.ENV_NEO4J_PASSWORD])
+        assert given and given.group(1) == defaults.ENV_NEO4J_PASSWORD, name
+    # The healthcheck must log in too, with the container's own setting, not a copy.
+    check = " ".join(services["neo4j"]["healthcheck"]["test"])
+    assert "cypher-shell -u neo4j" in check and "$${NEO4J_AUTH#*/}" in check
+
+
+def test_compose_holds_no_password_literal() -> None:
+    text = (ROOT / "docker-compose.yml").read_text()
+    compose = yaml.safe_load(text)
+    for name, service in compose["services"].items():
+        for key, value in (service.get("environment") or {}).items():
+            if _SECRET_NAME.search(key):
+                secret = str(value).removeprefix("neo4j/") if key == "NEO4J_AUTH" else str(value)
+                assert _REQUIRED.fullmatch(secret), f"{name}.{key} must be ${{VAR:?message}}"
+    # No default for any secret variable anywhere in the file (a ${VAR:-default} would be one).
+    assert not re.search(r"\$\{SPARKPROV_[A-Z_]*(PASSWORD|TOKEN|SECRET)[A-Z_]*:?-", text)
+    # The example env file names the variable and leaves its value for the operator.
+    example = dict(
+        line.split("=", 1)
+        for line in (ROOT / ".env.example").read_text().splitlines()
+        if line and not line.startswith("#")
+    )
+    assert example == {defaults.ENV_NEO4J_PASSWORD: ""}
+    assert ".env" in (ROOT / ".gitignore").read_text().splitlines()
