@@ -1,4 +1,5 @@
-"""Fixtures on the real stack: Kafka (KRaft), Neo4j, ingest and query services.
+"""Fixtures on the real stack: Kafka (KRaft), Neo4j, ingest and query services, for the
+integration and fault suites (a plugin of tests/conftest.py, so defined once for both).
 
 The stack is the one ``make up`` manages (same folder, same addresses): if it is already up the
 tests reuse it, otherwise they start it and, at the end, stop exactly what they started.
@@ -19,7 +20,7 @@ from sparkprov import defaults
 from sparkprov.client import QueryClient
 from sparkprov.v1 import query_pb2
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")

@@ -20,8 +20,7 @@ from sparkprov.events import (
     encode_run_started,
 )
 from sparkprov.v1 import lineage_pb2
-
-from .kafka_tools import wait_group_caught_up
+from tests.integration.kafka_tools import wait_group_caught_up
 
 
 class _DeadLetters:
