@@ -491,6 +491,10 @@ class Consumer:
             log.warning(
                 "offset commit failed after a rebalance (%s); events will be redelivered", e
             )
+        except KafkaError as e:
+            # The broker is away (connection refused, timeout): the same holds. A later commit
+            # covers these offsets; if none comes, the events are redelivered.
+            log.warning("offset commit failed (%s); events may be redelivered", e)
         self._offsets.committed(offsets)
         if not held:
             self._dlq_backoff = _FIRST_BACKOFF_S

@@ -521,3 +521,28 @@ def test_a_node_resent_with_other_content_is_counted_and_its_event_dead_lettered
     assert loop.store.labels[5] == "a"
     assert loop.store.written == set(range(20))
     assert loop.kafka.committed == {tp(0): 4}
+
+
+def test_a_commit_that_fails_because_kafka_is_away_does_not_stop_the_consumer() -> None:
+    """Seen in the fault suite: Kafka restarted while a commit ran; kafka-python raised a
+    connection error from commit() and the ingest process died. The data is in Neo4j: the
+    consumer goes on, and a later commit covers the offsets."""
+    from kafka.errors import KafkaConnectionError
+
+    logs = {0: [batch(i * 100, 100) for i in range(20)]}
+    loop = make(logs, batch_rows=500)
+    kafka = loop.kafka
+    real_commit = kafka.commit
+    failures = {"left": 2}
+
+    def flaky_commit(offsets: dict[TopicPartition, Any]) -> None:
+        if failures["left"]:
+            failures["left"] -= 1
+            raise KafkaConnectionError("111 ECONNREFUSED")
+        real_commit(offsets)
+
+    kafka.commit = flaky_commit  # type: ignore[method-assign]
+    loop.consumer.run()
+    assert failures["left"] == 0
+    assert kafka.committed == {tp(0): 20}
+    assert loop.store.written == set(range(20 * 100))
