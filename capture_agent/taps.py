@@ -274,12 +274,12 @@ class SemiJoinSpec(TapSpec):
             raise ValueError("a semi join kept a row without a matching right row")
         single = counts == 1
         sums = derive(ids[~single], salt_of(self.key, "plus"))
-        only = np.array([m[0] for m, one in zip(matches, single, strict=True) if one], np.int64)
-        many = [m for m, one in zip(matches, single, strict=True) if not one]
+        flat = np.concatenate(matches) if matches else np.empty(0, dtype=np.int64)
+        first = np.cumsum(counts) - counts  # where each row's matches start in ``flat``
         nodes = [self._row_nodes("TIMES", "·", pdf)]
         if len(sums):
             nodes.append(NodeColumns("PLUS", sums, label="+"))
-        src = [id_column(pdf, "left"), only, sums, *many]
+        src = [id_column(pdf, "left"), flat[first[single]], sums, flat[np.repeat(~single, counts)]]
         dst = [ids, ids[single], ids[~single], np.repeat(sums, counts[~single])]
         return nodes, EdgeColumns(np.concatenate(src), np.concatenate(dst))
 

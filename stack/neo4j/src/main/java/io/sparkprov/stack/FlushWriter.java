@@ -167,10 +167,10 @@ final class FlushWriter {
     for (int i = 0; i < ids.size(); i++) {
       long id = ((Number) ids.get(i)).longValue();
       Node n = node(id);
+      String nodeLabel = labels.isEmpty() ? label : (String) labels.get(i);
       if (n.hasProperty("op")) {
         // Stored before (by an earlier flush or block): at-least-once delivery re-sent it, or
         // another version of the node was sent, which is reported and not stored.
-        String nodeLabel = labels.isEmpty() ? label : (String) labels.get(i);
         if (differs(n, run, op, nodeLabel, relation == null ? "" : relation, shared)) {
           conflict(run, position, id);
         }
@@ -182,7 +182,7 @@ final class FlushWriter {
       }
       n.setProperty("run_id", run);
       n.setProperty("op", op);
-      n.setProperty("label", labels.isEmpty() ? label : (String) labels.get(i));
+      n.setProperty("label", nodeLabel);
       if (relation != null && !relation.isEmpty()) {
         n.setProperty("relation", relation);
       }
@@ -205,7 +205,7 @@ final class FlushWriter {
 
   /** An edge's end: a placeholder created here is marked pending for the edge's run. */
   private Node endOfEdge(long id, String run) {
-    boolean before = created.contains(id) || cache.containsKey(id);
+    boolean before = cache.containsKey(id); // every node this call created is cached
     Node n = node(id);
     if (!before && created.contains(id)) {
       n.setProperty(PENDING, run);
