@@ -1,6 +1,7 @@
 """Delivery of lineage events to Kafka, from executors and from the driver.
 
-One ``KafkaProducer`` per Python process, bootstrap address and security settings, created lazily:
+One ``KafkaProducer`` per Python process, bootstrap address, security settings and bounds, created
+lazily:
 Spark reuses its Python workers, so a producer outlives the task that created it and sends batch
 after batch asynchronously. Each capture point calls :meth:`PartitionSender.close` when its
 partition ends, which flushes and checks every send of that partition, so a task only succeeds once
@@ -28,7 +29,7 @@ __all__ = ["PartitionSender", "PublisherConfig", "producer_for"]
 
 log = logging.getLogger(__name__)
 
-_producers: dict[tuple[str, KafkaSecurity], Any] = {}
+_producers: dict[tuple[str, KafkaSecurity, float, int], Any] = {}
 _lock = threading.Lock()
 
 
@@ -47,8 +48,11 @@ class PublisherConfig:
 
 
 def producer_for(config: PublisherConfig) -> Any:
-    """The process-wide producer for this bootstrap address and these security settings."""
-    key = (config.bootstrap, config.security)
+    """The process-wide producer for this bootstrap address, these security settings and these
+    bounds. The bounds are part of the key: a producer made for a session with a short
+    ``timeout_s`` must not serve a later session of the same process that allows a longer one
+    (its records would expire after the first session's bound)."""
+    key = (config.bootstrap, config.security, config.timeout_s, config.max_message_bytes)
     with _lock:
         producer = _producers.get(key)
         if producer is None:

@@ -1,0 +1,34 @@
+"""The capture agent's producer cache, with a stand-in for kafka-python's producer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from capture_agent import publisher
+from capture_agent.publisher import PublisherConfig, producer_for
+
+
+class _FakeProducer:
+    def __init__(self, **options: Any) -> None:
+        self.options = options
+
+    def close(self, timeout: float) -> None:
+        pass
+
+
+def test_a_producer_serves_only_sessions_with_its_own_bounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A session with a 3 s bound, then one with 90 s in the same process (the fault suite does
+    this): the second must not reuse the first's producer, whose records expire after 3 s."""
+    import kafka
+
+    monkeypatch.setattr(kafka, "KafkaProducer", _FakeProducer)
+    monkeypatch.setattr(publisher, "_producers", {})
+    short = producer_for(PublisherConfig("127.0.0.1:1", "t", timeout_s=3))
+    long = producer_for(PublisherConfig("127.0.0.1:1", "t", timeout_s=90))
+    assert short is not long
+    assert short.options["delivery_timeout_ms"] < long.options["delivery_timeout_ms"]
+    assert producer_for(PublisherConfig("127.0.0.1:1", "t", timeout_s=90)) is long
