@@ -175,7 +175,7 @@ def test_outer_joins_keep_ids_above_2_53_on_both_sides(spark, client, neo4j_driv
     """Regression: a batch that mixes matched and unmatched rows reached Python with the
     nullable side's ids as float64 (Spark's numeric-only conversion, used when the tap reads no
     values), which rounded them: the joined rows' edges pointed at nodes that do not exist. One
-    partition per side, so every batch mixes; every id is above 2^53 in magnitude."""
+    partition per side, so every batch mixes; almost every id is above 2^53 in magnitude."""
     n, shift = 60, 20
     left = spark.createDataFrame([(f"k{i}", i) for i in range(n)], ["k", "l"]).coalesce(1)
     right = spark.createDataFrame(
@@ -191,7 +191,9 @@ def test_outer_joins_keep_ids_above_2_53_on_both_sides(spark, client, neo4j_driv
 
     rows, graph = _captured(spark, client, neo4j_driver, build)
     tokens = [t for t, d in graph.nodes(data=True) if d["op"] == "TOKEN"]
-    assert len(tokens) == 2 * n and all(abs(t) > 2**53 for t in tokens)
+    # tokens are salted splitmix64 ids: each is below 2^53 in magnitude with odds 2^-10, so a
+    # run has almost all of them above it (requiring every one failed about one run in nine)
+    assert len(tokens) == 2 * n and sum(abs(t) > 2**53 for t in tokens) >= 2 * n - 5
     expected = {
         "Left": range(n),
         "Right": range(shift, n + shift),
