@@ -2,10 +2,11 @@
 
 One flush is one write transaction (``execute_write`` retries it on transient errors, so it is
 idempotent by construction): a lock node serialises writers, then our procedure
-``sparkprov.write`` (stack/neo4j, Ingest.java; loaded by the local stack's launcher, or from the
-server's plugins folder) upserts the flush's node and edge columns and keeps component ids,
-connected sets and set dependencies exact (ingest_service.sets states what they must equal);
-then run markers are recorded and runs whose counts are complete are marked so.
+``sparkprov.write`` (ingest_service/neo4j_procedure, Ingest.java; its jar is loaded from Neo4j's
+plugins folder by the local stack's launcher or a server) upserts the flush's node and edge
+blocks (their contract: sparkprov.blocks) and keeps component ids, connected sets and set
+dependencies exact (ingest_service.sets states what they must equal); then run markers are
+recorded and runs whose counts are complete are marked so.
 
 Errors, by what the consume loop does about them: :class:`StoreUnavailable` when retrying may
 fix the write (Neo4j unreachable, a leader switch, a deadlock, any transient error, or a refusal
@@ -20,11 +21,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 import neo4j
 
 from ingest_service.levels import DEFAULT_THETA, LEVELS
+from sparkprov.blocks import EdgeBlock, NodeBlock
 from sparkprov.events import Batch, RunComplete, RunStarted
 from sparkprov.runtime import neo4j_driver
 
@@ -42,7 +43,8 @@ _SCHEMA = [
     "CREATE INDEX sp_node_set IF NOT EXISTS FOR (n:Node) ON (n.set_id)",
     *(f"CREATE INDEX sp_node_s{k} IF NOT EXISTS FOR (n:Node) ON (n.s{k})" for k in range(LEVELS)),
     "CREATE INDEX sp_set_component IF NOT EXISTS FOR (s:ConnectedSet) ON (s.component_id)",
-    # Only placeholders hold pending_run, so this index holds only them (see FlushWriter.PENDING).
+    # Only placeholders hold pending_run, so this index holds only them (FlushWriter.PENDING in
+    # ingest_service/neo4j_procedure).
     "CREATE INDEX sp_node_pending IF NOT EXISTS FOR (n:Node) ON (n.pending_run)",
     "CREATE INDEX sp_node_relation IF NOT EXISTS FOR (n:Node) ON (n.run_id, n.relation)",
     "CREATE INDEX sp_run_workflow IF NOT EXISTS FOR (r:Run) ON (r.workflow)",
@@ -141,8 +143,8 @@ class Flush:
     """What one flush writes: the node and edge columns of many batches, plus run markers.
     Duplicates (at-least-once delivery) are removed by the procedure, not here."""
 
-    blocks: list[dict[str, Any]] = field(default_factory=list)
-    edges: list[dict[str, Any]] = field(default_factory=list)
+    blocks: list[NodeBlock] = field(default_factory=list)
+    edges: list[EdgeBlock] = field(default_factory=list)
     started: list[RunStarted] = field(default_factory=list)
     completed: list[RunComplete] = field(default_factory=list)
     workflows: dict[str, str] = field(default_factory=dict)

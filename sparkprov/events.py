@@ -20,6 +20,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from sparkprov import limits
+from sparkprov.blocks import EdgeBlock, NodeBlock
 from sparkprov.limits import LimitExceeded
 from sparkprov.v1 import lineage_pb2
 
@@ -106,11 +107,9 @@ class Batch:
     tap: str
     partition: int
     sequence: int
-    # One dict per node block: run, op, ids, label, labels, relation, values, shared, split,
-    # attribute_names, attribute_values (one list per name), null_rows (one list per name).
-    blocks: list[dict[str, Any]]
-    # {"run", "src", "dst"}: the edge columns.
-    edges: dict[str, Any]
+    # The node blocks and the edge columns, as sparkprov.write takes them (sparkprov.blocks).
+    blocks: list[NodeBlock]
+    edges: EdgeBlock
 
     @property
     def node_count(self) -> int:
@@ -352,7 +351,7 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
     pb = event.batch
     run_id = event.run_id
     limits.check_batch(pb.tap, len(pb.nodes), len(pb.edges.src))
-    blocks: list[dict[str, Any]] = []
+    blocks: list[NodeBlock] = []
     for block in pb.nodes:
         op = OP_NAMES.get(block.op)
         if op is None:
@@ -407,5 +406,5 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
     src, dst = pb.edges.src, pb.edges.dst
     if len(src) != len(dst):
         raise MalformedEvent("ragged", f"{len(src)} edge sources for {len(dst)} destinations")
-    edges = {"run": run_id, "src": list(src), "dst": list(dst)}
+    edges: EdgeBlock = {"run": run_id, "src": list(src), "dst": list(dst)}
     return Batch(run_id, event.workflow, pb.tap, pb.partition, pb.sequence, blocks, edges)

@@ -1,4 +1,4 @@
-package io.sparkprov.stack;
+package io.sparkprov.ingest;
 
 import java.util.List;
 import java.util.Map;
@@ -25,6 +25,10 @@ import org.neo4j.procedure.Procedure;
  * Python's {@code ingest_service.sets.recompute} is the from-scratch definition these must equal.
  * Yields one row per run: the nodes and edges this call created, the component merges, and the
  * nodes of its blocks that conflict with a stored version (same id, other content).
+ *
+ * <p>{@code blocks} and {@code edges} follow the contract {@link NodeBlock} / {@link EdgeBlock}
+ * (Python: {@code sparkprov.blocks}); a malformed one fails the call with a message naming the
+ * block and the field.
  */
 public final class Ingest {
   @Context public Transaction tx;
@@ -65,6 +69,7 @@ public final class Ingest {
       @Name("blocks") List<Map<String, Object>> blocks,
       @Name("edges") List<Map<String, Object>> edgeBlocks,
       @Name("theta") long theta) {
-    return new FlushWriter(tx, log).write(blocks, edgeBlocks, theta);
+    return new FlushWriter(tx, log)
+        .write(NodeBlock.parseAll(blocks), EdgeBlock.parseAll(edgeBlocks), theta);
   }
 }

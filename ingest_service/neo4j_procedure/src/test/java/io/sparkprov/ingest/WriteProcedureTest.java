@@ -1,0 +1,228 @@
+package io.sparkprov.ingest;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** {@code sparkprov.write} on an embedded Neo4j: upserts, placeholders, and the ids it keeps. */
+class WriteProcedureTest {
+  private static final String RUN = "run-1";
+  private static final long THETA = 25000;
+
+  private static EmbeddedNeo4j neo4j;
+
+  @BeforeEach
+  void emptyDatabase() throws Exception {
+    neo4j = EmbeddedNeo4j.shared();
+  }
+
+  /** A node block as ingest sends it: every key of the contract, TOKENs of one relation. */
+  static Map<String, Object> nodes(String op, List<Long> ids, String... split) {
+    Map<String, Object> block = new HashMap<>();
+    block.put("run", RUN);
+    block.put("op", op);
+    block.put("ids", ids);
+    block.put("label", op.toLowerCase());
+    block.put("labels", List.of());
+    block.put("relation", "R");
+    block.put("values", List.of());
+    block.put("shared", false);
+    block.put("split", List.of(split));
+    block.put("attribute_names", List.of());
+    block.put("attribute_values", List.of());
+    block.put("null_rows", List.of());
+    return block;
+  }
+
+  /** An edge block: edge k derives dst[k] from src[k]. */
+  static Map<String, Object> edges(long[][] pairs) {
+    List<Long> src = new ArrayList<>();
+    List<Long> dst = new ArrayList<>();
+    for (long[] p : pairs) {
+      src.add(p[0]);
+      dst.add(p[1]);
+    }
+    return Map.of("run", RUN, "src", src, "dst", dst);
+  }
+
+  private static long count(String cypher) {
+    return (Long) neo4j.one(cypher, Map.of());
+  }
+
+  private static Object prop(long id, String key) {
+    return neo4j.one("MATCH (n:Node {id: $id}) RETURN n[$key]", Map.of("id", id, "key", key));
+  }
+
+  private static long longProp(long id, String key) {
+    return (Long) prop(id, key);
+  }
+
+  @Test
+  void theSameBlocksTwiceStoreEachNodeAndEdgeOnce() {
+    List<Map<String, Object>> blocks =
+        List.of(nodes("TOKEN", List.of(1L, 2L)), nodes("PLUS", List.of(3L)));
+    List<Map<String, Object>> edgeBlocks = List.of(edges(new long[][] {{1, 3}, {2, 3}, {1, 3}}));
+
+    List<Map<String, Object>> first = neo4j.write(blocks, edgeBlocks, THETA);
+    List<Map<String, Object>> second = neo4j.write(blocks, edgeBlocks, THETA);
+
+    assertEquals(1, first.size());
+    assertEquals(3L, first.get(0).get("nodes"));
+    assertEquals(2L, first.get(0).get("edges")); // the repeated pair is one edge
+    assertEquals(0L, second.get(0).get("nodes"));
+    assertEquals(0L, second.get(0).get("edges"));
+    assertEquals(List.of(), second.get(0).get("conflict_ids")); // equal content: no conflict
+    assertEquals(3L, count("MATCH (n:Node) RETURN count(n)"));
+    assertEquals(2L, count("MATCH ()-[r:DERIVES]->() RETURN count(r)"));
+    assertEquals(1L, count("MATCH (c:Component) RETURN count(c)"));
+    assertEquals(3L, count("MATCH (c:Component) RETURN c.size"));
+  }
+
+  @Test
+  void aPlaceholderBecomesTheNodeWhenItsRecordArrives() {
+    // The edge arrives first: both ends are placeholders, pending for the edge's run.
+    List<Map<String, Object>> first =
+        neo4j.write(List.of(), List.of(edges(new long[][] {{10, 11}})), THETA);
+    assertEquals(0L, first.get(0).get("nodes"));
+    assertEquals(1L, first.get(0).get("edges"));
+    assertEquals(RUN, prop(10, "pending_run"));
+    assertFalse((Boolean) neo4j.one("MATCH (n:Node {id: 10}) RETURN n.op IS NOT NULL", Map.of()));
+    assertEquals(2L, count("MATCH (n:Node {pending_run: 'run-1'}) RETURN count(n)"));
+
+    List<Map<String, Object>> second =
+        neo4j.write(List.of(nodes("TOKEN", List.of(10L)), nodes("PLUS", List.of(11L))), List.of(),
+            THETA);
+
+    assertEquals(2L, second.get(0).get("nodes"));
+    assertEquals(2L, count("MATCH (n:Node) RETURN count(n)"));
+    assertEquals(0L, count("MATCH (n:Node) WHERE n.pending_run IS NOT NULL RETURN count(n)"));
+    assertEquals("TOKEN", prop(10, "op"));
+    assertEquals("R", prop(11, "relation"));
+    // Both known now, in one split part: one connected set of two.
+    assertEquals(longProp(10, "set_id"), longProp(11, "set_id"));
+    assertEquals(
+        2L,
+        neo4j.one(
+            "MATCH (s:ConnectedSet {id: $id}) RETURN s.size", Map.of("id", longProp(10, "set_id"))));
+  }
+
+  @Test
+  void anEdgeBetweenTwoComponentsMergesThemAndAddsTheirSizes() {
+    neo4j.write(
+        List.of(nodes("TOKEN", List.of(1L, 2L, 3L, 4L, 5L))),
+        List.of(edges(new long[][] {{1, 2}, {3, 4}, {4, 5}})),
+        THETA);
+    long small = longProp(1, "component_id");
+    long large = longProp(3, "component_id");
+    assertNotEquals(small, large);
+    assertEquals(small, longProp(2, "component_id"));
+    assertEquals(large, longProp(5, "component_id"));
+    assertEquals(2L, neo4j.one("MATCH (c:Component {id: $id}) RETURN c.size", Map.of("id", small)));
+
+    List<Map<String, Object>> rows =
+        neo4j.write(List.of(), List.of(edges(new long[][] {{2, 3}})), THETA);
+
+    assertEquals(1L, rows.get(0).get("merges"));
+    for (long id = 1; id <= 5; id++) {
+      assertEquals(large, longProp(id, "component_id"), "node " + id); // the larger absorbs
+    }
+    assertEquals(1L, count("MATCH (c:Component) RETURN count(c)"));
+    assertEquals(5L, neo4j.one("MATCH (c:Component {id: $id}) RETURN c.size", Map.of("id", large)));
+    assertEquals(1L, count("MATCH (s:ConnectedSet) RETURN count(s)"));
+    assertEquals(5L, count("MATCH (s:ConnectedSet) RETURN s.size"));
+  }
+
+  @Test
+  void anEdgeAcrossSplitsIsASetDependency() {
+    neo4j.write(
+        List.of(nodes("TOKEN", List.of(21L, 22L), "load"), nodes("PLUS", List.of(23L), "report")),
+        List.of(edges(new long[][] {{21, 22}, {22, 23}})),
+        THETA);
+
+    long load = longProp(21, "set_id");
+    long report = longProp(23, "set_id");
+    assertEquals(load, longProp(22, "set_id"));
+    assertNotEquals(load, report);
+    // One component all the same.
+    assertEquals(longProp(21, "component_id"), longProp(23, "component_id"));
+    List<Map<String, Object>> deps =
+        neo4j.query(
+            "MATCH (a:ConnectedSet)-[:SET_DEP]->(b:ConnectedSet)"
+                + " RETURN a.id AS src, b.id AS dst, a.size AS srcSize, b.size AS dstSize",
+            Map.of());
+    assertEquals(1, deps.size());
+    assertEquals(load, deps.get(0).get("src"));
+    assertEquals(report, deps.get(0).get("dst"));
+    assertEquals(2L, deps.get(0).get("srcSize"));
+    assertEquals(1L, deps.get(0).get("dstSize"));
+    assertEquals(
+        0L, neo4j.one("MATCH (s:ConnectedSet {id: $id}) RETURN s.level", Map.of("id", load)));
+  }
+
+  @Test
+  void aSetThatReachesThetaIsRefinedBySubSplit() {
+    // Theta 3: the split "a" holds 4 nodes, so its members' sets are their sub-split's.
+    neo4j.write(
+        List.of(
+            nodes("TOKEN", List.of(31L, 32L), "a", "x"),
+            nodes("PLUS", List.of(33L, 34L), "a", "y")),
+        List.of(edges(new long[][] {{31, 32}, {32, 33}, {33, 34}})),
+        3);
+
+    assertEquals(longProp(31, "s0"), longProp(34, "s0")); // one level-0 set of four
+    assertEquals(longProp(31, "set_id"), longProp(32, "set_id"));
+    assertEquals(longProp(33, "set_id"), longProp(34, "set_id"));
+    assertNotEquals(longProp(31, "set_id"), longProp(33, "set_id"));
+    assertEquals(
+        1L,
+        neo4j.one(
+            "MATCH (s:ConnectedSet {id: $id}) RETURN s.level", Map.of("id", longProp(31, "set_id"))));
+    assertEquals(1L, count("MATCH ()-[d:SET_DEP]->() RETURN count(d)"));
+  }
+
+  @Test
+  void aNodeSentAgainWithAnotherOpIsReportedAndNotStored() {
+    neo4j.write(List.of(nodes("TOKEN", List.of(41L))), List.of(), THETA);
+
+    List<Map<String, Object>> rows =
+        neo4j.write(
+            List.of(nodes("TOKEN", List.of(42L)), nodes("VALUE", List.of(43L, 41L))),
+            List.of(),
+            THETA);
+
+    assertEquals(List.of(1L), rows.get(0).get("conflict_blocks"));
+    assertEquals(List.of(41L), rows.get(0).get("conflict_ids"));
+    assertEquals(2L, rows.get(0).get("nodes"));
+    assertEquals("TOKEN", prop(41, "op"));
+    assertEquals(3L, count("MATCH (n:Node) RETURN count(n)"));
+  }
+
+  @Test
+  void aMalformedBlockFailsTheCallNamingTheField() {
+    Map<String, Object> block = nodes("TOKEN", List.of(51L));
+    block.put("ids", "51");
+
+    Exception e = assertThrows(Exception.class, () -> neo4j.write(List.of(block), List.of(), THETA));
+
+    String message = rootMessage(e);
+    assertTrue(message.contains("node block 0: field 'ids' must be a list"), message);
+    assertEquals(0L, count("MATCH (n:Node) RETURN count(n)"));
+  }
+
+  private static String rootMessage(Throwable e) {
+    StringBuilder all = new StringBuilder();
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      all.append(t.getMessage()).append(" | ");
+    }
+    return all.toString();
+  }
+}

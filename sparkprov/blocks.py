@@ -1,0 +1,137 @@
+"""The block format of ``CALL sparkprov.write($blocks, $edges, $theta)``: the contract between
+ingest's Python side and its Neo4j procedure (ingest_service/neo4j_procedure).
+
+:func:`sparkprov.events.decode` builds these blocks from a batch, ``ingest_service.store`` sends
+them, one flush per call, and the procedure parses each into a Java record of the same fields
+(``NodeBlock`` / ``EdgeBlock`` in ``io.sparkprov.ingest``), refusing a malformed one with a message
+that names the block and the field. Both sides test against one example payload,
+``ingest_service/neo4j_procedure/src/test/resources/write-payload.json`` (tests/unit/test_blocks.py
+and the procedure's BlockContractTest). A change of fields changes both sides and that file
+together.
+
+:func:`check_node_block` and :func:`check_edge_block` validate a value against the TypedDicts at
+run time, with errors worded as the procedure's.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any, TypedDict, TypeVar, Union
+
+__all__ = [
+    "EdgeBlock",
+    "MalformedBlock",
+    "NodeBlock",
+    "check_edge_block",
+    "check_node_block",
+]
+
+
+class NodeBlock(TypedDict):
+    """The columns of nodes one capture point sent for one run. ``labels`` and ``values`` are
+    empty or hold one entry per id; ``attribute_values`` and ``null_rows`` one column per
+    attribute name (a null row's value is ``""`` and is not stored)."""
+
+    run: str
+    op: str  # an Op name without its OP_ prefix: TOKEN, PLUS, ...
+    ids: list[int]  # signed 64-bit node ids
+    label: str  # every node's label when ``labels`` is empty
+    labels: list[str]
+    relation: str | None  # None: the rows belong to no named relation
+    values: list[str]
+    shared: bool  # module state: stored once, owned by the first run that stores it
+    split: list[str]  # the split path, coarse to fine, at most 3 names
+    attribute_names: list[str]
+    attribute_values: list[list[str]]
+    null_rows: list[list[int]]
+
+
+class EdgeBlock(TypedDict):
+    """Edge k derives ``dst[k]`` from ``src[k]``; both are node ids of ``run``."""
+
+    run: str
+    src: list[int]
+    dst: list[int]
+
+
+class MalformedBlock(ValueError):
+    """A value that does not follow the contract; the message names the block and the field."""
+
+
+_Block = TypeVar("_Block", NodeBlock, EdgeBlock)
+
+
+def check_node_block(value: object, position: int = 0) -> NodeBlock:
+    """``value`` as a :class:`NodeBlock` (the same object), or :class:`MalformedBlock`."""
+    block = _check(NodeBlock, value, f"node block {position}")
+    for name, entries in (("labels", block["labels"]), ("values", block["values"])):
+        if entries and len(entries) != len(block["ids"]):
+            raise MalformedBlock(
+                f"node block {position}: field '{name}' has {len(entries)} entries for "
+                f"{len(block['ids'])} ids"
+            )
+    names = len(block["attribute_names"])
+    columns = (("attribute_values", block["attribute_values"]), ("null_rows", block["null_rows"]))
+    for name, column in columns:
+        if len(column) != names:
+            raise MalformedBlock(
+                f"node block {position}: field '{name}' has {len(column)} columns for "
+                f"{names} attribute names"
+            )
+    for a, values in enumerate(block["attribute_values"]):
+        if len(values) != len(block["ids"]):
+            raise MalformedBlock(
+                f"node block {position}: field 'attribute_values[{a}]' has {len(values)} values "
+                f"for {len(block['ids'])} ids"
+            )
+    return block
+
+
+def check_edge_block(value: object, position: int = 0) -> EdgeBlock:
+    """``value`` as an :class:`EdgeBlock` (the same object), or :class:`MalformedBlock`."""
+    block = _check(EdgeBlock, value, f"edge block {position}")
+    if len(block["src"]) != len(block["dst"]):
+        raise MalformedBlock(
+            f"edge block {position}: field 'dst' has {len(block['dst'])} ids for "
+            f"{len(block['src'])} in src"
+        )
+    return block
+
+
+def _check(kind: type[_Block], value: object, where: str) -> _Block:
+    if not isinstance(value, dict):
+        raise MalformedBlock(f"{where} must be a dict, got {type(value).__name__}")
+    hints = typing.get_type_hints(kind)
+    for name, hint in hints.items():
+        if name not in value:
+            raise MalformedBlock(f"{where}: field '{name}' is missing")
+        _check_value(value[name], hint, where, name)
+    extra = sorted(set(value) - set(hints))
+    if extra:
+        raise MalformedBlock(f"{where}: unknown fields {extra}")
+    return typing.cast(_Block, value)
+
+
+_NAMES = {str: "a string", int: "an integer", bool: "a boolean", list: "a list"}
+
+
+def _check_value(value: object, hint: Any, where: str, field: str) -> None:
+    origin = typing.get_origin(hint)
+    if origin in (Union, types.UnionType):
+        options = typing.get_args(hint)
+        if value is None and type(None) in options:
+            return
+        hint = next(option for option in options if option is not type(None))
+        origin = typing.get_origin(hint)
+    expected = origin or hint
+    # bool is an int in Python, never in the contract (nor in Java).
+    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        got = "None" if value is None else type(value).__name__
+        raise MalformedBlock(f"{where}: field '{field}' must be {_NAMES[expected]}, got {got}")
+    if expected is int and not -(2**63) <= typing.cast(int, value) < 2**63:
+        raise MalformedBlock(f"{where}: field '{field}' is out of the signed 64-bit range")
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        for i, element in enumerate(typing.cast(list[object], value)):
+            _check_value(element, item, where, f"{field}[{i}]")
