@@ -24,6 +24,11 @@
   must not block (no flush, no commit). On a revocation it drops everything held uncommitted (the
   buffer and the waiting records); a partition that comes back is sought back to the first offset
   dropped, others resume, at their next owner, from the last commit.
+- A member that holds no partition for ``unassigned_s`` is checked against the broker's view of
+  its group; if the group left it out (kafka-python can drop an assignment without a word: see
+  ``ingest_service.membership``), its Kafka consumer is closed and made again through the
+  factory, logged as a warning and counted (``metrics.consumer_recreations``). A legitimately
+  idle member (more members than partitions) is left alone.
 
 Kafka clients come from factories and the store is anything with ``write``, so unit tests run
 the loop on fakes, with a fake clock.
@@ -43,11 +48,15 @@ from kafka.errors import CommitFailedError, KafkaError
 
 from ingest_service.clients import (
     DeadLettersFactory,
+    GroupProbe,
+    GroupProbeFactory,
     Record,
     SourceFactory,
     dlq_producer,
+    group_probe,
     kafka_consumer,
 )
+from ingest_service.membership import Watchdog, stuck
 from ingest_service.metrics import Metrics
 from ingest_service.offsets import Delivery, Offsets
 from ingest_service.settings import IngestSettings
@@ -103,13 +112,15 @@ class _Undelivered:
 
 class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
     def __init__(
-        self, revoked: Callable[[], None], assigned: Callable[[Iterable[Any]], None]
+        self,
+        revoked: Callable[[Iterable[Any]], None],
+        assigned: Callable[[Iterable[Any]], None],
     ) -> None:
         self._revoked = revoked
         self._assigned = assigned
 
     def on_partitions_revoked(self, revoked: Any) -> None:
-        self._revoked()
+        self._revoked(revoked)
 
     def on_partitions_assigned(self, assigned: Any) -> None:
         self._assigned(assigned)
@@ -146,6 +157,7 @@ class Consumer:
         *,
         source: SourceFactory = kafka_consumer,
         dead_letters: DeadLettersFactory = dlq_producer,
+        group: GroupProbeFactory = group_probe,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], object] | None = None,
     ) -> None:
@@ -163,9 +175,24 @@ class Consumer:
         self._generation = 0  # bumped whenever what we hold is dropped
         self._first_buffered = 0.0
         self._dlq_backoff = _FIRST_BACKOFF_S
+        self._source = source
+        self._group = group
+        self._probe: GroupProbe | None = None  # made at the first check of the membership
+        self._watchdog = Watchdog(
+            settings.unassigned_s, probe_every_s=min(5.0, settings.unassigned_s / 3)
+        )
+        # The partitions the rebalance listener gave us and did not take back. Not the
+        # consumer's assignment(): after a revocation kafka-python keeps listing the partitions
+        # until the next assignment is applied, which may never happen (membership).
+        self._held: frozenset[Any] = frozenset()
         self._kafka = source(settings)
         self._dlq = dead_letters(settings)
-        self._kafka.subscribe([settings.topic], listener=_Listener(self._revoked, self._assigned))
+        self._subscribe()
+
+    def _subscribe(self) -> None:
+        self._kafka.subscribe(
+            [self._settings.topic], listener=_Listener(self._revoked, self._assigned)
+        )
 
     def stop(self) -> None:
         self._stop.set()
@@ -185,6 +212,7 @@ class Consumer:
                     if self._clock() - last_lag > _LAG_EVERY_S:
                         self._update_lag()
                         last_lag = self._clock()
+                    self._watch_membership()
                 if self._offsets.taken:
                     self._flush(retry=False)
             except StoreUnavailable:
@@ -195,6 +223,8 @@ class Consumer:
         finally:
             self._kafka.close(autocommit=False)
             self._dlq.close(timeout=10)
+            if self._probe is not None:
+                self._probe.close()
 
     # -- polling --------------------------------------------------------------------------
 
@@ -226,9 +256,74 @@ class Consumer:
         self._sleep(seconds)
         self._poll_paused()
 
+    # -- membership -----------------------------------------------------------------------
+
+    def _watch_membership(self) -> None:
+        """Recreate the Kafka consumer if it holds no partition while its group left it out."""
+        now = self._clock()
+        held = len(self._held)
+        self.metrics.assigned_partitions = held
+        if not self._watchdog.due(now, held > 0):
+            return
+        reason = self._stuck_reason()
+        unassigned_s = self._watchdog.unassigned_for(now)
+        if self._watchdog.observe(now, reason) and reason is not None:
+            self._recreate(reason, unassigned_s)
+
+    def _stuck_reason(self) -> str | None:
+        """Why the broker's view of the group says this member is left out; None when it is not,
+        or when Kafka does not answer (a consumer made now would fare no better)."""
+        try:
+            if self._probe is None:
+                self._probe = self._group(self._settings)
+            view = self._probe.describe(self._settings.group_id, self._settings.topic)
+        except Exception as e:  # noqa: BLE001 - a failed check must not stop consuming
+            log.info("membership check failed (%s); trying again later", e)
+            return None
+        return stuck(view, self._settings.client_id)
+
+    def _recreate(self, reason: str, unassigned_s: float) -> None:
+        """Close the Kafka consumer and subscribe a new one. The new one is made first: if
+        Kafka refuses, the old one stays and the watchdog tries again after a longer bound."""
+        try:
+            fresh = self._source(self._settings)
+        except KafkaError as e:
+            log.warning("recreating the Kafka consumer failed (%s); trying again later", e)
+            return
+        self.metrics.consumer_recreations += 1
+        log.warning(
+            "kafka consumer recreated: event=consumer_recreated reason=%r group=%s topic=%s "
+            "client_id=%s unassigned_s=%.0f recreations=%d",
+            reason,
+            self._settings.group_id,
+            self._settings.topic,
+            self._settings.client_id,
+            unassigned_s,
+            self.metrics.consumer_recreations,
+            extra={
+                "event": "consumer_recreated",
+                "reason": reason,
+                "group": self._settings.group_id,
+                "topic": self._settings.topic,
+                "unassigned_s": unassigned_s,
+            },
+        )
+        # It holds no partition, so nothing is held; drop anyway, so nothing can be committed
+        # through the new consumer for records the old one returned.
+        if self._offsets.holding:
+            self._drop()
+        old, self._kafka = self._kafka, fresh
+        self._held = frozenset()
+        try:
+            old.close(autocommit=False)
+        except Exception:  # noqa: BLE001 - the old consumer is given up either way
+            log.warning("closing the replaced Kafka consumer failed", exc_info=True)
+        self._subscribe()
+
     # -- rebalance (runs on kafka-python's IO loop: nothing here may block) -----------------
 
-    def _revoked(self) -> None:
+    def _revoked(self, revoked: Iterable[Any]) -> None:
+        self._held = self._held - frozenset(revoked)
         # Drop what we hold without committing it: the partitions' next owner resumes from the
         # last commit, which only ever follows a Neo4j commit, and the writes are idempotent, so
         # the redelivery is harmless.
@@ -243,6 +338,7 @@ class Consumer:
 
     def _assigned(self, assigned: Iterable[Any]) -> None:
         assigned = list(assigned)
+        self._held = self._held | frozenset(assigned)
         log.info("assigned partitions %s", sorted(tp.partition for tp in assigned))
         # A partition that stays with us may keep its fetch position past what we dropped: seek
         # back to the first dropped offset (seek only sets the position).

@@ -31,6 +31,10 @@ class Metrics:
     # to the dead-letter topic with reason "conflict".
     conflicts: int = 0
     lag: int = 0
+    assigned_partitions: int = 0
+    # Kafka consumers closed and made again because the group had silently left this member
+    # without its partitions (ingest_service.membership).
+    consumer_recreations: int = 0
     # Set at every turn of the loop: /healthz reports a loop stuck for long (in a write, or
     # retrying while Neo4j is away).
     last_loop_monotonic: float = field(default_factory=time.monotonic)

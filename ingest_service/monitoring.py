@@ -81,6 +81,18 @@ def _render(m: Metrics) -> str:
             m.last_write_seconds,
         ),
         ("sparkprov_ingest_consumer_lag", "gauge", "messages behind the log end", m.lag),
+        (
+            "sparkprov_ingest_assigned_partitions",
+            "gauge",
+            "partitions this member holds",
+            m.assigned_partitions,
+        ),
+        (
+            "sparkprov_ingest_consumer_recreations_total",
+            "counter",
+            "Kafka consumers recreated because the group left this member without partitions",
+            m.consumer_recreations,
+        ),
     ]
     out = []
     for name, kind, help_text, value in rows:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -21,6 +22,13 @@ class IngestSettings:
     topic: str = defaults.TOPIC
     dlq_topic: str = defaults.DLQ_TOPIC
     group_id: str = "sparkprov-ingest"
+    # How the broker names this process's consumer in the group (unique per process), so the
+    # membership watchdog can find it there.
+    client_id: str = field(default_factory=lambda: f"sparkprov-ingest-{uuid.uuid4().hex[:12]}")
+    # A consumer that holds no partition for this long is checked against the broker's view of
+    # the group, and recreated if the group left it out (ingest_service.membership); the bound
+    # doubles after each recreation.
+    unassigned_s: float = 15.0
     # Created with this many partitions when missing; more partitions let more consumers share.
     topic_partitions: int = 4
     neo4j_uri: str = defaults.NEO4J_URI
@@ -71,4 +79,5 @@ class IngestSettings:
             ),
             theta=int(get("SPARKPROV_SET_THETA", str(cls.theta))),
             shutdown_grace_s=float(get("SPARKPROV_INGEST_SHUTDOWN_S", str(cls.shutdown_grace_s))),
+            unassigned_s=float(get("SPARKPROV_INGEST_UNASSIGNED_S", str(cls.unassigned_s))),
         )

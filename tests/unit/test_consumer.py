@@ -22,6 +22,7 @@ from kafka import TopicPartition
 from kafka.errors import KafkaTimeoutError
 
 from ingest_service.consumer import Consumer
+from ingest_service.membership import GroupView
 from ingest_service.metrics import Metrics
 from ingest_service.settings import IngestSettings
 from ingest_service.store import Flush, FlushResult, RecordRejected, StoreUnavailable
@@ -546,3 +547,215 @@ def test_a_commit_that_fails_because_kafka_is_away_does_not_stop_the_consumer() 
     assert failures["left"] == 0
     assert kafka.committed == {tp(0): 20}
     assert loop.store.written == set(range(20 * 100))
+
+
+# -- membership: a member the group silently left without partitions ----------------------
+
+
+class FakeProbe:
+    """The broker's view of the group: ``view(client_id)`` gives it; raises while ``down``."""
+
+    def __init__(self, view: Callable[[str], GroupView]) -> None:
+        self.view = view
+        self.down = False
+        self.calls: list[float] = []
+        self.closed = False
+        self.clock: Clock | None = None
+
+    def describe(self, group_id: str, topic: str) -> GroupView:
+        assert topic == TOPIC
+        self.calls.append(self.clock.now if self.clock else 0.0)
+        if self.down:
+            raise KafkaTimeoutError("fake: no coordinator")
+        return self.view(group_id)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def make_member(
+    logs: dict[int, list[bytes]], consumers: list[FakeKafka], probe: FakeProbe, clock: Clock
+) -> tuple[Consumer, IngestSettings, list[FakeKafka]]:
+    """A consumer whose Kafka consumers come from ``consumers`` in turn (each wired to stop the
+    loop when done), with ``probe`` as the broker's view."""
+    settings = IngestSettings(topic=TOPIC, batch_rows=1000, batch_ms=250, unassigned_s=15.0)
+    made: list[FakeKafka] = []
+    probe.clock = clock
+
+    def source(s: IngestSettings) -> FakeKafka:
+        kafka = consumers.pop(0)
+        kafka.stop = lambda: consumer.stop()
+        made.append(kafka)
+        return kafka
+
+    consumer = Consumer(
+        settings,
+        FakeStore(clock, consumers[0]),
+        Metrics(),
+        source=source,
+        dead_letters=lambda s: FakeDeadLetters(made[0]),
+        group=lambda s: probe,
+        clock=clock,
+        sleep=clock.sleep,
+    )
+    return consumer, settings, made
+
+
+def test_a_member_the_group_left_without_its_partitions_gets_a_new_kafka_consumer() -> None:
+    """Seen after a restart: kafka-python applied no assignment (the group leader's rejoin task
+    was orphaned, see ingest_service.membership) and the process sat alive without partitions
+    while its lineage waited. The broker says the member owns the partition it does not hold:
+    the loop recreates its Kafka consumer, which gets the partition, and everything is stored."""
+    logs = {0: [batch(i * 100, 100) for i in range(10)]}
+    clock = Clock()
+    left_out = FakeKafka(clock, logs, 500)
+    left_out.next_assignment = None  # the assignment never reaches the member
+    healthy = FakeKafka(clock, logs, 500)
+    me = {"client_id": ""}
+    probe = FakeProbe(lambda g: GroupView("Stable", {me["client_id"]: frozenset({0})}, {0}))
+    consumer, settings, made = make_member(logs, [left_out, healthy], probe, clock)
+    me["client_id"] = settings.client_id
+
+    consumer.run()
+
+    assert made == [left_out, healthy]
+    assert left_out.closed and healthy.closed
+    assert healthy.committed == {tp(0): 10}
+    assert consumer.metrics.consumer_recreations == 1
+    # Not before the bound, and only after a second look (an assignment just settled by the
+    # broker reaches the member a moment later).
+    assert len(probe.calls) == 2
+    assert probe.calls[0] - 1000.0 >= settings.unassigned_s
+    assert probe.closed
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        pytest.param(lambda me: GroupView("Empty", {}, frozenset({0, 1})), id="not-a-member"),
+        pytest.param(
+            lambda me: GroupView("Stable", {me: frozenset(), "other": frozenset({0})}, {0, 1}),
+            id="partition-without-owner",
+        ),
+    ],
+)
+def test_a_member_left_out_of_a_group_that_consumes_nothing_is_recreated(
+    view: Callable[[str], GroupView],
+) -> None:
+    logs = {0: [batch(i * 100, 100) for i in range(3)], 1: [batch(10**6, 100)]}
+    clock = Clock()
+    left_out = FakeKafka(clock, logs, 500)
+    left_out.next_assignment = None
+    healthy = FakeKafka(clock, logs, 500)
+    me = {"client_id": ""}
+    probe = FakeProbe(lambda g: view(me["client_id"]))
+    consumer, settings, made = make_member(logs, [left_out, healthy], probe, clock)
+    me["client_id"] = settings.client_id
+    consumer.run()
+    assert consumer.metrics.consumer_recreations == 1
+    assert healthy.committed == {tp(0): 3, tp(1): 1}
+
+
+def test_an_idle_member_of_a_group_with_more_members_than_partitions_is_left_alone() -> None:
+    """Another member owns the only partition: this one holds nothing, legitimately. It looks
+    now and then, never recreates its consumer and never floods the broker with questions."""
+    logs = {0: [batch(0, 100)]}
+    clock = Clock()
+    idle = FakeKafka(clock, logs, 500)
+    idle.next_assignment = None
+    me = {"client_id": ""}
+    probe = FakeProbe(
+        lambda g: GroupView("Stable", {me["client_id"]: frozenset(), "other": frozenset({0})}, {0})
+    )
+    consumer, settings, made = make_member(logs, [idle], probe, clock)
+    me["client_id"] = settings.client_id
+    consumer.run()  # until the fake's poll limit: 50,000 empty polls of 0.1 s
+    hours = (clock.now - 1000.0) / 3600
+    assert hours > 1
+    assert consumer.metrics.consumer_recreations == 0
+    assert made == [idle]
+    assert 0 < len(probe.calls) <= hours * 3600 / 5 + 1  # one look per 5 s at most
+
+
+def test_while_kafka_does_not_answer_the_member_keeps_its_consumer() -> None:
+    logs = {0: [batch(0, 100)]}
+    clock = Clock()
+    kafka = FakeKafka(clock, logs, 500)
+    kafka.next_assignment = None
+    probe = FakeProbe(lambda g: GroupView("Empty", {}, frozenset({0})))
+    probe.down = True
+    consumer, settings, made = make_member(logs, [kafka], probe, clock)
+    consumer.run()
+    assert consumer.metrics.consumer_recreations == 0
+    assert len(probe.calls) > 10
+
+
+def test_a_member_left_out_again_and_again_is_recreated_ever_more_slowly() -> None:
+    """If each new consumer is left out too (a broken group), the bound doubles up to 5 min:
+    a handful of recreations in hours, not a rebalance storm."""
+    logs = {0: [batch(0, 100)]}
+    clock = Clock()
+    consumers = []
+    for _ in range(100):
+        k = FakeKafka(clock, logs, 500)
+        k.next_assignment = None
+        k.on_poll = lambda: consumer.stop() if clock.now > 1000.0 + 3 * 3600 else None
+        consumers.append(k)
+    probe = FakeProbe(lambda g: GroupView("Empty", {}, frozenset({0})))
+    consumer, settings, made = make_member(logs, consumers, probe, clock)
+    times: list[float] = []
+    original = consumer._recreate  # noqa: SLF001 - observing, not replacing
+
+    def recording(reason: str, unassigned_s: float) -> None:
+        times.append(clock.now)
+        original(reason, unassigned_s)
+
+    consumer._recreate = recording  # type: ignore[method-assign]  # noqa: SLF001
+    consumer.run()  # three hours
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert 4 <= len(times) <= 3 * 3600 / 300 + 5
+    assert [round(g) for g in gaps] == sorted(round(g) for g in gaps)  # ever more slowly...
+    assert max(gaps) <= 300 + 5 + 1  # ...up to the cap (and one confirming look)
+    assert consumer.metrics.consumer_recreations == len(times)
+    assert all(k.closed for k in made)
+
+
+class LostRejoinKafka(FakeKafka):
+    """kafka-python's lost rejoin: after ``lose_after`` polls the member's partitions are
+    revoked for a rejoin whose assignment never arrives; ``assignment()`` keeps listing them
+    (pending revocation) while nothing more is fetched."""
+
+    def __init__(self, clock: Clock, logs: dict[int, list[bytes]], lose_after: int) -> None:
+        super().__init__(clock, logs, max_records=1)
+        self.lose_after = lose_after
+        self.lost = False
+
+    def poll(self, timeout_ms: int) -> dict[TopicPartition, list[Rec]]:
+        if not self.lost and len(self.poll_times) >= self.lose_after:
+            self.lost = True
+            self.listener.on_partitions_revoked(set(self.assigned))
+        if self.lost:
+            self.poll_times.append(self.clock.now)
+            if len(self.poll_times) > 50_000:
+                self.stop()
+            self.clock.now += timeout_ms / 1000
+            return {}
+        return super().poll(timeout_ms)
+
+
+def test_a_member_whose_rejoin_was_lost_mid_stream_gets_a_new_kafka_consumer() -> None:
+    """The watchdog goes by what the rebalance listener gave and took back, not by the
+    consumer's assignment(), which still lists partitions revoked for a rejoin that never
+    completes."""
+    logs = {0: [batch(i * 100, 100) for i in range(10)]}
+    clock = Clock()
+    lost = LostRejoinKafka(clock, logs, lose_after=4)
+    healthy = FakeKafka(clock, logs, 500)
+    me = {"client_id": ""}
+    probe = FakeProbe(lambda g: GroupView("Stable", {me["client_id"]: frozenset({0})}, {0}))
+    consumer, settings, made = make_member(logs, [lost, healthy], probe, clock)
+    me["client_id"] = settings.client_id
+    consumer.run()
+    assert lost.lost and lost.assignment() == {tp(0)}
+    assert consumer.metrics.consumer_recreations == 1
+    assert healthy.committed[tp(0)] == 10
