@@ -282,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--bolt-port", type=int, default=26687)
     parser.add_argument("--keep", action="store_true", help="leave Neo4j running at the end")
+    parser.add_argument(
+        "--jfr", default="", help="record Neo4j's JVM with Java Flight Recorder into this file"
+    )
     args = parser.parse_args(argv)
     variants = [v for v in args.variants.split(",") if v]
     unknown = set(variants) - set(VARIANTS)
@@ -294,7 +297,14 @@ def main(argv: list[str] | None = None) -> int:
     if busy_ports([ports.bolt]):
         print(f"port {ports.bolt} is busy: another run? (--bolt-port)", file=sys.stderr)
         return 2
-    stack = bench_stack({}, folder=".stack-ceiling", ports=ports)
+    environ = {}
+    if args.jfr:
+        flight = (
+            "-XX:FlightRecorderOptions=stackdepth=512 "
+            f"-XX:StartFlightRecording=filename={Path(args.jfr).resolve()},settings=profile"
+        )
+        environ["JAVA_TOOL_OPTIONS"] = flight
+    stack = bench_stack(environ, folder=".stack-ceiling", ports=ports)
     uri = f"bolt://127.0.0.1:{ports.bolt}"
     results = []
     try:
