@@ -53,9 +53,19 @@ def stand_in_tap(stage: str) -> Callable[[TapSpec, TapContext], Any]:
             for pdf in batches:
                 if stage != "ids":
                     for start in range(0, len(pdf), step):
-                        nodes, edges = spec.emit(pdf.iloc[start : start + step])
+                        # What make_tap sends (group members: one compact block).
+                        nodes, edges, members = spec.wire(pdf.iloc[start : start + step])
                         if stage == "encode":
-                            encode_batch(ctx.run_id, ctx.workflow, spec.key, 0, 0, nodes, edges)
+                            encode_batch(
+                                ctx.run_id,
+                                ctx.workflow,
+                                spec.key,
+                                0,
+                                0,
+                                nodes,
+                                edges,
+                                members=members,
+                            )
                 yield pd.Series(np.ones(len(pdf), dtype=bool))
 
         tap.__name__ = f"{TAP_PREFIX}_{spec.key}"

@@ -10,7 +10,6 @@ own job: no second computation.
 Each spec says which nodes and edges one batch of rows yields (../shared/MODEL.md, section 2).
 """
 
-import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sparkprov.derived import MemberColumns, derive, salt_of
 from sparkprov.events import EdgeColumns, NodeColumns, encode_batch
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "TapSpec",
     "TapContext",
     "WindowRowSpec",
+    "derive",
     "id_column",
     "make_tap",
     "salt_of",
@@ -46,22 +47,6 @@ __all__ = [
 HIDDEN_PREFIX = "__sp_"
 TAP_PREFIX = "sparkprov_tap"  # name of our UDFs, so that plan inspection can tell them apart
 ID = HIDDEN_PREFIX + "id"  # the id of the row's provenance node, on every tracked frame
-
-
-def salt_of(*parts: object) -> np.uint64:
-    digest = hashlib.blake2b(repr(parts).encode(), digest_size=8).digest()
-    return np.uint64(int.from_bytes(digest, "big"))
-
-
-def derive(ids: np.ndarray, salt: np.uint64) -> np.ndarray:
-    """Ids of nodes derived from other nodes (tensors, values, aggregates): splitmix64 of the
-    parent id and a salt, vectorized, so Spark need not compute or ship them."""
-    with np.errstate(over="ignore"):
-        z = ids.astype(np.int64).view(np.uint64) + salt * np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        z = z ^ (z >> np.uint64(31))
-    return z.view(np.int64)
 
 
 NULL_FLAG = "__null"  # suffix of the flag column that stands beside a nullable id column
@@ -134,6 +119,15 @@ def _strings(series: pd.Series) -> list[str]:
     return series.astype(str).tolist()  # type: ignore[no-any-return]
 
 
+def _value_texts(series: pd.Series) -> list[str | None]:
+    """An aggregated column as text, None where null (as :func:`_strings` on the non-null)."""
+    if series.dtype == object and not series.hasnans:
+        return series.tolist()  # type: ignore[no-any-return]
+    present = series.notna().to_numpy()
+    texts = iter(_strings(series[present]))
+    return [next(texts) if p else None for p in present.tolist()]
+
+
 def _texts(series: pd.Series) -> list[str | None]:
     values: list[str | None] = series.tolist()
     if series.dtype == object and not series.hasnans:
@@ -163,6 +157,14 @@ class TapSpec:
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
         raise NotImplementedError
+
+    def wire(
+        self, pdf: pd.DataFrame
+    ) -> tuple[list[NodeColumns], EdgeColumns | None, list[MemberColumns]]:
+        """What the tap sends for a batch: :meth:`emit`'s nodes and edges, unless a spec has a
+        compact record whose expansion (``sparkprov.derived``) the reader computes."""
+        nodes, edges = self.emit(pdf)
+        return nodes, edges, []
 
     def _row_nodes(self, op: str, label: str, pdf: pd.DataFrame, **extra: Any) -> NodeColumns:
         attributes = {name: _texts(pdf[f"a{i}"]) for i, name in enumerate(self.attributes)}
@@ -354,7 +356,11 @@ class StateSpec(TapSpec):
 @dataclass(frozen=True)
 class MemberSpec(TapSpec):
     """Group members, before the aggregation: member -> DELTA edges and, per aggregated column,
-    a VALUE and a TENSOR node per member whose value is not null, wired to the AGGREGATE node."""
+    a VALUE and a TENSOR node per member whose value is not null, wired to the AGGREGATE node.
+
+    They travel as one compact record per chunk (:meth:`members`, a ``MemberColumns``): every
+    TENSOR and VALUE id is derived, so the reader expands the record into exactly :meth:`emit`'s
+    nodes and edges (``sparkprov.derived``, one definition for both sides)."""
 
     aggregates: int = 0
     group_key: str = ""  # the GroupSpec's key: both derive the AGGREGATE ids from it
@@ -363,33 +369,30 @@ class MemberSpec(TapSpec):
     def hidden_inputs(self) -> tuple[str, ...]:
         return ("id", "group", *[f"x{i}" for i in range(self.aggregates)])
 
+    def members(self, pdf: pd.DataFrame) -> MemberColumns:
+        return MemberColumns(
+            group_key=self.group_key,
+            members=id_column(pdf, "id"),
+            groups=id_column(pdf, "group"),
+            delta=self.delta,
+            values=[_value_texts(pdf[f"x{i}"]) for i in range(self.aggregates)],
+        )
+
+    def wire(
+        self, pdf: pd.DataFrame
+    ) -> tuple[list[NodeColumns], EdgeColumns | None, list[MemberColumns]]:
+        return [], None, [self.members(pdf)]
+
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
-        members = id_column(pdf, "id")
-        groups = id_column(pdf, "group")
-        src = [members] if self.delta else []
-        dst = [groups] if self.delta else []
-        nodes: list[NodeColumns] = []
-        # A member of several groups (rollup/cube) has a tensor and value per group.
-        pairs = members ^ derive(groups, salt_of(self.group_key, "member"))
-        for i in range(self.aggregates):
-            column = pdf[f"x{i}"]
-            present = column.notna().to_numpy()
-            if present.all():  # no null value: no copies
-                kept, pair, in_groups = members, pairs, groups
-            else:
-                kept, pair, in_groups = members[present], pairs[present], groups[present]
-                column = column[present]
-            tensors = derive(pair, salt_of(self.group_key, i, "tensor"))
-            values = derive(pair, salt_of(self.group_key, i, "value"))
-            aggregates = derive(in_groups, salt_of(self.group_key, i, "aggregate"))
-            texts = _strings(column)
-            nodes.append(NodeColumns("TENSOR", tensors, label="⊗"))
-            nodes.append(NodeColumns("VALUE", values, labels=texts, values=texts))
-            src += [kept, values, tensors]
-            dst += [tensors, tensors, aggregates]
-        if not src:
+        """The expanded nodes and edges (what the reader makes of :meth:`members`)."""
+        expansion = self.members(pdf).expand()
+        nodes = [
+            NodeColumns(d.op, d.ids, label=d.label, labels=d.texts, values=d.texts)
+            for d in expansion.nodes
+        ]
+        if not self.delta and not self.aggregates:
             return nodes, None
-        return nodes, EdgeColumns(np.concatenate(src), np.concatenate(dst))
+        return nodes, EdgeColumns(expansion.src, expansion.dst)
 
 
 @dataclass(frozen=True)
@@ -478,17 +481,28 @@ def make_tap(spec: TapSpec, ctx: TapContext, split: tuple[str, ...] = ()) -> Any
                 min_id = low if min_id is None else min(min_id, low)
             for start in range(0, len(pdf), step):
                 chunk = pdf.iloc[start : start + step]
-                nodes, edges = spec.emit(chunk)
+                nodes, edges, members = spec.wire(chunk)
                 if split:
                     nodes = [b if b.split else replace(b, split=split) for b in nodes]
+                    members = [m if m.split else replace(m, split=split) for m in members]
                 sender.send(
                     encode_batch(
-                        ctx.run_id, ctx.workflow, spec.key, partition, sequence, nodes, edges
+                        ctx.run_id,
+                        ctx.workflow,
+                        spec.key,
+                        partition,
+                        sequence,
+                        nodes,
+                        edges,
+                        members=members,
                     )
                 )
                 sequence += 1
+                # The reader stores the members' expansion: count it, without expanding.
                 n_nodes += sum(len(block.ids) for block in nodes if not block.shared)
+                n_nodes += sum(m.node_count for m in members)
                 n_edges += len(edges.src) if edges is not None else 0
+                n_edges += sum(m.edge_count for m in members)
             yield pd.Series(np.ones(len(pdf), dtype=bool))
         sender.close()
         # Keyed by the tap and the smallest row id, which names the partition's rows whatever

@@ -5,6 +5,11 @@ The capture agent encodes with :func:`encode_batch`, :func:`encode_run_started` 
 everything it returns and raises :class:`MalformedEvent` (with a short machine-readable reason)
 for anything it cannot store. Decoded batches are plain rows ready for ``UNWIND``.
 
+Group members travel compact (:class:`MemberColumns`, a ``MemberBlock`` on the wire): the decoder
+expands each into the TENSOR and VALUE node blocks and edges it stands for
+(``sparkprov.derived``), so a decoded :class:`Batch` holds the same blocks and edges whether they
+were sent expanded or compact.
+
 Both sides hold every string and count to ``sparkprov.limits``: the encoders raise
 ``LimitExceeded`` (a ValueError naming the field and the limit) before anything is sent, and
 :func:`decode` refuses such an event with reason ``limit:<field>``.
@@ -21,6 +26,7 @@ from google.protobuf.message import DecodeError
 
 from sparkprov import limits
 from sparkprov.blocks import EdgeBlock, NodeBlock
+from sparkprov.derived import MemberColumns
 from sparkprov.limits import LimitExceeded
 from sparkprov.v1 import lineage_pb2
 
@@ -33,6 +39,7 @@ __all__ = [
     "Batch",
     "EdgeColumns",
     "MalformedEvent",
+    "MemberColumns",
     "NodeColumns",
     "RunComplete",
     "RunStarted",
@@ -205,6 +212,18 @@ _KEY_EDGES = 5 << 3 | 2  # LineageBatch.edges
 _KEY_IDS = 2 << 3 | 2  # NodeBlock.ids
 _KEY_SRC = 1 << 3 | 2  # EdgeBlock.src
 _KEY_DST = 2 << 3 | 2  # EdgeBlock.dst
+_KEY_MEMBERS = 6 << 3 | 2  # LineageBatch.members
+_KEY_MEMBER_IDS = 1 << 3 | 2  # MemberBlock.members
+_KEY_GROUP_IDS = 2 << 3 | 2  # MemberBlock.groups
+
+
+def _string_column(column: lineage_pb2.StringColumn, values: Sequence[str | None]) -> None:
+    """Fill a StringColumn: nulls as "" plus their rows."""
+    if None in values:
+        column.values.extend("" if v is None else v for v in values)
+        column.null_rows.extend(i for i, v in enumerate(values) if v is None)
+    else:
+        column.values.extend(values)  # type: ignore[arg-type]
 
 
 def _node_block(cols: NodeColumns) -> bytes:
@@ -224,12 +243,7 @@ def _node_block(cols: NodeColumns) -> bytes:
     block.relation = cols.relation
     for name, values in cols.attributes.items():
         block.attribute_names.append(name)
-        column = block.attribute_values.add()
-        if None in values:
-            column.values.extend("" if v is None else v for v in values)
-            column.null_rows.extend(i for i, v in enumerate(values) if v is None)
-        else:
-            column.values.extend(values)  # type: ignore[arg-type]
+        _string_column(block.attribute_values.add(), values)
     block.values.extend(cols.values)
     block.shared = cols.shared
     block.split.extend(cols.split)
@@ -237,6 +251,28 @@ def _node_block(cols: NodeColumns) -> bytes:
     # Fields in number order, as protobuf itself writes them: op (1), ids (2), then the rest.
     head = (b"\x08" + _varint(op)) if op else b""
     return head + _packed_fixed64(_KEY_IDS, cols.ids) + block.SerializeToString()
+
+
+def _member_block(cols: MemberColumns) -> bytes:
+    limits.check_members(
+        ids=len(cols.members),
+        group_key=cols.group_key,
+        aggregates=cols.aggregates,
+        value_columns=cols.values,
+        split=cols.split,
+    )
+    n = len(cols.members)
+    if len(cols.groups) != n or any(len(column) != n for column in cols.values):
+        raise ValueError(f"member block of {n} members with groups or values of other lengths")
+    block = lineage_pb2.MemberBlock(
+        group_key=cols.group_key, delta=cols.delta, aggregates=cols.aggregates
+    )
+    for values in cols.values:
+        _string_column(block.values.add(), values)
+    block.split.extend(cols.split)
+    # Fields in number order: the id columns (1, 2) from the arrays' bytes, then the rest.
+    ids = _packed_fixed64(_KEY_MEMBER_IDS, cols.members)
+    return ids + _packed_fixed64(_KEY_GROUP_IDS, cols.groups) + block.SerializeToString()
 
 
 def encode_batch(
@@ -247,13 +283,20 @@ def encode_batch(
     sequence: int,
     nodes: Sequence[NodeColumns],
     edges: EdgeColumns | None,
+    *,
+    members: Sequence[MemberColumns] = (),
 ) -> bytes:
     """One batch event. Ids and edge ends may be lists or int64 numpy arrays; the packed id
     columns, the bulk of a batch, are written from the arrays' bytes. The bytes are those
-    protobuf's own serializer writes for the same message. Raises ``LimitExceeded`` for any
-    value over its limit (``sparkprov.limits``)."""
+    protobuf's own serializer writes for the same message. ``members`` travel compact; the batch
+    limits hold for their expansion. Raises ``LimitExceeded`` for any value over its limit
+    (``sparkprov.limits``)."""
     limits.check_envelope(run_id, workflow)
-    limits.check_batch(tap, len(nodes), len(edges.src) if edges is not None else 0)
+    limits.check_batch(
+        tap,
+        len(nodes) + sum(2 * m.aggregates for m in members),
+        (len(edges.src) if edges is not None else 0) + sum(m.edge_count for m in members),
+    )
     batch = lineage_pb2.LineageBatch(tap=tap, partition=partition, sequence=sequence)
     parts = [batch.SerializeToString()]
     for cols in nodes:
@@ -261,6 +304,8 @@ def encode_batch(
     if edges is not None:
         ends = _packed_fixed64(_KEY_SRC, edges.src) + _packed_fixed64(_KEY_DST, edges.dst)
         parts.append(_field(_KEY_EDGES, ends))
+    for m in members:
+        parts.append(_field(_KEY_MEMBERS, _member_block(m)))
     body = b"".join(parts)
     return _envelope(run_id, workflow).SerializeToString() + _field(_KEY_BATCH, body)
 
@@ -350,7 +395,7 @@ def _decode_body(event: lineage_pb2.LineageEvent) -> Event:
 def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
     pb = event.batch
     run_id = event.run_id
-    limits.check_batch(pb.tap, len(pb.nodes), len(pb.edges.src))
+    limits.check_batch(pb.tap, len(pb.nodes) + len(pb.members), len(pb.edges.src))
     blocks: list[NodeBlock] = []
     for block in pb.nodes:
         op = OP_NAMES.get(block.op)
@@ -382,11 +427,7 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
                 raise MalformedEvent(
                     "ragged", f"attribute {limits.quote(name)} has a null row past {n}"
                 )
-        if len(block.split) > MAX_SPLIT_DEPTH or any(not part for part in block.split):
-            raise MalformedEvent(
-                "bad_split",
-                f"split path of {len(block.split)} names, at most {MAX_SPLIT_DEPTH} non-empty",
-            )
+        _check_split(block.split)
         blocks.append(
             {
                 "run": run_id,
@@ -407,4 +448,79 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
     if len(src) != len(dst):
         raise MalformedEvent("ragged", f"{len(src)} edge sources for {len(dst)} destinations")
     edges: EdgeBlock = {"run": run_id, "src": list(src), "dst": list(dst)}
+    members = [_member_columns(block) for block in pb.members]
+    limits.check_batch(
+        pb.tap,
+        len(blocks) + sum(2 * m.aggregates for m in members),
+        len(src) + sum(m.edge_count for m in members),
+    )
+    for m in members:
+        expansion = m.expand()
+        for d in expansion.nodes:
+            texts = list(d.texts)
+            blocks.append(
+                {
+                    "run": run_id,
+                    "op": d.op,
+                    "ids": d.ids.tolist(),
+                    "label": d.label,
+                    "labels": texts,
+                    "values": list(texts),
+                    "relation": None,
+                    "shared": False,
+                    "split": list(m.split),
+                    "attribute_names": [],
+                    "attribute_values": [],
+                    "null_rows": [],
+                }
+            )
+        edges["src"] += expansion.src.tolist()
+        edges["dst"] += expansion.dst.tolist()
     return Batch(run_id, event.workflow, pb.tap, pb.partition, pb.sequence, blocks, edges)
+
+
+def _check_split(split: Sequence[str]) -> None:
+    if len(split) > MAX_SPLIT_DEPTH or any(not part for part in split):
+        raise MalformedEvent(
+            "bad_split", f"split path of {len(split)} names, at most {MAX_SPLIT_DEPTH} non-empty"
+        )
+
+
+def _member_columns(block: lineage_pb2.MemberBlock) -> MemberColumns:
+    """A decoded member block, validated (limits, lengths, split), not yet expanded."""
+    n = len(block.members)
+    limits.check_members(
+        ids=n,
+        group_key=block.group_key,
+        aggregates=block.aggregates,
+        value_columns=[column.values for column in block.values],
+        split=block.split,
+    )
+    if len(block.groups) != n:
+        raise MalformedEvent("ragged", f"member block has {len(block.groups)} groups for {n} ids")
+    if len(block.values) != block.aggregates:
+        raise MalformedEvent(
+            "ragged",
+            f"member block has {len(block.values)} value columns for {block.aggregates} aggregates",
+        )
+    values: list[list[str | None]] = []
+    for column in block.values:
+        if len(column.values) != n:
+            raise MalformedEvent(
+                "ragged", f"member block has a value column of {len(column.values)} for {n} ids"
+            )
+        texts: list[str | None] = list(column.values)
+        for row in column.null_rows:
+            if row >= n:
+                raise MalformedEvent("ragged", f"member block has a null row past {n}")
+            texts[row] = None
+        values.append(texts)
+    _check_split(block.split)
+    return MemberColumns(
+        group_key=block.group_key,
+        members=np.array(block.members, dtype=np.int64),
+        groups=np.array(block.groups, dtype=np.int64),
+        delta=block.delta,
+        values=values,
+        split=list(block.split),
+    )

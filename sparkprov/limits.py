@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 __all__ = [
+    "MAX_AGGREGATES_PER_BLOCK",
     "MAX_ATTRIBUTES_PER_BLOCK",
     "MAX_BLOCKS_PER_BATCH",
     "MAX_EDGES_PER_BATCH",
@@ -33,6 +34,7 @@ __all__ = [
     "check_block",
     "check_count",
     "check_envelope",
+    "check_members",
     "check_name",
     "check_string",
     "check_strings",
@@ -51,6 +53,8 @@ MAX_TEXT_BYTES = 64 * 1024
 MAX_IDS_PER_BLOCK = 100_000
 MAX_BLOCKS_PER_BATCH = 1_000
 MAX_ATTRIBUTES_PER_BLOCK = 256
+# Aggregated columns of one member block (each expands into two node blocks).
+MAX_AGGREGATES_PER_BLOCK = 256
 MAX_EDGES_PER_BATCH = 1_000_000
 # How much of an input a message quotes.
 QUOTE_CHARS = 64
@@ -146,3 +150,22 @@ def check_block(
     check_strings("values", values, MAX_TEXT_BYTES)
     for column in attribute_columns:
         check_strings("attribute_values", column, MAX_TEXT_BYTES)
+
+
+def check_members(
+    *,
+    ids: int,
+    group_key: str,
+    aggregates: int,
+    value_columns: Iterable[Sequence[str | None]],
+    split: Sequence[str],
+) -> None:
+    """One member block, whether a ``MemberColumns`` or a decoded ``MemberBlock``. The group key
+    is a capture key (hashed into salts, never stored); the values become VALUE labels and
+    values. The batch's counts are checked on the expansion (:func:`check_batch`)."""
+    check_count("ids_per_block", ids, MAX_IDS_PER_BLOCK)
+    check_count("aggregates_per_block", aggregates, MAX_AGGREGATES_PER_BLOCK)
+    check_string("group_key", group_key, MAX_TAP_BYTES)
+    check_strings("split", split, MAX_NAME_BYTES)
+    for column in value_columns:
+        check_strings("values", column, MAX_TEXT_BYTES)

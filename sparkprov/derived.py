@@ -1,0 +1,137 @@
+"""Derived node ids, and the group members' compact record with its one expansion.
+
+Nodes derived from other nodes (a member's TENSOR and VALUE nodes, a group's AGGREGATE nodes, a
+semi join's PLUS) get ids that anyone holding the parents can compute: splitmix64 of the parent
+id and a salt (:func:`derive`, :func:`salt_of`). So the capture agent need not send them one by
+one: for group members it sends a :class:`MemberColumns` record (member ids, group ids, the
+aggregated values as text) and the reader calls :meth:`MemberColumns.expand`, which yields exactly
+the nodes and edges the capture agent computed before (ids, ops, labels, values, edge order).
+The capture agent's tap (``capture_agent.taps.MemberSpec``) and the event decoder
+(``sparkprov.events.decode``) both use this module: there is one definition of the expansion.
+
+Per member ``m`` of group ``g`` (``key``: the group's capture key) and aggregated column ``i``
+with a non-null value ``v``: ``pair = m ^ derive(g, salt_of(key, "member"))`` (a member of several
+groups, as in rollup/cube, gets one pair per group), a TENSOR ``derive(pair, salt_of(key, i,
+"tensor"))`` labelled "⊗", a VALUE ``derive(pair, salt_of(key, i, "value"))`` with label and value
+``v``, and the edges m -> TENSOR, VALUE -> TENSOR, TENSOR -> AGGREGATE ``derive(g, salt_of(key, i,
+"aggregate"))``; with ``delta``, first the edges m -> g (the group's DELTA row) of every member.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["DerivedNodes", "Expansion", "MemberColumns", "derive", "salt_of"]
+
+
+def salt_of(*parts: object) -> np.uint64:
+    """A 64-bit salt naming one kind of derived node (blake2b of the parts' repr)."""
+    return np.uint64(_salt(repr(parts)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _salt(text: str) -> int:
+    # A decoder derives the same few salts for every batch of a tap: hash each text once.
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+
+
+def derive(ids: np.ndarray, salt: np.uint64) -> np.ndarray:
+    """Ids of nodes derived from other nodes (tensors, values, aggregates): splitmix64 of the
+    parent id and a salt, vectorized, so Spark need not compute or ship them."""
+    with np.errstate(over="ignore"):
+        z = ids.astype(np.int64).view(np.uint64) + salt * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return z.view(np.int64)
+
+
+@dataclass(frozen=True)
+class DerivedNodes:
+    """One block of expanded nodes of one op: ``texts`` are the labels and values (VALUE), or
+    empty (TENSOR, whose label is ``label``)."""
+
+    op: str
+    ids: np.ndarray
+    label: str = ""
+    texts: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """What a member record stands for: node blocks and edges (``src[k]`` -> ``dst[k]``)."""
+
+    nodes: list[DerivedNodes]
+    src: np.ndarray
+    dst: np.ndarray
+
+
+@dataclass(frozen=True)
+class MemberColumns:
+    """Group members of one chunk, as they travel: the compact form of their TENSOR and VALUE
+    nodes and edges. ``values`` holds one column per aggregated column, one text per member,
+    ``None`` where the member's value is null (no TENSOR or VALUE for it; it stays a member)."""
+
+    group_key: str
+    members: np.ndarray  # int64 member ids
+    groups: np.ndarray  # int64 group ids (the DELTA row's id), one per member
+    delta: bool = True  # False for window partitions: no member -> DELTA edges
+    values: Sequence[Sequence[str | None]] = ()
+    split: Sequence[str] = ()
+
+    @property
+    def aggregates(self) -> int:
+        return len(self.values)
+
+    def present_counts(self) -> list[int]:
+        """Members with a non-null value, per aggregated column."""
+        return [len(column) - _count_none(column) for column in self.values]
+
+    @property
+    def node_count(self) -> int:
+        """Nodes of :meth:`expand`, without expanding: a TENSOR and a VALUE per non-null value."""
+        return 2 * sum(self.present_counts())
+
+    @property
+    def edge_count(self) -> int:
+        """Edges of :meth:`expand`, without expanding."""
+        return (len(self.members) if self.delta else 0) + 3 * sum(self.present_counts())
+
+    def expand(self) -> Expansion:
+        members = np.asarray(self.members, dtype=np.int64)
+        groups = np.asarray(self.groups, dtype=np.int64)
+        key = self.group_key
+        src = [members] if self.delta else []
+        dst = [groups] if self.delta else []
+        nodes: list[DerivedNodes] = []
+        pairs = members ^ derive(groups, salt_of(key, "member")) if self.values else members
+        for i, column in enumerate(self.values):
+            if _count_none(column) == 0:  # no null value: no copies
+                kept, pair, in_groups = members, pairs, groups
+                texts: Sequence[str] = column  # type: ignore[assignment]
+            else:
+                present = np.fromiter((v is not None for v in column), bool, len(column))
+                kept, pair, in_groups = members[present], pairs[present], groups[present]
+                texts = [v for v in column if v is not None]
+            tensors = derive(pair, salt_of(key, i, "tensor"))
+            values = derive(pair, salt_of(key, i, "value"))
+            aggregates = derive(in_groups, salt_of(key, i, "aggregate"))
+            nodes.append(DerivedNodes("TENSOR", tensors, label="⊗"))
+            nodes.append(DerivedNodes("VALUE", values, texts=texts))
+            src += [kept, values, tensors]
+            dst += [tensors, tensors, aggregates]
+        if not src:
+            empty = np.empty(0, dtype=np.int64)
+            return Expansion(nodes, empty, empty)
+        return Expansion(nodes, np.concatenate(src), np.concatenate(dst))
+
+
+def _count_none(column: Sequence[str | None]) -> int:
+    if isinstance(column, list):
+        return column.count(None)  # C speed for the common case
+    return sum(1 for v in column if v is None)
