@@ -35,6 +35,7 @@ __all__ = [
     "MAX_EVENT_BYTES",
     "MAX_SPLIT_DEPTH",
     "OP_NAMES",
+    "READABLE_SCHEMA_VERSIONS",
     "SCHEMA_VERSION",
     "Batch",
     "EdgeColumns",
@@ -50,7 +51,12 @@ __all__ = [
     "op_number",
 ]
 
-SCHEMA_VERSION = 1
+# 2: batches may carry member blocks (LineageBatch.members). A reader of version 1 would skip
+# them silently and its run would never complete; it dead-letters version 2 instead (reason
+# "schema_version"), so an old ingest loses nothing: the events wait in the DLQ for a replay.
+SCHEMA_VERSION = 2
+# What this reader decodes: version 1 (no member blocks) too, from capture agents not yet upgraded.
+READABLE_SCHEMA_VERSIONS = frozenset({1, 2})
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 # Levels of split paths (split, sub-split, sub-sub-split): connected sets are kept per level.
 MAX_SPLIT_DEPTH = 3
@@ -354,9 +360,11 @@ def decode(data: bytes | None) -> Event:
         event.ParseFromString(data)
     except DecodeError as e:
         raise MalformedEvent("undecodable", str(e) or "not a LineageEvent") from e
-    if event.schema_version != SCHEMA_VERSION:
+    if event.schema_version not in READABLE_SCHEMA_VERSIONS:
         raise MalformedEvent(
-            "schema_version", f"got {event.schema_version}, this reader knows {SCHEMA_VERSION}"
+            "schema_version",
+            f"got {event.schema_version}, this reader knows "
+            f"{', '.join(map(str, sorted(READABLE_SCHEMA_VERSIONS)))}",
         )
     if not event.run_id:
         raise MalformedEvent("no_run_id", "event carries no run_id")

@@ -91,7 +91,8 @@ def _deep_split() -> bytes:
     [
         (None, "empty"),
         (b"\xff\xff\xff", "undecodable"),
-        (_event(schema_version=2, run_id="r"), "schema_version"),
+        (_event(schema_version=3, run_id="r"), "schema_version"),
+        (_event(schema_version=0, run_id="r"), "schema_version"),
         (_event(schema_version=1), "no_run_id"),
         (_event(schema_version=1, run_id="r"), "no_body"),
         (_ragged(), "ragged"),
@@ -103,3 +104,16 @@ def test_malformed_events_name_their_reason(data: bytes | None, reason: str) -> 
     with pytest.raises(MalformedEvent) as info:
         events.decode(data)
     assert info.value.reason == reason
+
+
+def test_version_1_events_from_older_capture_agents_are_still_read() -> None:
+    """Version 2 added member blocks; a version-1 event (an agent not yet upgraded) decodes."""
+    event = lineage_pb2.LineageEvent(schema_version=1, run_id="r", workflow="wf")
+    block = event.batch.nodes.add()
+    block.op = lineage_pb2.OP_TOKEN
+    block.ids.extend([5, 6])
+    block.label = "T"
+    batch = events.decode(event.SerializeToString())
+    assert isinstance(batch, events.Batch) and list(batch.blocks[0]["ids"]) == [5, 6]
+    assert events.SCHEMA_VERSION == 2
+    assert sorted(events.READABLE_SCHEMA_VERSIONS) == [1, 2]
