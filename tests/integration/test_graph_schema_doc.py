@@ -1,6 +1,6 @@
-"""docs/schema.md's Cypher examples, run against the people demo's stored run and checked against
-what the gRPC service answers for the same question: the documented schema cannot drift from
-what ingest stores. Every example in the page must have a check here, and every check an
+"""docs/graph-schema.md's Cypher examples, run against the people demo's stored run and checked
+against what the gRPC service answers for the same question: the documented schema cannot drift
+from what ingest stores. Every example in the page must have a check here, and every check an
 example."""
 
 from __future__ import annotations
@@ -11,12 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import neo4j
+import networkx as nx
 import pytest
 
 from examples.people import run_workflow
 from sparkprov.v1 import lineage_pb2, query_pb2
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "schema.md"
+from .graph import run_graph
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "graph-schema.md"
 _EXAMPLE = re.compile(r"<!-- example: ([a-z-]+) -->\s*```cypher\n(.*?)```", re.S)
 
 
@@ -81,6 +84,49 @@ def check_aggregate_inputs(driver, client, run_id, ny) -> None:  # type: ignore[
     assert sorted(r["member"] for r in rows) == ["Mark", "Steve"]
 
 
+def check_aggregates_fed(driver, client, run_id, ny) -> None:  # type: ignore[no-untyped-def]
+    rows = _run(driver, "aggregates-fed", run=run_id)
+    (steve,) = client.find_nodes(run_id, "Person1", {"Name": "Steve"})
+    forward = client.forward_trace([steve.id])
+    fed = {(n.label, n.value) for n in forward.nodes if n.op == lineage_pb2.OP_AGGREGATE}
+    assert {(r["function"], r["result"]) for r in rows} == fed == {("AVG", "35.0")}
+    assert {(r["relation"], r["city"]) for r in rows} == {("AvgAge", "NY")}
+
+
+def check_components_by_size(driver, client, run_id, ny) -> None:  # type: ignore[no-untyped-def]
+    rows = _run(driver, "components-by-size", run=run_id)
+    graph = run_graph(driver, run_id)
+    own = graph.subgraph(n for n, d in graph.nodes(data=True) if d.get("run_id") == run_id)
+    sizes = sorted((len(c) for c in nx.weakly_connected_components(own)), reverse=True)
+    assert [r["nodes"] for r in rows] == sizes
+    # NY's row, its 2 people, their tokens, values, tensors and aggregate; LA's; and Mary's token
+    assert sizes[-1] == 1 and len(sizes) == 3
+
+
+def check_sets_of_relation(driver, client, run_id, ny) -> None:  # type: ignore[no-untyped-def]
+    rows = _run(driver, "sets-of-relation", run=run_id)
+    person2 = client.find_nodes(run_id, "Person2", {})
+    assert sum(r["rows"] for r in rows) == len(person2) == 3
+    assert all(r["size"] >= r["rows"] for r in rows)
+    with driver.session() as session:
+        stored = {
+            r["set"]: r["n"]
+            for r in session.run(
+                "MATCH (n:Node) WHERE n.set_id IN $sets RETURN n.set_id AS set, count(n) AS n",
+                sets=[r["set"] for r in rows],
+            )
+        }
+    # a ConnectedSet's size is the number of nodes carrying its id; a lone node's set is 1
+    assert {r["set"]: r["size"] for r in rows} == stored
+
+
+def check_runs_by_workflow(driver, client, run_id, ny) -> None:  # type: ignore[no-untyped-def]
+    rows = _run(driver, "runs-by-workflow")
+    listed = {r.run_id: (r.complete, r.node_count) for r in client.runs("people")}
+    assert {r["run"]: (r["complete"], r["nodes"]) for r in rows} == listed
+    assert run_id in listed
+
+
 def check_component(driver, client, run_id, ny) -> None:  # type: ignore[no-untyped-def]
     (row,) = _run(driver, "component", id=int(ny.id))
     whole = client.backward_trace([ny.id], strategy=query_pb2.STRATEGY_COMPONENT)
@@ -116,6 +162,10 @@ CHECKS: dict[str, Callable[..., None]] = {
     "source-rows": check_source_rows,
     "reached-outputs": check_reached_outputs,
     "aggregate-inputs": check_aggregate_inputs,
+    "aggregates-fed": check_aggregates_fed,
+    "components-by-size": check_components_by_size,
+    "sets-of-relation": check_sets_of_relation,
+    "runs-by-workflow": check_runs_by_workflow,
     "component": check_component,
     "set-lineage": check_set_lineage,
     "run-status": check_run_status,
