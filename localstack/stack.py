@@ -24,7 +24,7 @@ from pathlib import Path
 from localstack.neo4j_config import Neo4jConfig, size_bytes
 from sparkprov import defaults
 
-__all__ = ["Stack", "StackError", "StackSettings"]
+__all__ = ["Stack", "StackError", "StackSettings", "kafka_cluster_id"]
 
 log = logging.getLogger(__name__)
 
@@ -300,7 +300,7 @@ class Stack:
             "log4j.logger.kafka.server.BrokerServer=INFO\n"
         )
         if not (data / "meta.properties").exists():
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            cluster_id = kafka_cluster_id()
             result = subprocess.run(  # noqa: S603
                 [
                     *self._kafka_java(),
@@ -428,6 +428,16 @@ class Stack:
             return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
         except Exception:  # noqa: BLE001 - not ready yet
             return False
+
+
+def kafka_cluster_id(draw: Callable[[], uuid.UUID] = uuid.uuid4) -> str:
+    """A KRaft cluster id: a random UUID in URL-safe base64, as ``kafka-storage random-uuid``
+    prints. Like Kafka's own ``Uuid.randomUuid``, never one that starts with '-': the storage
+    tool's argument parser would read it as an option (one id in 64 did, and failed the stack)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(draw().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _port_open(host: str, port: int) -> bool:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 import subprocess
 import sys
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
 
-from localstack.stack import Stack, StackError, StackSettings, _Component
+from localstack.stack import Stack, StackError, StackSettings, _Component, kafka_cluster_id
 
 
 def _start_time(pid: int) -> str:
@@ -65,3 +67,13 @@ def test_up_still_fails_for_a_process_that_runs_but_never_becomes_healthy(tmp_pa
     finally:
         stuck.kill()
         stuck.wait()
+
+
+def test_kafka_cluster_id_never_starts_with_a_dash() -> None:
+    """The storage tool reads an id starting with '-' as an option: the stack failed to start
+    once in 64 fresh folders. Bytes 0xF8.. encode to a leading '-' in URL-safe base64."""
+    draws = iter([uuid.UUID(bytes=b"\xf8" + bytes(15)), uuid.UUID(bytes=b"\x01" * 16)])
+    cluster_id = kafka_cluster_id(lambda: next(draws))
+    assert cluster_id == base64.urlsafe_b64encode(b"\x01" * 16).decode().rstrip("=")
+    assert len(cluster_id) == 22
+    assert not any(kafka_cluster_id().startswith("-") for _ in range(2000))
