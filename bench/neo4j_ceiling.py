@@ -39,7 +39,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -122,19 +122,13 @@ def capture_batches(
                 {"id": joined, "group": in_group, **{f"x{i}": values for i in range(AGGREGATES)}}
             )
             nodes, edges = member.emit(pdf)
-            yield [replace_split(n, split) for n in nodes], edges
+            yield [replace(n, split=split) for n in nodes], edges
         else:
             yield [], EdgeColumns(joined, in_group)
     yield [NodeColumns("DELTA", groups, label="δ", split=split)], None
     for i in range(AGGREGATES):
         aggregates = derive(groups, salt_of("bench-group", i, "aggregate"))
         yield [NodeColumns("AGGREGATE", aggregates, label="SUM", split=split)], None
-
-
-def replace_split(nodes: NodeColumns, split: tuple[str, ...]) -> NodeColumns:
-    from dataclasses import replace
-
-    return replace(nodes, split=split)
 
 
 def flushes(shape: Shape, full: bool, batch_rows: int) -> Iterator[Flush]:
@@ -336,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         "dim": shape.dim,
         "batch_rows": args.batch_rows,
         "machine": {"cores": os.cpu_count(), "load_average": os.getloadavg()},
-        "neo4j": stack.settings.neo4j.__dict__ if hasattr(stack.settings.neo4j, "__dict__") else {},
+        "neo4j": asdict(stack.settings.neo4j),
         "results": results,
     }
     out.write_text(json.dumps(report, indent=2, default=str))

@@ -88,6 +88,11 @@ class MemberColumns:
     def aggregates(self) -> int:
         return len(self.values)
 
+    @property
+    def block_count(self) -> int:
+        """Node blocks of :meth:`expand`: a TENSOR and a VALUE block per aggregated column."""
+        return 2 * self.aggregates
+
     def present_counts(self) -> list[int]:
         """Members with a non-null value, per aggregated column."""
         return [len(column) - _count_none(column) for column in self.values]

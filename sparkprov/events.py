@@ -300,7 +300,7 @@ def encode_batch(
     limits.check_envelope(run_id, workflow)
     limits.check_batch(
         tap,
-        len(nodes) + sum(2 * m.aggregates for m in members),
+        len(nodes) + sum(m.block_count for m in members),
         (len(edges.src) if edges is not None else 0) + sum(m.edge_count for m in members),
     )
     batch = lineage_pb2.LineageBatch(tap=tap, partition=partition, sequence=sequence)
@@ -459,7 +459,7 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
     members = [_member_columns(block) for block in pb.members]
     limits.check_batch(
         pb.tap,
-        len(blocks) + sum(2 * m.aggregates for m in members),
+        len(blocks) + sum(m.block_count for m in members),
         len(src) + sum(m.edge_count for m in members),
     )
     for m in members:

@@ -5,6 +5,7 @@ example."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "graph-schema.md"
 _EXAMPLE = re.compile(r"<!-- example: ([a-z-]+) -->\s*```cypher\n(.*?)```", re.S)
 
 
+@functools.cache
 def examples() -> dict[str, str]:
     found = _EXAMPLE.findall(DOC.read_text())
     names = [name for name, _ in found]
