@@ -19,6 +19,9 @@ each variant), what the engine gives for the same pipeline-shaped lineage:
   component and set ids and set dependencies kept), with ingest's schema, on the same flushes.
 - ``procedure-full``: the same procedure on the graph as captured today (an aggregate member
   also sends a TENSOR and a VALUE node per aggregated column, and their 3 edges).
+- ``procedure@baseline`` (and ``procedure-full@baseline``): the same with another build of the
+  procedure jar (``--baseline-jar``, e.g. one built from an older commit), so that a change to
+  the procedure is measured before and after in one run.
 
 The graph is capture_overhead's pipeline in miniature: ``--rows`` order tokens (80% pass the
 filter), ``--dim`` customer tokens, a TIMES node per joined row with 2 edges, a member edge from
@@ -58,6 +61,8 @@ CHUNK = 2048
 GROUPS = 37
 AGGREGATES = 3
 VARIANTS = ("core-api", "cypher-bare", "procedure", "procedure-full")
+BASELINE = "@baseline"
+PROCEDURE_JAR = "sparkprov-ingest-procedure.jar"
 CORE_API = Path(__file__).resolve().parent / "java" / "CoreApiCeiling.java"
 
 _BARE_NODES = """
@@ -206,12 +211,37 @@ def run_core_api(shape: Shape, stack: Any, batch_rows: int) -> dict[str, Any]:
     }
 
 
+def use_plugins(stack: Any, baseline_jar: Path | None) -> None:
+    """Points the bench stack's plugins/ at this checkout's jars, or at a copy of them whose
+    procedure jar is ``baseline_jar``."""
+    link = stack.dir / "plugins"
+    if link.is_symlink() or link.is_file():
+        link.unlink()
+    elif link.is_dir():
+        shutil.rmtree(link)
+    if baseline_jar is None:
+        link.symlink_to(Path(__file__).resolve().parent.parent / ".stack" / "plugins")
+        return
+    link.mkdir()
+    for jar in (Path(__file__).resolve().parent.parent / ".stack" / "plugins").glob("*.jar"):
+        if jar.name != PROCEDURE_JAR:
+            shutil.copy(jar, link / jar.name)
+    shutil.copy(baseline_jar, link / PROCEDURE_JAR)
+
+
 def run_variant(
-    variant: str, shape: Shape, stack: Any, uri: str, batch_rows: int
+    variant: str,
+    shape: Shape,
+    stack: Any,
+    uri: str,
+    batch_rows: int,
+    baseline_jar: Path | None = None,
 ) -> dict[str, Any]:
     stack.down(("neo4j",))
     shutil.rmtree(stack.dir / "data" / "neo4j", ignore_errors=True)
+    use_plugins(stack, baseline_jar if variant.endswith(BASELINE) else None)
     stack.up(("neo4j",))
+    full = variant.removesuffix(BASELINE) == "procedure-full"
     driver = neo4j.GraphDatabase.driver(uri, auth=None)
     store = Store(driver)
     try:
@@ -222,11 +252,18 @@ def run_variant(
                 ).consume()
         else:
             store.ensure_schema()
+            if variant.endswith(BASELINE):
+                # A jar from before the ids were kept by reference seeks nodes by set_id.
+                with driver.session() as session:
+                    session.run(
+                        "CREATE INDEX sp_node_set IF NOT EXISTS FOR (n:Node) ON (n.set_id)"
+                    ).consume()
+                    session.run("CALL db.awaitIndexes(300)").consume()
         prepare = write = 0.0
         records = 0
         flush_times: list[float] = []
         load0 = os.getloadavg()
-        generated = flushes(shape, variant == "procedure-full", batch_rows)
+        generated = flushes(shape, full, batch_rows)
         while True:
             t0 = time.perf_counter()
             flush = next(generated, None)
@@ -273,7 +310,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--dim", type=int, default=0, help="customers (default rows / 10)")
     parser.add_argument("--batch-rows", type=int, default=20_000, help="ingest's flush size")
-    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument(
+        "--variants",
+        default=",".join(VARIANTS),
+        help=f"of {', '.join(VARIANTS)}; a procedure variant + '{BASELINE}' uses --baseline-jar",
+    )
+    parser.add_argument(
+        "--baseline-jar", type=Path, default=None, help="another build of the procedure jar"
+    )
     parser.add_argument("--bolt-port", type=int, default=26687)
     parser.add_argument("--keep", action="store_true", help="leave Neo4j running at the end")
     parser.add_argument(
@@ -281,9 +325,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     variants = [v for v in args.variants.split(",") if v]
-    unknown = set(variants) - set(VARIANTS)
+    unknown = {v.removesuffix(BASELINE) for v in variants} - set(VARIANTS)
     if unknown:
         parser.error(f"unknown variants {sorted(unknown)}; known: {', '.join(VARIANTS)}")
+    baselines = [v for v in variants if v.endswith(BASELINE)]
+    if baselines and (args.baseline_jar is None or not args.baseline_jar.is_file()):
+        parser.error(f"{', '.join(baselines)} need --baseline-jar (a procedure jar)")
+    if any(v.removesuffix(BASELINE) in ("core-api", "cypher-bare") for v in baselines):
+        parser.error(f"{BASELINE} applies to the procedure variants only")
     shape = Shape(args.rows, args.dim or max(1, args.rows // 10))
     ports = Ports(
         kafka=26092, kafka_controller=26093, bolt=args.bolt_port, grpc=26051, ingest_http=26464
@@ -307,10 +356,13 @@ def main(argv: list[str] | None = None) -> int:
             if variant == "core-api":
                 results.append(run_core_api(shape, stack, args.batch_rows))
             else:
-                results.append(run_variant(variant, shape, stack, uri, args.batch_rows))
+                results.append(
+                    run_variant(variant, shape, stack, uri, args.batch_rows, args.baseline_jar)
+                )
     finally:
         if not args.keep:
             stack.down(("neo4j",))
+        use_plugins(stack, None)
     bare = next((r for r in results if r["variant"] == "cypher-bare"), None)
     print(
         f"\nNeo4j write ceiling, {shape.rows:,} rows + {shape.dim:,} customers, "
@@ -331,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         "batch_rows": args.batch_rows,
         "machine": {"cores": os.cpu_count(), "load_average": os.getloadavg()},
         "neo4j": asdict(stack.settings.neo4j),
+        "baseline_jar": str(args.baseline_jar) if args.baseline_jar else None,
         "results": results,
     }
     out.write_text(json.dumps(report, indent=2, default=str))

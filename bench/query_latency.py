@@ -120,14 +120,17 @@ class Adjacency:
 
 def large_components(driver: neo4j.Driver, graph: Graph) -> tuple[list[dict[str, int]], np.ndarray]:
     """The three largest stored components (LC1-LC3) and a mask of the generated nodes in them."""
+    # Only a root's record holds the size; a component's nodes are found through its records
+    # (docs/graph-schema.md, "Component and set ids"), not by the ids they were born with.
     records, _, _ = driver.execute_query(
-        "MATCH (c:Component) RETURN c.id AS id, c.size AS size ORDER BY c.size DESC LIMIT 3"
+        "MATCH (c:Component) WHERE c.parent IS NULL "
+        "RETURN c.id AS id, c.size AS size ORDER BY c.size DESC LIMIT 3"
     )
     comps = [{"id": r["id"], "size": r["size"]} for r in records]
     ids: list[int] = []
     for c in comps:
         records, _, _ = driver.execute_query(
-            "MATCH (n:Node {component_id: $c}) RETURN n.id AS id", c=c["id"]
+            "CALL sparkprov.componentNodes($c) YIELD node RETURN node.id AS id", c=c["id"]
         )
         ids += [r["id"] for r in records]
         if len(records) != c["size"]:

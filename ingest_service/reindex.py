@@ -11,10 +11,16 @@ O(log^2 n) rounds of joins, all four graphs at once):
 - the connected set of a node: its first level whose set holds fewer than theta nodes, else its
   deepest (ingest_service.levels.effective), exactly what the ingest service keeps incrementally.
 
-``--check`` compares these with the stored ids as partitions (equal up to renaming) and the stored
-set dependencies with those of the edges; exit status 1 on any difference. ``--write`` is the
-backfill: it stores the recomputed ids (and rebuilds the :Component, :LevelSet, :ConnectedSet nodes
-and SET_DEP edges) in batches; stop the ingest service while it runs.
+``--check`` compares these with the ids every reader sees (resolved by the ingest plugin's
+``sparkprov.component(n)`` and ``sparkprov.set(n)``: docs/graph-schema.md, "Component and set
+ids") as partitions (equal up to renaming), and the stored set dependencies with those of the
+edges; exit status 1 on any difference. It recomputes each node's set with the theta its
+component's ids are kept under (``sparkprov.theta(n)``, stored on the component's root) unless
+``--theta`` names one for all. ``--write`` is the backfill: every node is given as birth ids its
+recomputed roots (its component, and its set at each level its split path has), the union-find
+records are rebuilt as roots only (:Component with the theta, :LevelSet, without ``parent``),
+then the :ConnectedSet records and SET_DEP edges; in batches. Stop the ingest service while it
+runs.
 """
 
 from __future__ import annotations
@@ -41,12 +47,17 @@ from sparkprov.runtime import configure_logging, neo4j_driver
 log = logging.getLogger("ingest_service.reindex")
 
 PAGE = 50_000
+# The current ids, resolved (a node's own component_id and s0..s2 are the ids it was born with).
 _NODES = """
 MATCH (n:Node) WHERE n.id > $after
 WITH n ORDER BY n.id LIMIT $page
 RETURN n.id AS id, n.op IS NOT NULL AS known, coalesce(n.split, []) AS split,
-       n.component_id AS component_id, n.set_id AS set_id
+       sparkprov.component(n) AS component_id, sparkprov.set(n) AS set_id,
+       sparkprov.theta(n) AS theta
 """
+_CREATE_COMPONENTS = (
+    "UNWIND $rows AS r CREATE (:Component {id: r.id, size: r.size, theta: r.theta})"
+)
 _EDGES = """
 MATCH (a:Node) WHERE a.id > $after
 WITH a ORDER BY a.id LIMIT $page
@@ -82,8 +93,10 @@ def export(driver: neo4j.Driver, folder: Path) -> tuple[int, int]:
                 "id": pa.array([r["id"] for r in page], pa.int64()),
                 "known": pa.array([r["known"] for r in page], pa.bool_()),
                 "split": pa.array([list(r["split"]) for r in page], pa.list_(pa.string())),
+                # What readers see (resolved by the plugin), not the births on the node.
                 "component_id": pa.array([r["component_id"] for r in page], pa.int64()),
                 "set_id": pa.array([r["set_id"] for r in page], pa.int64()),
+                "theta": pa.array([r["theta"] for r in page], pa.int64()),
             }
         )
         pq.write_table(table, folder / "nodes" / f"part-{i:05d}.parquet")
@@ -148,10 +161,13 @@ def components(edges: Any) -> Any:
     )
 
 
-def recompute(spark: Any, folder: Path, theta: int) -> tuple[Any, Any, Any]:
-    """(nodes with computed component, levels and set, edges, stored set deps) as DataFrames."""
+def recompute(spark: Any, folder: Path, theta: int | None) -> tuple[Any, Any, Any]:
+    """(nodes with computed component, levels and set, edges, stored set deps) as DataFrames.
+    Sets are refined at ``theta``, or where it is None at each node's stored theta (its
+    component's)."""
     from pyspark.sql import functions as F
 
+    limit = F.col("theta") if theta is None else F.lit(theta)
     nodes = spark.read.parquet(str(folder / "nodes")).cache()
     edges = spark.read.parquet(str(folder / "edges")).cache()
     set_deps = spark.read.parquet(str(folder / "set_deps"))
@@ -172,7 +188,11 @@ def recompute(spark: Any, folder: Path, theta: int) -> tuple[Any, Any, Any]:
         .where(F.col("ka") & F.col("kb"))
     )
     for level in range(LEVELS):
-        same = F.slice("sa", 1, level + 1) == F.slice("sb", 1, level + 1)
+        # Levels at or past a node's split depth are never read for it (levels.level_count), so
+        # they are not kept (ingest's IdMaintenance skips them too); the two ends of an edge in
+        # one part at this level have the same depth.
+        kept = F.greatest(F.lit(1), F.size("sa")) > level
+        same = (F.slice("sa", 1, level + 1) == F.slice("sb", 1, level + 1)) & kept
         graphs.append(
             ends.where(same).select(
                 F.lit(level).alias("g"), F.col("src").alias("u"), F.col("dst").alias("v")
@@ -196,8 +216,8 @@ def recompute(spark: Any, folder: Path, theta: int) -> tuple[Any, Any, Any]:
         out = out.join(sizes, name)
     levels = F.greatest(F.lit(1), F.least(F.size("split"), F.lit(LEVELS)))
     # The effective level: the first whose set is below theta, else the deepest (sets.effective).
-    chosen = F.when(F.col("size0") < theta, 0).otherwise(
-        F.when(levels == 1, 0).when((F.col("size1") < theta) | (levels == 2), 1).otherwise(2)
+    chosen = F.when(F.col("size0") < limit, 0).otherwise(
+        F.when(levels == 1, 0).when((F.col("size1") < limit) | (levels == 2), 1).otherwise(2)
     )
     out = out.withColumn("level", chosen).withColumn(
         "set", F.array("level", F.element_at(F.array("l0", "l1", "l2"), F.col("level") + 1))
@@ -212,7 +232,7 @@ def _same_partition(df: Any, a: str, b: str) -> tuple[bool, int, int, int]:
     return pairs == left == right, pairs, left, right
 
 
-def check(spark: Any, folder: Path, theta: int) -> bool:
+def check(spark: Any, folder: Path, theta: int | None) -> bool:
     from pyspark.sql import functions as F
 
     nodes, edges, set_deps = recompute(spark, folder, theta)
@@ -253,7 +273,9 @@ def set_key(level: int, label: int) -> int:
 
 
 def write(spark: Any, folder: Path, theta: int, driver: neo4j.Driver) -> None:
-    """Store the recomputed ids and rebuild the id structures (the backfill)."""
+    """Store the recomputed ids and rebuild the id structures (the backfill): every node is born
+    again with its roots (a component's or level set's label is its root, whose record holds the
+    size and no parent), so each id resolves to itself."""
     from pyspark.sql import functions as F
 
     nodes, edges, _ = recompute(spark, folder, theta)
@@ -261,11 +283,21 @@ def write(spark: Any, folder: Path, theta: int, driver: neo4j.Driver) -> None:
     nodes = nodes.withColumn(
         "set_id_new",
         F.when(F.col("known"), set_key_udf(F.col("level"), F.col("set")[1])).otherwise(F.col("id")),
-    ).cache()
-    for label in ("Component", "LevelSet", "ConnectedSet"):
-        driver.execute_query(
-            f"MATCH (s:{label}) CALL (s) {{ DETACH DELETE s }} IN TRANSACTIONS OF 10000 ROWS"
+    )
+    depth = F.greatest(F.lit(1), F.least(F.size("split"), F.lit(LEVELS)))
+    for level in range(LEVELS):
+        # A level-set id is kept only at the levels a stored node's split path has (a placeholder
+        # gets its ids with its record), as ingest writes them (FlushWriter.writeNode).
+        nodes = nodes.withColumn(
+            f"b{level}", F.when(F.col("known") & (depth > level), F.col(f"l{level}"))
         )
+    nodes = nodes.cache()
+    # CALL ... IN TRANSACTIONS runs only in an implicit (auto-commit) transaction.
+    with driver.session() as session:
+        for label in ("Component", "LevelSet", "ConnectedSet"):
+            session.run(
+                f"MATCH (s:{label}) CALL (s) {{ DETACH DELETE s }} IN TRANSACTIONS OF 10000 ROWS"
+            ).consume()
     batch: list[dict[str, Any]] = []
 
     def flush(query: str) -> None:
@@ -273,15 +305,14 @@ def write(spark: Any, folder: Path, theta: int, driver: neo4j.Driver) -> None:
             driver.execute_query(query, rows=batch)
             batch.clear()
 
+    # Removing set_id migrates a database written before ids were kept by reference.
     update = (
         "UNWIND $rows AS r MATCH (n:Node {id: r.id}) "
-        "SET n.component_id = r.c, n.s0 = r.l0, n.s1 = r.l1, n.s2 = r.l2, n.set_id = r.s"
+        "SET n.component_id = r.c, n.s0 = r.s0, n.s1 = r.s1, n.s2 = r.s2 REMOVE n.set_id"
     )
     done = 0
-    for row in nodes.select("id", "c", "l0", "l1", "l2", "set_id_new").toLocalIterator():
-        batch.append(
-            {"id": row[0], "c": row[1], "l0": row[2], "l1": row[3], "l2": row[4], "s": row[5]}
-        )
+    for row in nodes.select("id", "c", "b0", "b1", "b2").toLocalIterator():
+        batch.append({"id": row[0], "c": row[1], "s0": row[2], "s1": row[3], "s2": row[4]})
         if len(batch) >= 10_000:
             done += len(batch)
             flush(update)
@@ -289,15 +320,15 @@ def write(spark: Any, folder: Path, theta: int, driver: neo4j.Driver) -> None:
     flush(update)
     sizes = nodes.groupBy("c").count()
     for row in sizes.where(F.col("count") > 1).toLocalIterator():
-        batch.append({"id": row[0], "size": row[1]})
+        batch.append({"id": row[0], "size": row[1], "theta": theta})
         if len(batch) >= 10_000:
-            flush("UNWIND $rows AS r CREATE (:Component {id: r.id, size: r.size})")
-    flush("UNWIND $rows AS r CREATE (:Component {id: r.id, size: r.size})")
+            flush(_CREATE_COMPONENTS)
+    flush(_CREATE_COMPONENTS)
     for level in range(LEVELS):
         for row in (
-            nodes.select(f"l{level}", f"size{level}")
+            nodes.select(f"b{level}", f"size{level}")
             .distinct()
-            .where(F.col(f"size{level}") > 1)
+            .where(F.col(f"b{level}").isNotNull() & (F.col(f"size{level}") > 1))
             .toLocalIterator()
         ):
             batch.append({"key": f"{level}:{row[0]}", "size": row[1]})
@@ -349,9 +380,14 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--check", action="store_true", help="compare with the stored ids")
     mode.add_argument("--write", action="store_true", help="store the recomputed ids")
     parser.add_argument(
-        "--theta", type=int, default=int(os.environ.get("SPARKPROV_SET_THETA", DEFAULT_THETA))
+        "--theta",
+        type=int,
+        default=None,
+        help="--check: default each component's, as readers resolve sets; --write: default "
+        "SPARKPROV_SET_THETA's, as ingest's, stored on every component",
     )
     args = parser.parse_args(argv)
+    configured = int(os.environ.get("SPARKPROV_SET_THETA", DEFAULT_THETA))
     configure_logging(os.environ.get("SPARKPROV_LOG_LEVEL", "INFO"))
     from pyspark.sql import SparkSession
 
@@ -381,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"({nodes:,} nodes, {edges:,} edges, {time.monotonic() - started:.1f}s)"
             )
             return 0 if ok else 1
-        write(spark, folder / "graph", args.theta, driver)
+        write(spark, folder / "graph", configured if args.theta is None else args.theta, driver)
         print(f"reindex: ids of {nodes:,} nodes written in {time.monotonic() - started:.1f}s")
         return 0
     finally:

@@ -3,13 +3,14 @@
 A node's split path (split, sub-split, ...) gives it a *part* at every level k: the first k+1
 names of the path (a path shorter than k+1 keeps its full path, so a split without sub-splits is
 never refined). The level-k set of a node is its weakly connected component among the edges whose
-two ends share their level-k part. Its *connected set* (``set_id``) is the level-k set of the
-smallest k whose set holds fewer than theta nodes, or of its deepest level: Algorithm 3 of the
-paper (a set that grows past theta is partitioned by the sub-splits), stated so that it depends
-only on the graph, never on the order in which batches arrived. The ingest service keeps every
-level's ids incrementally (union by size, per level) and recomputes the effective set of exactly
-the nodes whose level ids changed or whose set crossed theta; :func:`recompute` is the from-scratch
-definition that the incremental ids must equal (up to renaming).
+two ends share their level-k part. Its *connected set* is the level-k set of the smallest k
+whose set holds fewer than theta nodes, or of its deepest level: Algorithm 3 of the paper (a set
+that grows past theta is partitioned by the sub-splits), stated so that it depends only on the
+graph, never on the order in which batches arrived. The ingest service keeps every level's sets
+incrementally, in union-finds beside the data (union by size, per level), and a node's current
+component and set are resolved from them when read (``sparkprov.component(n)``,
+``sparkprov.set(n)``: docs/graph-schema.md); :func:`recompute` is the from-scratch definition
+that those ids must equal (up to renaming).
 
 The pieces the service itself runs on (levels, parts, theta, :func:`effective`) live in
 ``ingest_service.levels`` and are re-exported here; networkx, a dev-only dependency, is imported

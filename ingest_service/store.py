@@ -5,8 +5,9 @@ idempotent by construction): a lock node serialises writers, then our procedure
 ``sparkprov.write`` (ingest_service/neo4j_procedure, Ingest.java; its jar is loaded from Neo4j's
 plugins folder by the local stack's launcher or a server) upserts the flush's node and edge
 blocks (their contract: sparkprov.blocks) and keeps component ids, connected sets and set
-dependencies exact (ingest_service.sets states what they must equal); then run markers are
-recorded and runs whose counts are complete are marked so.
+dependencies exact, by reference (docs/graph-schema.md, "Component and set ids";
+ingest_service.sets states what they must equal); then run markers are recorded and runs whose
+counts are complete are marked so.
 
 Errors, by what the consume loop does about them: :class:`StoreUnavailable` when retrying may
 fix the write (Neo4j unreachable, a leader switch, a deadlock, any transient error, or a refusal
@@ -40,8 +41,13 @@ _SCHEMA = [
     "CREATE CONSTRAINT sp_level_set_key IF NOT EXISTS FOR (s:LevelSet) REQUIRE s.key IS UNIQUE",
     "CREATE CONSTRAINT sp_set_id IF NOT EXISTS FOR (s:ConnectedSet) REQUIRE s.id IS UNIQUE",
     "CREATE INDEX sp_node_component IF NOT EXISTS FOR (n:Node) ON (n.component_id)",
-    "CREATE INDEX sp_node_set IF NOT EXISTS FOR (n:Node) ON (n.set_id)",
+    # Nodes no longer carry their connected set (it is derived from s0..s2 and the :LevelSet
+    # records, docs/graph-schema.md): a database made before keeps no index on it.
+    "DROP INDEX sp_node_set IF EXISTS",
     *(f"CREATE INDEX sp_node_s{k} IF NOT EXISTS FOR (n:Node) ON (n.s{k})" for k in range(LEVELS)),
+    # A group's members are found from its root down these pointers (Forest.births).
+    "CREATE INDEX sp_component_parent IF NOT EXISTS FOR (c:Component) ON (c.parent)",
+    "CREATE INDEX sp_level_set_parent IF NOT EXISTS FOR (s:LevelSet) ON (s.parent)",
     "CREATE INDEX sp_set_component IF NOT EXISTS FOR (s:ConnectedSet) ON (s.component_id)",
     # Only placeholders hold pending_run, so this index holds only them (FlushWriter.PENDING in
     # ingest_service/neo4j_procedure).

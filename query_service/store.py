@@ -1,4 +1,11 @@
-"""Neo4j reads of the query service. All of its Cypher lives here, always parameterized."""
+"""Neo4j reads of the query service. All of its Cypher lives here, always parameterized.
+
+A node's component and connected-set ids are kept by reference (docs/graph-schema.md, "Component
+and set ids"): its properties hold the ids it was born with, which merges leave behind. Every
+read here resolves them through the ingest plugin (``sparkprov.component(n)``,
+``sparkprov.set(n)``, ``sparkprov.componentNodes``, ``sparkprov.setNodes``), never from the
+node's properties.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +20,9 @@ from sparkprov.runtime import neo4j_driver
 
 __all__ = ["Store"]
 
-_NODES = "UNWIND $ids AS i MATCH (n:Node {id: i}) RETURN n"
+# Every query that builds a NodeView returns its node with the current ids (see _node).
+_IDS = "sparkprov.component(n) AS component, sparkprov.set(n) AS set"
+_NODES = f"UNWIND $ids AS i MATCH (n:Node {{id: i}}) RETURN n, {_IDS}"
 _PARENTS = (
     "UNWIND $ids AS i MATCH (p:Node)-[:DERIVES]->(:Node {id: i}) RETURN p.id AS src, i AS dst"
 )
@@ -21,14 +30,16 @@ _CHILDREN = (
     "UNWIND $ids AS i MATCH (:Node {id: i})-[:DERIVES]->(c:Node) RETURN i AS src, c.id AS dst"
 )
 _COMPONENT_EDGES = """
-MATCH (a:Node {component_id: $component})-[:DERIVES]->(b:Node)
+CALL sparkprov.componentNodes($component) YIELD node AS a
+MATCH (a)-[:DERIVES]->(b:Node)
 RETURN a.id AS src, b.id AS dst
 """
 # Attribute names come from the caller: they are looked up as map keys, never spliced into text.
-_FIND = """
-MATCH (n:Node {run_id: $run, relation: $relation})
+_FIND = f"""
+MATCH (n:Node {{run_id: $run, relation: $relation}})
 WHERE all(k IN keys($equals) WHERE n[$prefix + k] = $equals[k])
-RETURN n ORDER BY n.id LIMIT $limit
+WITH n ORDER BY n.id LIMIT $limit
+RETURN n, {_IDS} ORDER BY n.id
 """
 _RUNS = """
 MATCH (r:Run)
@@ -50,19 +61,22 @@ RETURN s AS src, b.id AS dst
 """
 _EDGES_INTO_SETS = """
 UNWIND $ids AS s
-MATCH (b:Node {set_id: s})
+CALL sparkprov.setNodes(s) YIELD node AS b
 MATCH (a:Node)-[:DERIVES]->(b)
 RETURN a.id AS src, b.id AS dst
 """
 _EDGES_OUT_OF_SETS = """
 UNWIND $ids AS s
-MATCH (a:Node {set_id: s})
+CALL sparkprov.setNodes(s) YIELD node AS a
 MATCH (a)-[:DERIVES]->(b:Node)
 RETURN a.id AS src, b.id AS dst
 """
+# Only a root's record holds the size (an id without a record is a root of one node); the ids
+# asked for are current ones, resolved again so that a stale id still reads its root's size.
 _COMPONENT_SIZES = """
 UNWIND $ids AS c
-OPTIONAL MATCH (k:Component {id: c})
+WITH c, sparkprov.componentRoot(c) AS root
+OPTIONAL MATCH (k:Component {id: root})
 RETURN c AS id, coalesce(k.size, 1) AS size
 """
 _SET_SIZES = """
@@ -80,7 +94,7 @@ RETURN i AS id, n.run_id AS run, n.op AS op, n.label AS label, n.value AS value,
 """
 # A run's own nodes, and the edges touching them (their other ends may be shared state tokens
 # first stored by an earlier run).
-_RUN_NODES = "MATCH (n:Node {run_id: $run}) RETURN n"
+_RUN_NODES = f"MATCH (n:Node {{run_id: $run}}) RETURN n, {_IDS}"
 _RUN_EDGES = """
 MATCH (a:Node {run_id: $run})-[:DERIVES]->(b:Node)
 RETURN a.id AS src, b.id AS dst
@@ -96,7 +110,10 @@ RETURN t.id AS tensor, v.value AS value
 """
 
 
-def _node(props: Mapping[str, Any]) -> NodeView:
+def _node(record: neo4j.Record) -> NodeView:
+    """A node returned with its current ids (``RETURN n, ...`` + ``_IDS``); the node's own
+    component_id and s0..s2 properties are the ids it was born with, and are not read."""
+    props: Mapping[str, Any] = record["n"]
     attributes = {
         key[len(ATTRIBUTE_PREFIX) :]: str(value)
         for key, value in props.items()
@@ -110,8 +127,8 @@ def _node(props: Mapping[str, Any]) -> NodeView:
         relation=props.get("relation") or "",
         attributes=attributes,
         value=props.get("value") or "",
-        component_id=props.get("component_id"),
-        set_id=props.get("set_id"),
+        component_id=record["component"],
+        set_id=record["set"],
     )
 
 
@@ -152,7 +169,7 @@ class Store:
         return records
 
     def nodes(self, ids: Iterable[int]) -> dict[int, NodeView]:
-        found = (_node(r["n"]) for r in self._read(_NODES, ids=list(ids)))
+        found = (_node(r) for r in self._read(_NODES, ids=list(ids)))
         return {n.id: n for n in found}
 
     def parents(self, ids: list[int]) -> list[tuple[int, int]]:
@@ -184,7 +201,7 @@ class Store:
 
     def run_graph(self, run_id: str) -> tuple[dict[int, NodeView], list[tuple[int, int]]]:
         """The run's nodes, every edge touching them, and the views of those edges' other ends."""
-        nodes = {n.id: n for n in (_node(r["n"]) for r in self._read(_RUN_NODES, run=run_id))}
+        nodes = {n.id: n for n in (_node(r) for r in self._read(_RUN_NODES, run=run_id))}
         edges = [(r["src"], r["dst"]) for r in self._read(_RUN_EDGES, run=run_id)]
         foreign = {i for edge in edges for i in edge} - nodes.keys()
         if foreign:
@@ -220,7 +237,7 @@ class Store:
             prefix=ATTRIBUTE_PREFIX,
             limit=limit,
         )
-        return [_node(r["n"]) for r in records]
+        return [_node(r) for r in records]
 
     def run_exists(self, run_id: str) -> bool:
         return bool(self._read(_RUN_EXISTS, run=run_id)[0]["n"])

@@ -7,17 +7,31 @@ from collections import Counter
 import neo4j
 import networkx as nx
 
+# A node's current ids, resolved by the ingest plugin (docs/graph-schema.md, "Component and set
+# ids"); its component_id and s0..s2 properties are the ids it was born with, which merges leave
+# behind, so they are left out of the graph and cannot be mistaken for current ones.
+_IDS = "sparkprov.component(n) AS component, sparkprov.set(n) AS set"
+_BIRTHS = ("component_id", "s0", "s1", "s2")
+
+
+def _props(record: neo4j.Record) -> dict[str, object]:
+    props = {k: v for k, v in dict(record["n"]).items() if k not in _BIRTHS}
+    return {**props, "component": record["component"], "set": record["set"]}
+
 
 def run_graph(driver: neo4j.Driver, run_id: str, *, dangling_ok: bool = False) -> nx.DiGraph:
-    """The run's nodes (with all properties) and every edge touching them. Ends of those edges
-    that belong to another run (shared state tokens) get their properties too, but are not
-    counted by :func:`own_nodes`. Asserts (unless ``dangling_ok``) that every edge's ends are
+    """The run's nodes (with all properties but the birth ids, and their current ids as
+    ``component`` and ``set``) and every edge touching them. Ends of those edges that belong to
+    another run (shared state tokens) get their properties too, but are not counted by
+    :func:`own_nodes`. Asserts (unless ``dangling_ok``) that every edge's ends are
     stored nodes: an end with no op is a placeholder for a node that never arrived, i.e. wrong
     lineage (e.g. an id rounded on its way)."""
     graph = nx.DiGraph()
-    records, _, _ = driver.execute_query("MATCH (n:Node {run_id: $run}) RETURN n", run=run_id)
+    records, _, _ = driver.execute_query(
+        f"MATCH (n:Node {{run_id: $run}}) RETURN n, {_IDS}", run=run_id
+    )
     for record in records:
-        props = dict(record["n"])
+        props = _props(record)
         graph.add_node(props["id"], **props)
     records, _, _ = driver.execute_query(
         "MATCH (a:Node)-[e:DERIVES]->(b:Node) WHERE a.run_id = $run OR b.run_id = $run "
@@ -28,10 +42,10 @@ def run_graph(driver: neo4j.Driver, run_id: str, *, dangling_ok: bool = False) -
         graph.add_edge(record["src"], record["dst"], multiplicity=record["n"])
     foreign = [n for n, data in graph.nodes(data=True) if not data]
     records, _, _ = driver.execute_query(
-        "UNWIND $ids AS i MATCH (n:Node {id: i}) RETURN n", ids=foreign
+        f"UNWIND $ids AS i MATCH (n:Node {{id: i}}) RETURN n, {_IDS}", ids=foreign
     )
     for record in records:
-        props = dict(record["n"])
+        props = _props(record)
         graph.add_node(props["id"], foreign=True, **props)
     if not dangling_ok:
         ghosts = [n for n, data in graph.nodes(data=True) if "op" not in data]

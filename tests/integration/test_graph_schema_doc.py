@@ -109,16 +109,19 @@ def check_sets_of_relation(driver, client, run_id, ny) -> None:  # type: ignore[
     rows = _run(driver, "sets-of-relation", run=run_id)
     person2 = client.find_nodes(run_id, "Person2", {})
     assert sum(r["rows"] for r in rows) == len(person2) == 3
+    assert {str(r["set"]) for r in rows} == {p.set_id for p in person2}
     assert all(r["size"] >= r["rows"] for r in rows)
     with driver.session() as session:
         stored = {
             r["set"]: r["n"]
             for r in session.run(
-                "MATCH (n:Node) WHERE n.set_id IN $sets RETURN n.set_id AS set, count(n) AS n",
+                "UNWIND $sets AS s CALL sparkprov.setNodes(s) YIELD node "
+                "RETURN s AS set, count(node) AS n",
                 sets=[r["set"] for r in rows],
             )
         }
-    # a ConnectedSet's size is the number of nodes carrying its id; a lone node's set is 1
+    # a ConnectedSet's size is the number of nodes in it (theta is far away: no set is refined,
+    # so a set is its whole level set); a lone node's set is 1
     assert {r["set"]: r["size"] for r in rows} == stored
 
 
@@ -131,24 +134,43 @@ def check_runs_by_workflow(driver, client, run_id, ny) -> None:  # type: ignore[
 
 def check_component(driver, client, run_id, ny) -> None:  # type: ignore[no-untyped-def]
     (row,) = _run(driver, "component", id=int(ny.id))
+    assert str(row["component"]) == ny.component_id
     whole = client.backward_trace([ny.id], strategy=query_pb2.STRATEGY_COMPONENT)
-    assert row["size"] == row["nodes"] >= len(whole.nodes) > 1
+    graph = run_graph(driver, run_id)
+    (part,) = [c for c in nx.weakly_connected_components(graph) if int(ny.id) in c]
+    assert row["size"] == row["nodes"] == len(part) >= len(whole.nodes) > 1
+
+
+def _sets_of(driver: neo4j.Driver, ids: list[int]) -> dict[int, int]:
+    with driver.session() as session:
+        return {
+            r["id"]: r["set"]
+            for r in session.run(
+                "UNWIND $ids AS i MATCH (n:Node {id: i}) "
+                "RETURN n.id AS id, sparkprov.set(n) AS set",
+                ids=ids,
+            )
+        }
 
 
 def check_set_lineage(driver, client, run_id, ny) -> None:  # type: ignore[no-untyped-def]
     (row,) = _run(driver, "set-lineage", id=int(ny.id))
     sets = set(row["sets"])
+    assert str(row["sets"][0]) == ny.set_id
     trace = client.backward_trace([ny.id])
-    with driver.session() as session:
-        held = {
-            r["id"]: r["set"]
-            for r in session.run(
-                "UNWIND $ids AS i MATCH (n:Node {id: i}) RETURN n.id AS id, n.set_id AS set",
-                ids=[int(n.id) for n in trace.nodes],
-            )
-        }
+    held = _sets_of(driver, [int(n.id) for n in trace.nodes])
     # MODEL.md section 5: every ancestor lies in the set-lineage
     assert held and set(held.values()) <= sets
+
+
+def check_set_lineage_edges(driver, client, run_id, ny) -> None:  # type: ignore[no-untyped-def]
+    rows = _run(driver, "set-lineage-edges", id=int(ny.id))
+    edges = {(r["src"], r["dst"]) for r in rows}
+    (lineage,) = _run(driver, "set-lineage", id=int(ny.id))
+    # only edges into the set-lineage, and among them every edge of the backward trace
+    assert set(_sets_of(driver, [d for _, d in edges]).values()) <= set(lineage["sets"])
+    trace = client.backward_trace([ny.id])
+    assert {(int(e.src), int(e.dst)) for e in trace.edges} <= edges
 
 
 def check_run_status(driver, client, run_id, ny) -> None:  # type: ignore[no-untyped-def]
@@ -170,6 +192,7 @@ CHECKS: dict[str, Callable[..., None]] = {
     "runs-by-workflow": check_runs_by_workflow,
     "component": check_component,
     "set-lineage": check_set_lineage,
+    "set-lineage-edges": check_set_lineage_edges,
     "run-status": check_run_status,
 }
 

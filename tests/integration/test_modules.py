@@ -79,10 +79,10 @@ def test_example_2_3_num_cars_by_model(spark, client, neo4j_driver) -> None:  # 
         assert list(graph.nodes[n]["split"]) == ["dealer1", "Cars"]
     # so the request's token and the module's nodes are in different connected sets, while
     # the dealer's nodes derived from one another share theirs (theta is far away)
-    assert graph.nodes[request]["set_id"] != graph.nodes[request_in]["set_id"]
-    assert graph.nodes[request]["component_id"] == graph.nodes[request_in]["component_id"]
+    assert graph.nodes[request]["set"] != graph.nodes[request_in]["set"]
+    assert graph.nodes[request]["component"] == graph.nodes[request_in]["component"]
     inside = {
-        graph.nodes[n]["set_id"]
+        graph.nodes[n]["set"]
         for n in nx.ancestors(graph, civic_id) | {civic_id}
         if (graph.nodes[n].get("split") or [None])[0] == "dealer1"
     }

@@ -89,7 +89,7 @@ def test_component_ids_group_exactly_the_weakly_connected_parts(people_run, neo4
     graph = run_graph(neo4j_driver, run_id)
     expected = {frozenset(c) for c in nx.weakly_connected_components(graph)}
     by_id: dict[int, set[int]] = {}
-    for node, component in graph.nodes(data="component_id"):
+    for node, component in graph.nodes(data="component"):
         by_id.setdefault(component, set()).add(node)
     assert {frozenset(c) for c in by_id.values()} == expected
     # Three parts: {Steve, Mark, NY}, {Shane, LA} and Mary alone.

@@ -1,6 +1,8 @@
 """Component and connected-set ids kept incrementally by the real ingest store on the real Neo4j,
 checked against networkx on random DAGs with random splits, arriving in random batches and
-orders, with duplicates and edges that arrive before their nodes (CSProv invariants)."""
+orders, with duplicates and edges that arrive before their nodes (CSProv invariants). The ids
+are read as every reader reads them, through the plugin (docs/graph-schema.md, "Component and
+set ids"), and its procedures must list exactly the nodes those ids group."""
 
 from __future__ import annotations
 
@@ -34,8 +36,8 @@ def _stored(
     driver: neo4j.Driver, ids: list[int]
 ) -> tuple[nx.DiGraph, dict[int, int], dict[int, int], set[tuple[int, int]]]:
     records, _, _ = driver.execute_query(
-        "UNWIND $ids AS i MATCH (n:Node {id: i}) RETURN n.id AS id, n.component_id AS c, "
-        "n.set_id AS s",
+        "UNWIND $ids AS i MATCH (n:Node {id: i}) "
+        "RETURN n.id AS id, sparkprov.component(n) AS c, sparkprov.set(n) AS s",
         ids=ids,
     )
     component = {r["id"]: r["c"] for r in records}
@@ -55,6 +57,67 @@ def _stored(
     )
     deps = {(r["a"], r["b"]) for r in records}
     return graph, component, connected, deps
+
+
+def _groups(labels: dict[int, int]) -> dict[int, set[int]]:
+    out: dict[int, set[int]] = {}
+    for node, label in labels.items():
+        out.setdefault(label, set()).add(node)
+    return out
+
+
+def _check_records(
+    driver: neo4j.Driver,
+    component: dict[int, int],
+    connected: dict[int, int],
+    deps: set[tuple[int, int]],
+) -> None:
+    """The procedures and records agree with the functions: componentNodes and setNodes list
+    exactly the nodes of an id, a current component id is its own root with a parentless record
+    of its size (or none for a lone node), and a set has a record when it has more than one node
+    or a dependency, naming its component."""
+    components = _groups(component)
+    records, _, _ = driver.execute_query(
+        "UNWIND $ids AS c CALL sparkprov.componentNodes(c) YIELD node "
+        "RETURN c, collect(node.id) AS members",
+        ids=sorted(components),
+    )
+    assert {r["c"]: sorted(r["members"]) for r in records} == {
+        c: sorted(m) for c, m in components.items()
+    }
+    records, _, _ = driver.execute_query(
+        "UNWIND $ids AS c OPTIONAL MATCH (k:Component {id: c}) "
+        "RETURN c, sparkprov.componentRoot(c) AS root, k.size AS size, k.parent AS parent",
+        ids=sorted(components),
+    )
+    for r in records:
+        assert r["root"] == r["c"] and r["parent"] is None
+        assert (r["size"] or 1) == len(components[r["c"]])
+    sets = _groups(connected)
+    records, _, _ = driver.execute_query(
+        "UNWIND $ids AS s CALL sparkprov.setNodes(s) YIELD node "
+        "RETURN s, collect(node.id) AS members",
+        ids=sorted(sets),
+    )
+    assert {r["s"]: sorted(r["members"]) for r in records} == {
+        s: sorted(m) for s, m in sets.items()
+    }
+    records, _, _ = driver.execute_query(
+        "UNWIND $ids AS s OPTIONAL MATCH (k:ConnectedSet {id: s}) "
+        "RETURN s, k IS NOT NULL AS kept, k.size AS size, "
+        "sparkprov.componentRoot(k.component_id) AS component",
+        ids=sorted(sets),
+    )
+    ends = {s for dep in deps for s in dep}
+    for r in records:
+        members = sets[r["s"]]
+        if len(members) > 1 or r["s"] in ends:
+            assert r["kept"]
+        if r["kept"]:
+            # Its size is its level set's (what theta is compared with): a set whose level set
+            # grew past theta keeps only the members for which that level is the deepest.
+            assert r["size"] >= len(members) and (r["size"] > 1 or r["s"] in ends)
+            assert {component[m] for m in members} == {r["component"]}
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +157,7 @@ def test_incremental_ids_equal_a_recomputation_and_keep_lineage_inside_sets(
     assert same_partition(connected, expected_set)
     # Set dependencies are exactly those recomputed from the edges.
     assert deps == dependencies(graph.edges, connected)
+    _check_records(neo4j_driver, component, connected, deps)
     # Every ancestor lies in the set-lineage, every descendant in the set-descendants.
     set_graph = nx.DiGraph(list(deps))
     set_graph.add_nodes_from(connected.values())

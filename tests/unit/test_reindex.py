@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from ingest_service import reindex
-from ingest_service.sets import recompute, same_partition
+from ingest_service.sets import LEVELS, level_count, recompute, same_partition
 
 SPLITS = [("a",), ("a", "x"), ("a", "y"), ("b",), ("b", "z"), ()]
 
@@ -89,7 +89,7 @@ def test_recomputed_sets_equal_the_definition(spark: object, tmp_path: Path, see
     )
     theta = 4
     nodes, _, _ = reindex.recompute(spark, tmp_path, theta)
-    rows = nodes.select("id", "c", "set").collect()
+    rows = nodes.select("id", "c", "set", "l0", "l1", "l2").collect()
     expected_component, expected_set = recompute(
         {i: splits[i] for i in known},
         [(a, b) for a, b in edges if a in known and b in known],
@@ -103,4 +103,9 @@ def test_recomputed_sets_equal_the_definition(spark: object, tmp_path: Path, see
     graph.add_edges_from(edges)
     component = {m: min(c) for c in nx.connected_components(graph) for m in c}
     assert same_partition({r["id"]: r["c"] for r in rows}, component)
+    # Levels past a node's split depth are not kept (as ingest keeps none): the node alone.
+    for r in rows:
+        depth = level_count(splits[r["id"]]) if r["id"] in known else 0
+        for level in range(depth, LEVELS):
+            assert r[f"l{level}"] == r["id"]
     _ = expected_component

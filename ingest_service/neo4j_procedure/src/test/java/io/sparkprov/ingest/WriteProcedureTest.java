@@ -62,8 +62,15 @@ class WriteProcedureTest {
     return neo4j.one("MATCH (n:Node {id: $id}) RETURN n[$key]", Map.of("id", id, "key", key));
   }
 
+  /** A node's current component or set id, resolved by the plugin's functions. */
   private static long longProp(long id, String key) {
-    return (Long) prop(id, key);
+    String call =
+        switch (key) {
+          case "component_id" -> "sparkprov.component(n)";
+          case "set_id" -> "sparkprov.set(n)";
+          default -> throw new IllegalArgumentException(key);
+        };
+    return (Long) neo4j.one("MATCH (n:Node {id: $id}) RETURN " + call, Map.of("id", id));
   }
 
   @Test
@@ -135,7 +142,10 @@ class WriteProcedureTest {
     for (long id = 1; id <= 5; id++) {
       assertEquals(large, longProp(id, "component_id"), "node " + id); // the larger absorbs
     }
-    assertEquals(1L, count("MATCH (c:Component) RETURN count(c)"));
+    // The smaller component's record points at the larger (no member was rewritten).
+    assertEquals(1L, count("MATCH (c:Component) WHERE c.parent IS NULL RETURN count(c)"));
+    assertEquals(large, neo4j.one("MATCH (c:Component {id: $id}) RETURN c.parent", Map.of("id", small)));
+    assertEquals(small, prop(2, "component_id"));
     assertEquals(5L, neo4j.one("MATCH (c:Component {id: $id}) RETURN c.size", Map.of("id", large)));
     assertEquals(1L, count("MATCH (s:ConnectedSet) RETURN count(s)"));
     assertEquals(5L, count("MATCH (s:ConnectedSet) RETURN s.size"));
@@ -178,7 +188,9 @@ class WriteProcedureTest {
         List.of(edges(new long[][] {{31, 32}, {32, 33}, {33, 34}})),
         3);
 
-    assertEquals(longProp(31, "s0"), longProp(34, "s0")); // one level-0 set of four
+    // One level-0 set of four.
+    assertEquals(
+        1L, count("MATCH (s:LevelSet) WHERE s.key STARTS WITH '0:' AND s.size = 4 RETURN count(s)"));
     assertEquals(longProp(31, "set_id"), longProp(32, "set_id"));
     assertEquals(longProp(33, "set_id"), longProp(34, "set_id"));
     assertNotEquals(longProp(31, "set_id"), longProp(33, "set_id"));
@@ -187,6 +199,29 @@ class WriteProcedureTest {
         neo4j.one(
             "MATCH (s:ConnectedSet {id: $id}) RETURN s.level", Map.of("id", longProp(31, "set_id"))));
     assertEquals(1L, count("MATCH ()-[d:SET_DEP]->() RETURN count(d)"));
+  }
+
+  @Test
+  void aComponentKeptUnderOneThetaRefusesAnother() {
+    neo4j.write(
+        List.of(nodes("TOKEN", List.of(51L, 52L))), List.of(edges(new long[][] {{51, 52}})), 4);
+    assertEquals(4L, neo4j.one("MATCH (n:Node {id: 51}) RETURN sparkprov.theta(n)", Map.of()));
+
+    Exception refused =
+        assertThrows(
+            Exception.class,
+            () ->
+                neo4j.write(
+                    List.of(nodes("PLUS", List.of(53L))),
+                    List.of(edges(new long[][] {{52, 53}})),
+                    THETA));
+    String message = String.valueOf(refused.getMessage());
+    assertTrue(message.contains("theta " + THETA + " differs"), message);
+    assertEquals(0L, count("MATCH (n:Node {id: 53}) RETURN count(n)")); // nothing of the call kept
+    // Another component may be kept under another theta.
+    neo4j.write(
+        List.of(nodes("TOKEN", List.of(54L, 55L))), List.of(edges(new long[][] {{54, 55}})), THETA);
+    assertEquals(THETA, neo4j.one("MATCH (n:Node {id: 55}) RETURN sparkprov.theta(n)", Map.of()));
   }
 
   @Test

@@ -1,0 +1,417 @@
+package io.sparkprov.ingest;
+
+import io.sparkprov.ingest.FlushWriter.Edge;
+import io.sparkprov.ingest.IdView.SetOf;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.LongFunction;
+import org.neo4j.graphdb.Direction;
+import org.neo4j.graphdb.Node;
+import org.neo4j.graphdb.Relationship;
+import org.neo4j.graphdb.ResourceIterable;
+import org.neo4j.graphdb.Transaction;
+
+/**
+ * Keeps the component and connected-set ids exact after one call's upsert, by reference
+ * (docs/graph-schema.md, "Component and set ids"): components and level sets merge in their
+ * union-finds ({@link Forest}); connected sets are derived from them ({@link IdView}), so only
+ * the {@code :ConnectedSet} records and their {@code SET_DEP} relationships are maintained:
+ *
+ * <ul>
+ *   <li>sets merged by this call's edges hand their dependencies to the set that absorbed them;
+ *   <li>a set that grew past theta is refined: its members move to deeper sets, and the
+ *       dependencies of all of them are read again from their edges (at most once per node and
+ *       level: the set was below theta);
+ *   <li>every edge this call made known (both ends stored) adds its dependency.
+ * </ul>
+ */
+final class IdMaintenance {
+  /**
+   * A connected set with a record before this call: its level, level root and size then, and
+   * whether some member has a deeper level to be refined into.
+   */
+  private record OldSet(
+      long id, int level, long root, long sizeBefore, boolean deeper, Node record) {}
+
+  private final Transaction tx;
+  private final LongFunction<Node> nodes;
+  private final IdView view;
+  private final long theta;
+  private final Map<Long, Node> setRecords = new HashMap<>();
+  private final Map<Long, Node> doomed = new HashMap<>();
+  private final Set<Long> thetaChecked = new HashSet<>();
+  long rereadCount;
+
+  IdMaintenance(Transaction tx, LongFunction<Node> nodes, long theta) {
+    this.tx = tx;
+    this.nodes = nodes;
+    this.view = new IdView(tx, nodes, theta);
+    this.theta = theta;
+  }
+
+  // ---- Components: every edge counts, placeholders included. ----------------------------------
+
+  /** Returns the number of components merged away. */
+  long mergeComponents(Collection<Edge> edges) {
+    UnionFind uf = new UnionFind();
+    Set<Long> roots = new HashSet<>();
+    for (Edge e : edges) {
+      long a = view.component(node(e.src()));
+      long b = view.component(node(e.dst()));
+      roots.add(a);
+      roots.add(b);
+      uf.union(a, b);
+    }
+    for (long root : roots) {
+      checkTheta(root);
+    }
+    long merges = 0;
+    for (List<Long> group : uf.groups().values()) {
+      merge(view.components, group, theta);
+      merges += group.size() - 1;
+    }
+    return merges;
+  }
+
+  /**
+   * Refuses a component kept under another theta (its sets would be derived with the other), and
+   * names this one on a record that names none (written before components kept theirs).
+   */
+  private void checkTheta(long root) {
+    if (!thetaChecked.add(root)) {
+      return;
+    }
+    if (view.components.conflicts(root, theta)) {
+      throw new IllegalArgumentException(
+          "theta " + theta + " differs from the " + view.components.theta(root, theta)
+              + " component " + root + " was kept under: connected sets are exact for one"
+              + " theta (set SPARKPROV_SET_THETA to it, or recompute the ids with"
+              + " python -m ingest_service.reindex --write)");
+    }
+    view.components.claim(root, theta);
+  }
+
+  /** Union by size: the largest root absorbs the others (ties to the larger id). */
+  private static void merge(Forest forest, List<Long> roots, long theta) {
+    long target = roots.get(0);
+    long targetSize = forest.size(target);
+    long total = 0;
+    boolean deeper = false;
+    for (long r : roots) {
+      long size = forest.size(r);
+      total += size;
+      deeper |= forest.deeper(r);
+      if (size > targetSize || (size == targetSize && r > target)) {
+        target = r;
+        targetSize = size;
+      }
+    }
+    for (long r : roots) {
+      if (r != target) {
+        forest.absorb(r, target);
+      }
+    }
+    forest.setSize(target, total, deeper, theta);
+  }
+
+  // ---- Level sets and connected sets: edges whose two ends are stored nodes. -------------------
+
+  /** Keeps level sets, connected-set records and set dependencies exact for these edges. */
+  void maintainSets(Collection<Edge> knownEdges) {
+    List<Map<Long, List<Long>>> unions = new ArrayList<>();
+    for (int level = 0; level < FlushWriter.LEVELS; level++) {
+      unions.add(levelUnions(level, knownEdges).groups());
+    }
+    List<OldSet> old = oldSets(unions); // read before any merge
+    for (int level = 0; level < FlushWriter.LEVELS; level++) {
+      for (List<Long> group : unions.get(level).values()) {
+        merge(view.levels[level], group, theta);
+      }
+    }
+    Map<Long, Long> mergedInto = new HashMap<>();
+    Set<Long> refined = new HashSet<>();
+    Set<Long> reread = new LinkedHashSet<>();
+    Rows rows = new Rows();
+    for (OldSet o : old) {
+      classify(o, mergedInto, refined, reread, rows);
+    }
+    List<long[]> moved = new ArrayList<>();
+    for (OldSet o : old) {
+      if (mergedInto.containsKey(o.id())) {
+        takeDependencies(o, moved);
+      }
+    }
+    writeDependencies(knownEdges, reread, moved, mergedInto, refined, rows);
+    for (Node n : doomed.values()) {
+      n.delete();
+    }
+  }
+
+  private UnionFind levelUnions(int level, Collection<Edge> knownEdges) {
+    UnionFind sets = new UnionFind();
+    for (Edge e : knownEdges) {
+      Node a = node(e.src());
+      Node b = node(e.dst());
+      // Levels at or past a node's split depth are never read for it (IdView.set): skip them.
+      // (Both ends of an edge in one part at this level have the same depth here.)
+      if (level >= view.depth(a)) {
+        continue;
+      }
+      checkTheta(view.component(a));
+      if (samePart(split(a), split(b), level)) {
+        sets.union(view.levelRoot(a, level), view.levelRoot(b, level));
+      }
+    }
+    return sets;
+  }
+
+  /** The connected sets with a record whose level set takes part in a union of this call. */
+  private List<OldSet> oldSets(List<Map<Long, List<Long>>> unions) {
+    List<OldSet> out = new ArrayList<>();
+    for (int level = 0; level < unions.size(); level++) {
+      for (List<Long> group : unions.get(level).values()) {
+        for (long root : group) {
+          long id = IdView.setKey(level, root);
+          Node record = setRecord(id);
+          if (record != null && levelOf(record) == level) {
+            Forest forest = view.levels[level];
+            out.add(
+                new OldSet(id, level, root, forest.size(root), forest.deeper(root), record));
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  private void classify(
+      OldSet o, Map<Long, Long> mergedInto, Set<Long> refined, Set<Long> reread, Rows rows) {
+    int level = o.level();
+    long root = view.levels[level].root(o.root());
+    long size = view.levels[level].size(root);
+    if (o.deeper() && o.sizeBefore() < theta && size >= theta) {
+      // Grew past theta: its members' sets are deeper now; their dependencies are re-read.
+      refined.add(o.id());
+      reread.add(o.root()); // its founding node, even if its one property was just rewritten
+      for (Node m : view.levels[level].members(o.root())) {
+        reread.add(prop(m, "id"));
+      }
+      deleteDependencies(o.record());
+      doom(o.id(), o.record());
+      return;
+    }
+    long target = IdView.setKey(level, root);
+    if (target != o.id()) {
+      mergedInto.put(o.id(), target);
+    }
+    rows.put(new SetOf(level, root, size, target), view.component(node(root)));
+  }
+
+  /** The current sets this call touched, with a component id of each. */
+  private static final class Rows {
+    final Map<Long, SetOf> sets = new HashMap<>();
+    final Map<Long, Long> components = new HashMap<>();
+
+    void put(SetOf set, long component) {
+      if (sets.putIfAbsent(set.id(), set) == null) {
+        components.put(set.id(), component);
+      }
+    }
+  }
+
+  /** Removes a merged set's dependencies, keeping them (old ids) to hand to its absorber. */
+  private void takeDependencies(OldSet o, List<long[]> moved) {
+    try (ResourceIterable<Relationship> rels = o.record().getRelationships(FlushWriter.SET_DEP)) {
+      for (Relationship r : rels) {
+        moved.add(new long[] {prop(r.getStartNode(), "id"), prop(r.getEndNode(), "id")});
+        r.delete();
+      }
+    }
+    doom(o.id(), o.record());
+  }
+
+  private void writeDependencies(
+      Collection<Edge> knownEdges,
+      Set<Long> reread,
+      List<long[]> moved,
+      Map<Long, Long> mergedInto,
+      Set<Long> refined,
+      Rows rows) {
+    Set<Edge> edges = new LinkedHashSet<>(knownEdges);
+    rereadCount = reread.size();
+    for (long id : reread) {
+      addKnownIncident(node(id), edges);
+    }
+    Set<Long> ends = new HashSet<>();
+    Map<Long, Set<Long>> deps = new HashMap<>();
+    for (long id : reread) {
+      row(node(id), rows);
+    }
+    for (Edge e : edges) {
+      long sa = row(node(e.src()), rows);
+      long sb = row(node(e.dst()), rows);
+      if (sa != sb) {
+        deps.computeIfAbsent(sa, s -> new HashSet<>()).add(sb);
+        ends.add(sa);
+        ends.add(sb);
+      }
+    }
+    for (long[] dep : moved) {
+      Long src = mapSet(dep[0], mergedInto, refined);
+      Long dst = mapSet(dep[1], mergedInto, refined);
+      if (src != null && dst != null && !src.equals(dst)) {
+        deps.computeIfAbsent(src, s -> new HashSet<>()).add(dst);
+        ends.add(src);
+        ends.add(dst);
+      }
+    }
+    Map<Long, Node> records = storeSets(rows, ends);
+    for (Map.Entry<Long, Set<Long>> dep : deps.entrySet()) {
+      Node a = records.get(dep.getKey());
+      for (long dst : dep.getValue()) {
+        Node b = records.get(dst);
+        if (!FlushWriter.connected(a, b, FlushWriter.SET_DEP)) {
+          a.createRelationshipTo(b, FlushWriter.SET_DEP);
+        }
+      }
+    }
+  }
+
+  /** A set id after this call's merges (null: refined, its dependencies are re-read). */
+  private static Long mapSet(long id, Map<Long, Long> mergedInto, Set<Long> refined) {
+    if (refined.contains(id)) {
+      return null;
+    }
+    return mergedInto.getOrDefault(id, id);
+  }
+
+  private long row(Node n, Rows rows) {
+    SetOf set = view.set(n);
+    if (!rows.sets.containsKey(set.id())) {
+      rows.put(set, view.component(n));
+    }
+    return set.id();
+  }
+
+  /**
+   * Only sets of more than one node or with dependencies have a record. Returns the records of
+   * the rows and of every dependency end.
+   */
+  private Map<Long, Node> storeSets(Rows rows, Set<Long> ends) {
+    Map<Long, Node> out = new HashMap<>();
+    for (SetOf row : rows.sets.values()) {
+      if (row.size() <= 1 && !ends.contains(row.id())) {
+        continue;
+      }
+      Node s = liveSetRecord(row.id());
+      s.setProperty("level", (long) row.level()); // a long, as Cypher writes integers
+      s.setProperty("size", row.size());
+      s.setProperty(FlushWriter.COMPONENT_ID, rows.components.get(row.id()));
+      out.put(row.id(), s);
+    }
+    for (long end : ends) {
+      if (!out.containsKey(end)) {
+        // An end this call did not touch: a set that had a dependency before, so a record.
+        Node s = setRecord(end);
+        if (s == null) {
+          throw new IllegalStateException("set " + end + " has a dependency but no record");
+        }
+        out.put(end, s);
+      }
+    }
+    return out;
+  }
+
+  /** The record of a current set: the stored one, one doomed earlier in this call, or new. */
+  private Node liveSetRecord(long id) {
+    Node s = doomed.remove(id);
+    if (s == null) {
+      s = setRecord(id);
+    }
+    if (s == null) {
+      s = tx.createNode(FlushWriter.SET);
+      s.setProperty("id", id);
+    }
+    setRecords.put(id, s);
+    return s;
+  }
+
+  private Node setRecord(long id) {
+    if (setRecords.containsKey(id)) {
+      return setRecords.get(id);
+    }
+    Node s = tx.findNode(FlushWriter.SET, "id", id);
+    setRecords.put(id, s);
+    return s;
+  }
+
+  /**
+   * Deleted at the end of the call: every index seek in a transaction merges the ids of the nodes
+   * the transaction deleted so far (Neo4j's tx state), so seeks after deletions cost O(deleted).
+   */
+  private void doom(long id, Node record) {
+    doomed.put(id, record);
+    setRecords.put(id, null);
+  }
+
+  private static void deleteDependencies(Node set) {
+    try (ResourceIterable<Relationship> rels = set.getRelationships(FlushWriter.SET_DEP)) {
+      for (Relationship r : rels) {
+        r.delete();
+      }
+    }
+  }
+
+  /** Adds the stored DERIVES edges at {@code n} whose two ends are known nodes. */
+  static void addKnownIncident(Node n, Set<Edge> out) {
+    try (ResourceIterable<Relationship> rels =
+        n.getRelationships(Direction.BOTH, FlushWriter.DERIVES)) {
+      for (Relationship r : rels) {
+        Node a = r.getStartNode();
+        Node b = r.getEndNode();
+        if (FlushWriter.known(a) && FlushWriter.known(b)) {
+          out.add(new Edge(prop(a, "id"), prop(b, "id")));
+        }
+      }
+    }
+  }
+
+  private Node node(long id) {
+    return nodes.apply(id);
+  }
+
+  private final Map<Node, String[]> splits = new HashMap<>();
+
+  private String[] split(Node n) {
+    return splits.computeIfAbsent(n, k -> (String[]) k.getProperty("split", new String[0]));
+  }
+
+  /** Whether two split paths share their part at this level (their first level+1 names). */
+  static boolean samePart(String[] a, String[] b, int level) {
+    int la = Math.min(a.length, level + 1);
+    int lb = Math.min(b.length, level + 1);
+    if (la != lb) {
+      return false;
+    }
+    for (int i = 0; i < la; i++) {
+      if (!a[i].equals(b[i])) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private static int levelOf(Node set) {
+    return ((Number) set.getProperty("level")).intValue();
+  }
+
+  private static long prop(Node n, String key) {
+    return ((Number) n.getProperty(key)).longValue();
+  }
+}

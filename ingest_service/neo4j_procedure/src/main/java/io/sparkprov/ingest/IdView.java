@@ -1,0 +1,108 @@
+package io.sparkprov.ingest;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.function.LongFunction;
+import org.neo4j.graphdb.Label;
+import org.neo4j.graphdb.Node;
+import org.neo4j.graphdb.Transaction;
+
+/**
+ * A node's current component and connected set, resolved from the ids it was born with through
+ * the union-finds ({@link Forest}): the one definition the ingest procedure and the Cypher
+ * functions ({@link Ids}) share. A node's connected set is the set of its first split level whose
+ * set holds fewer than theta nodes, else of its deepest level (CSProv, Algorithm 3).
+ *
+ * <p>Theta belongs to the component (level sets never leave one): its root record keeps the theta
+ * its sets were kept under ({@link Forest#THETA}). A component of one node has no record and no
+ * set to refine.
+ */
+final class IdView {
+  /** Ingest's default (ingest_service.levels.DEFAULT_THETA), for components that name none. */
+  static final long DEFAULT_THETA = 25000;
+
+  /** A node's connected set: its level, that level's root and size, and the set's id. */
+  record SetOf(int level, long root, long size, long id) {}
+
+  final Forest components;
+  final Forest[] levels = new Forest[FlushWriter.LEVELS];
+  /** The theta of components whose root names none (see {@link #thetaOf}). */
+  final long theta;
+  private final Transaction tx;
+  private final LongFunction<Node> nodes;
+  private final Map<Node, Integer> depths = new HashMap<>();
+
+  IdView(Transaction tx, LongFunction<Node> nodes, long theta) {
+    this.tx = tx;
+    this.nodes = nodes;
+    this.components = Forest.components(tx, nodes);
+    for (int k = 0; k < levels.length; k++) {
+      levels[k] = Forest.levelSets(tx, k, nodes);
+    }
+    this.theta = theta;
+  }
+
+  /** A reader's view: each component's theta as stored on its root. */
+  static IdView reader(Transaction tx) {
+    return new IdView(tx, id -> tx.findNode(FlushWriter.NODE, "id", id), DEFAULT_THETA);
+  }
+
+  Node nodeById(long id) {
+    return nodes.apply(id);
+  }
+
+  /** The {@code :ConnectedSet} record of a current set (none for a lone node without deps). */
+  Node setRecord(long setId) {
+    return tx.findNode(FlushWriter.SET, "id", setId);
+  }
+
+  long component(Node n) {
+    return components.root(components.birth(n));
+  }
+
+  /** The root of the node's set at this level. */
+  long levelRoot(Node n, int level) {
+    return levels[level].root(levels[level].birth(n));
+  }
+
+  /** The theta the node's sets are kept under: its component's. */
+  long thetaOf(Node n) {
+    return components.theta(component(n), theta);
+  }
+
+  SetOf set(Node n) {
+    long theta = thetaOf(n);
+    int depth = depth(n);
+    for (int k = 0; k < depth; k++) {
+      long root = levelRoot(n, k);
+      long size = levels[k].size(root);
+      if (size < theta || k == depth - 1) {
+        return new SetOf(k, root, size, setKey(k, root));
+      }
+    }
+    throw new IllegalStateException("depth " + depth); // unreachable: depth >= 1
+  }
+
+  /** The number of split levels whose sets are kept for this node (at least one). */
+  int depth(Node n) {
+    return depths.computeIfAbsent(n, IdView::depthOf);
+  }
+
+  static int depthOf(Node n) {
+    String[] split = (String[]) n.getProperty("split", new String[0]);
+    return Math.max(1, Math.min(split.length, FlushWriter.LEVELS));
+  }
+
+  /**
+   * The connected set's id: its level set's root at level 0, mixed with the level below (the
+   * same node can head a set at several levels, and those sets differ).
+   */
+  static long setKey(int level, long root) {
+    return level == 0 ? root : root ^ (level * 0x9E3779B97F4A7C15L);
+  }
+
+  /** The level-set root a set id stands for, at that level ({@link #setKey} inverted). */
+  static long rootOfSet(int level, long setId) {
+    return setKey(level, setId); // xor is its own inverse
+  }
+}

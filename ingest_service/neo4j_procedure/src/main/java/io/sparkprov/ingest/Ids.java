@@ -1,0 +1,96 @@
+package io.sparkprov.ingest;
+
+import java.util.List;
+import java.util.stream.Stream;
+import org.neo4j.graphdb.Node;
+import org.neo4j.graphdb.Transaction;
+import org.neo4j.procedure.Context;
+import org.neo4j.procedure.Description;
+import org.neo4j.procedure.Mode;
+import org.neo4j.procedure.Name;
+import org.neo4j.procedure.Procedure;
+import org.neo4j.procedure.UserFunction;
+
+/**
+ * Cypher's view of the ids kept by reference (docs/graph-schema.md, "Component and set ids"):
+ * a node's current component and connected set, and the nodes of a component or a set. Read
+ * only; the query service and analysts call these instead of reading a node's properties.
+ */
+public final class Ids {
+  @Context public Transaction tx;
+
+  /** One node of a component or a set. */
+  public static final class Member {
+    public Node node;
+
+    public Member(Node node) {
+      this.node = node;
+    }
+  }
+
+  @UserFunction(name = "sparkprov.component")
+  @Description("The node's current component id")
+  public Long component(@Name("node") Node node) {
+    return node == null ? null : IdView.reader(tx).component(node);
+  }
+
+  @UserFunction(name = "sparkprov.set")
+  @Description("The node's current connected-set id (CSProv)")
+  public Long set(@Name("node") Node node) {
+    return node == null ? null : IdView.reader(tx).set(node).id();
+  }
+
+  @UserFunction(name = "sparkprov.theta")
+  @Description("The theta the node's connected sets are kept under (its component's)")
+  public Long theta(@Name("node") Node node) {
+    return node == null ? null : IdView.reader(tx).thetaOf(node);
+  }
+
+  @UserFunction(name = "sparkprov.componentRoot")
+  @Description("The current component of a component id (the id itself if it is current)")
+  public Long componentRoot(@Name("id") Long id) {
+    return id == null ? null : IdView.reader(tx).components.root(id);
+  }
+
+  @Procedure(name = "sparkprov.componentNodes", mode = Mode.READ)
+  @Description("Every node of the component of this component id")
+  public Stream<Member> componentNodes(@Name("id") Long id) {
+    if (id == null) {
+      return Stream.empty();
+    }
+    IdView view = IdView.reader(tx);
+    return view.components.members(view.components.root(id)).stream().map(Member::new);
+  }
+
+  @Procedure(name = "sparkprov.setNodes", mode = Mode.READ)
+  @Description("Every node of the current connected set with this id")
+  public Stream<Member> setNodes(@Name("id") Long id) {
+    if (id == null) {
+      return Stream.empty();
+    }
+    return members(IdView.reader(tx), id).stream().map(Member::new);
+  }
+
+  /**
+   * A set's nodes: those of its level set whose connected set it is (a level set past theta
+   * keeps at that level only the nodes for which it is the deepest). A set without a record is
+   * one node, found by its id at each level.
+   */
+  static List<Node> members(IdView view, long setId) {
+    Node record = view.setRecord(setId);
+    if (record == null) {
+      for (int k = 0; k < FlushWriter.LEVELS; k++) {
+        Node n = view.nodeById(IdView.rootOfSet(k, setId));
+        if (n != null && view.set(n).id() == setId) {
+          return List.of(n);
+        }
+      }
+      return List.of();
+    }
+    int level = ((Number) record.getProperty("level")).intValue();
+    long root = IdView.rootOfSet(level, setId);
+    return view.levels[level].members(root).stream()
+        .filter(n -> view.set(n).id() == setId)
+        .toList();
+  }
+}
