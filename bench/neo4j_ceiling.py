@@ -253,11 +253,12 @@ def run_variant(
         else:
             store.ensure_schema()
             if variant.endswith(BASELINE):
-                # A jar from before the ids were kept by reference seeks nodes by set_id.
+                # A jar from before the ids were kept by reference seeks nodes by their ids.
                 with driver.session() as session:
-                    session.run(
-                        "CREATE INDEX sp_node_set IF NOT EXISTS FOR (n:Node) ON (n.set_id)"
-                    ).consume()
+                    for key in ("component_id", "set_id", "s0", "s1", "s2"):
+                        session.run(
+                            f"CREATE INDEX baseline_{key} IF NOT EXISTS FOR (n:Node) ON (n.{key})"
+                        ).consume()
                     session.run("CALL db.awaitIndexes(300)").consume()
         prepare = write = 0.0
         records = 0

@@ -40,14 +40,14 @@ _SCHEMA = [
     "CREATE CONSTRAINT sp_component_id IF NOT EXISTS FOR (c:Component) REQUIRE c.id IS UNIQUE",
     "CREATE CONSTRAINT sp_level_set_key IF NOT EXISTS FOR (s:LevelSet) REQUIRE s.key IS UNIQUE",
     "CREATE CONSTRAINT sp_set_id IF NOT EXISTS FOR (s:ConnectedSet) REQUIRE s.id IS UNIQUE",
-    "CREATE INDEX sp_node_component IF NOT EXISTS FOR (n:Node) ON (n.component_id)",
-    # Nodes no longer carry their connected set (it is derived from s0..s2 and the :LevelSet
-    # records, docs/graph-schema.md): a database made before keeps no index on it.
-    "DROP INDEX sp_node_set IF EXISTS",
-    *(f"CREATE INDEX sp_node_s{k} IF NOT EXISTS FOR (n:Node) ON (n.s{k})" for k in range(LEVELS)),
-    # A group's members are found from its root down these pointers (Forest.births).
-    "CREATE INDEX sp_component_parent IF NOT EXISTS FOR (c:Component) ON (c.parent)",
-    "CREATE INDEX sp_level_set_parent IF NOT EXISTS FOR (s:LevelSet) ON (s.parent)",
+    # Ids are kept by reference (docs/graph-schema.md, "Component and set ids"): a node's
+    # component_id and s0..s2 are the ids it was born with, read to resolve its ids and never
+    # sought (a group's members are walked from its founding node, Forest.members), so they have
+    # no index to keep at every write; a database made before loses the ones it had.
+    *(
+        f"DROP INDEX {name} IF EXISTS"
+        for name in ("sp_node_set", "sp_node_component", *(f"sp_node_s{k}" for k in range(LEVELS)))
+    ),
     "CREATE INDEX sp_set_component IF NOT EXISTS FOR (s:ConnectedSet) ON (s.component_id)",
     # Only placeholders hold pending_run, so this index holds only them (FlushWriter.PENDING in
     # ingest_service/neo4j_procedure).

@@ -201,19 +201,24 @@ final class FlushWriter {
     }
   }
 
-  /** Creates each edge once (per call and in the store); returns this call's distinct edges. */
+  /**
+   * Creates each edge once (per call and in the store); returns the edges this call created (an
+   * edge sent again changes no id).
+   */
   private Set<Edge> writeEdges(List<EdgeBlock> blocks, Map<String, RunCounts> perRun) {
     Set<Edge> edges = new HashSet<>();
+    Set<Edge> createdEdges = new LinkedHashSet<>();
     for (EdgeBlock block : blocks) {
       RunCounts counts = perRun.computeIfAbsent(block.run(), r -> new RunCounts());
       for (int i = 0; i < block.size(); i++) {
         Edge e = new Edge(block.src()[i], block.dst()[i]);
         if (edges.add(e) && writeEdge(e, block.run())) {
           counts.edges++;
+          createdEdges.add(e);
         }
       }
     }
-    return edges;
+    return createdEdges;
   }
 
   /** Whether the edge was created (false: it was stored before). */
@@ -280,14 +285,16 @@ final class FlushWriter {
   }
 
   /**
-   * The edges whose two ends are stored nodes (not placeholders): only these join sets. Those of
-   * this call, and the stored edges of placeholders this call filled (a node created by this call
-   * has no stored edges of its own).
+   * The edges that join sets for the first time: those whose two ends are stored nodes (not
+   * placeholders), among the edges this call created and the stored edges of placeholders this
+   * call filled (a node created by this call has no stored edges of its own).
    */
   private Set<Edge> knownEdges(Set<Edge> edges, Set<Long> fresh) {
     Set<Edge> out = new LinkedHashSet<>();
+    Map<Node, Boolean> known = new HashMap<>(); // after the upsert, no node changes state
     for (Edge e : edges) {
-      if (known(node(e.src())) && known(node(e.dst()))) {
+      if (known.computeIfAbsent(node(e.src()), FlushWriter::known)
+          && known.computeIfAbsent(node(e.dst()), FlushWriter::known)) {
         out.add(e);
       }
     }

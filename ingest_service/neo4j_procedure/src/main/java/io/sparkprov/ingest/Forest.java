@@ -4,12 +4,17 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.LongFunction;
+import java.util.function.ToIntFunction;
+import org.neo4j.graphdb.Direction;
 import org.neo4j.graphdb.Label;
 import org.neo4j.graphdb.Node;
-import org.neo4j.graphdb.ResourceIterator;
+import org.neo4j.graphdb.Relationship;
+import org.neo4j.graphdb.ResourceIterable;
 import org.neo4j.graphdb.Transaction;
 
 /**
@@ -40,14 +45,17 @@ final class Forest {
   private final String nodeProperty;
   private final int level; // -1: components
   private final LongFunction<Node> nodes;
+  private final ToIntFunction<Node> depth;
   private final Map<Long, Node> records = new HashMap<>();
   private final Map<Long, Long> roots = new HashMap<>();
+  private final Map<Node, Long> births = new HashMap<>();
   // Roots merged away in this transaction whose birth id is no longer carried (lone nodes).
   private final Map<Long, Long> absorbed = new HashMap<>();
 
   private Forest(
       Transaction tx, Label label, String keyProperty, String nodeProperty, int level,
-      LongFunction<Node> nodes) {
+      LongFunction<Node> nodes, ToIntFunction<Node> depth) {
+    this.depth = depth;
     this.tx = tx;
     this.label = label;
     this.keyProperty = keyProperty;
@@ -57,22 +65,35 @@ final class Forest {
   }
 
   static Forest components(Transaction tx, LongFunction<Node> nodes) {
-    return new Forest(tx, FlushWriter.COMPONENT, "id", FlushWriter.COMPONENT_ID, -1, nodes);
+    return new Forest(
+        tx, FlushWriter.COMPONENT, "id", FlushWriter.COMPONENT_ID, -1, nodes, n -> 1);
   }
 
-  static Forest levelSets(Transaction tx, int level, LongFunction<Node> nodes) {
+  /** The sets of one split level; {@code depth} is a node's number of levels (IdView#depth). */
+  static Forest levelSets(
+      Transaction tx, int level, LongFunction<Node> nodes, ToIntFunction<Node> depth) {
     return new Forest(
-        tx, FlushWriter.LEVEL_SET, "key", FlushWriter.LEVEL_KEYS[level], level, nodes);
+        tx, FlushWriter.LEVEL_SET, "key", FlushWriter.LEVEL_KEYS[level], level, nodes, depth);
   }
 
   String nodeProperty() {
     return nodeProperty;
   }
 
-  /** The birth id a data node carries here (its own id where it carries none). */
+  /**
+   * The birth id a data node carries here (its own id where it carries none). Read once per
+   * node: a lone node whose id this transaction rewrites resolves the same through {@link
+   * #absorbed}.
+   */
   long birth(Node n) {
+    Long cached = births.get(n);
+    if (cached != null) {
+      return cached;
+    }
     Object v = n.getProperty(nodeProperty, null);
-    return v == null ? ((Number) n.getProperty("id")).longValue() : ((Number) v).longValue();
+    long b = v == null ? ((Number) n.getProperty("id")).longValue() : ((Number) v).longValue();
+    births.put(n, b);
+    return b;
   }
 
   /** The current root of a birth id. */
@@ -102,33 +123,55 @@ final class Forest {
       return (Boolean) r.getProperty(DEEPER, false);
     }
     Node founder = nodes.apply(root);
-    return founder != null && IdView.depthOf(founder) > level + 1;
+    return founder != null && depth.applyAsInt(founder) > level + 1;
   }
 
-  /** Every birth id whose root is {@code root} (root first). */
-  List<Long> births(long root) {
-    List<Long> out = new ArrayList<>();
-    Deque<Long> todo = new ArrayDeque<>();
-    todo.add(root);
-    while (!todo.isEmpty()) {
-      long id = todo.poll();
-      out.add(id);
-      try (ResourceIterator<Node> children = tx.findNodes(label, PARENT, key(id))) {
-        children.forEachRemaining(c -> todo.add(idOf(c.getProperty(keyProperty))));
-      }
+  /**
+   * The data nodes of a root's group, found by walking from its founding node (a root's id is
+   * the id of the node that founded the group, which never leaves it) along the edges that join
+   * groups here: every DERIVES edge for components; for a level set, the edges whose two known
+   * ends share their part at this level ({@link IdView#joins}). Edges in {@code skipped} are not
+   * walked: given the edges a call is adding, this is the group as it was before the call.
+   * Walking costs what reading the group's edges costs, which is what a member index would be
+   * used for, without an index entry per node to keep at every write.
+   */
+  List<Node> members(long root, Set<FlushWriter.Edge> skipped) {
+    Node founder = nodes.apply(root);
+    if (founder == null) {
+      return List.of();
     }
-    return out;
-  }
-
-  /** The data nodes of a root's group. */
-  List<Node> members(long root) {
     List<Node> out = new ArrayList<>();
-    for (long b : births(root)) {
-      try (ResourceIterator<Node> found = tx.findNodes(FlushWriter.NODE, nodeProperty, b)) {
-        found.forEachRemaining(out::add);
+    Set<Node> seen = new HashSet<>();
+    Deque<Node> todo = new ArrayDeque<>();
+    seen.add(founder);
+    todo.add(founder);
+    while (!todo.isEmpty()) {
+      Node n = todo.poll();
+      out.add(n);
+      try (ResourceIterable<Relationship> rels =
+          n.getRelationships(Direction.BOTH, FlushWriter.DERIVES)) {
+        for (Relationship r : rels) {
+          Node a = r.getStartNode();
+          Node b = r.getEndNode();
+          Node other = a.equals(n) ? b : a;
+          if (!seen.contains(other) && joins(a, b) && !skips(skipped, a, b)) {
+            seen.add(other);
+            todo.add(other);
+          }
+        }
       }
     }
     return out;
+  }
+
+  private boolean joins(Node a, Node b) {
+    return level < 0 || IdView.joins(level, a, b);
+  }
+
+  private static boolean skips(Set<FlushWriter.Edge> skipped, Node a, Node b) {
+    return !skipped.isEmpty()
+        && skipped.contains(new FlushWriter.Edge(
+            ((Number) a.getProperty("id")).longValue(), ((Number) b.getProperty("id")).longValue()));
   }
 
   // ---- Writes -------------------------------------------------------------------------------

@@ -46,6 +46,9 @@ final class IdMaintenance {
   private final Map<Long, Node> setRecords = new HashMap<>();
   private final Map<Long, Node> doomed = new HashMap<>();
   private final Set<Long> thetaChecked = new HashSet<>();
+  private final Map<Node, Long> setOf = new HashMap<>();
+  // The edges this call adds to the level sets (see Forest.members).
+  private Set<Edge> addedEdges = Set.of();
   long rereadCount;
 
   IdMaintenance(Transaction tx, LongFunction<Node> nodes, long theta) {
@@ -123,7 +126,8 @@ final class IdMaintenance {
   // ---- Level sets and connected sets: edges whose two ends are stored nodes. -------------------
 
   /** Keeps level sets, connected-set records and set dependencies exact for these edges. */
-  void maintainSets(Collection<Edge> knownEdges) {
+  void maintainSets(Set<Edge> knownEdges) {
+    addedEdges = knownEdges; // each joins sets for the first time
     List<Map<Long, List<Long>>> unions = new ArrayList<>();
     for (int level = 0; level < FlushWriter.LEVELS; level++) {
       unions.add(levelUnions(level, knownEdges).groups());
@@ -164,7 +168,7 @@ final class IdMaintenance {
         continue;
       }
       checkTheta(view.component(a));
-      if (samePart(split(a), split(b), level)) {
+      if (IdView.samePart(split(a), split(b), level)) {
         sets.union(view.levelRoot(a, level), view.levelRoot(b, level));
       }
     }
@@ -199,7 +203,7 @@ final class IdMaintenance {
       // Grew past theta: its members' sets are deeper now; their dependencies are re-read.
       refined.add(o.id());
       reread.add(o.root()); // its founding node, even if its one property was just rewritten
-      for (Node m : view.levels[level].members(o.root())) {
+      for (Node m : view.levels[level].members(o.root(), addedEdges)) {
         reread.add(prop(m, "id"));
       }
       deleteDependencies(o.record());
@@ -292,10 +296,15 @@ final class IdMaintenance {
   }
 
   private long row(Node n, Rows rows) {
+    Long known = setOf.get(n); // no merge follows: a node's set is final here
+    if (known != null) {
+      return known;
+    }
     SetOf set = view.set(n);
     if (!rows.sets.containsKey(set.id())) {
       rows.put(set, view.component(n));
     }
+    setOf.put(n, set.id());
     return set.id();
   }
 
@@ -390,21 +399,6 @@ final class IdMaintenance {
 
   private String[] split(Node n) {
     return splits.computeIfAbsent(n, k -> (String[]) k.getProperty("split", new String[0]));
-  }
-
-  /** Whether two split paths share their part at this level (their first level+1 names). */
-  static boolean samePart(String[] a, String[] b, int level) {
-    int la = Math.min(a.length, level + 1);
-    int lb = Math.min(b.length, level + 1);
-    if (la != lb) {
-      return false;
-    }
-    for (int i = 0; i < la; i++) {
-      if (!a[i].equals(b[i])) {
-        return false;
-      }
-    }
-    return true;
   }
 
   private static int levelOf(Node set) {

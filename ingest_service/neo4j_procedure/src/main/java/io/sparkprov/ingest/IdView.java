@@ -28,23 +28,33 @@ final class IdView {
   final Forest[] levels = new Forest[FlushWriter.LEVELS];
   /** The theta of components whose root names none (see {@link #thetaOf}). */
   final long theta;
+  private final boolean perComponent;
   private final Transaction tx;
   private final LongFunction<Node> nodes;
   private final Map<Node, Integer> depths = new HashMap<>();
 
+  /**
+   * A writer's view: every node it resolves lies in a component kept under {@code theta} (the
+   * writer checks each component it touches) or in one of a single node.
+   */
   IdView(Transaction tx, LongFunction<Node> nodes, long theta) {
+    this(tx, nodes, theta, false);
+  }
+
+  private IdView(Transaction tx, LongFunction<Node> nodes, long theta, boolean perComponent) {
+    this.perComponent = perComponent;
     this.tx = tx;
     this.nodes = nodes;
     this.components = Forest.components(tx, nodes);
     for (int k = 0; k < levels.length; k++) {
-      levels[k] = Forest.levelSets(tx, k, nodes);
+      levels[k] = Forest.levelSets(tx, k, nodes, this::depth);
     }
     this.theta = theta;
   }
 
   /** A reader's view: each component's theta as stored on its root. */
   static IdView reader(Transaction tx) {
-    return new IdView(tx, id -> tx.findNode(FlushWriter.NODE, "id", id), DEFAULT_THETA);
+    return new IdView(tx, id -> tx.findNode(FlushWriter.NODE, "id", id), DEFAULT_THETA, true);
   }
 
   Node nodeById(long id) {
@@ -67,7 +77,7 @@ final class IdView {
 
   /** The theta the node's sets are kept under: its component's. */
   long thetaOf(Node n) {
-    return components.theta(component(n), theta);
+    return perComponent ? components.theta(component(n), theta) : theta;
   }
 
   SetOf set(Node n) {
@@ -89,8 +99,38 @@ final class IdView {
   }
 
   static int depthOf(Node n) {
-    String[] split = (String[]) n.getProperty("split", new String[0]);
-    return Math.max(1, Math.min(split.length, FlushWriter.LEVELS));
+    return Math.max(1, Math.min(splitOf(n).length, FlushWriter.LEVELS));
+  }
+
+  /**
+   * Whether the edge a -> b joins level sets at this level: both ends are stored nodes (not
+   * placeholders), the level is one the source's split path has, and the two paths share their
+   * part there (their first level+1 names). Both ends of such an edge have the level.
+   */
+  static boolean joins(int level, Node a, Node b) {
+    if (!FlushWriter.known(a) || !FlushWriter.known(b) || level >= depthOf(a)) {
+      return false;
+    }
+    return samePart(splitOf(a), splitOf(b), level);
+  }
+
+  static String[] splitOf(Node n) {
+    return (String[]) n.getProperty("split", new String[0]);
+  }
+
+  /** Whether two split paths share their part at this level (their first level+1 names). */
+  static boolean samePart(String[] a, String[] b, int level) {
+    int la = Math.min(a.length, level + 1);
+    int lb = Math.min(b.length, level + 1);
+    if (la != lb) {
+      return false;
+    }
+    for (int i = 0; i < la; i++) {
+      if (!a[i].equals(b[i])) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /**

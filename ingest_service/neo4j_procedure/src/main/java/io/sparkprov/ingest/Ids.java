@@ -1,6 +1,7 @@
 package io.sparkprov.ingest;
 
 import java.util.List;
+import java.util.Set;
 import java.util.stream.Stream;
 import org.neo4j.graphdb.Node;
 import org.neo4j.graphdb.Transaction;
@@ -59,7 +60,7 @@ public final class Ids {
       return Stream.empty();
     }
     IdView view = IdView.reader(tx);
-    return view.components.members(view.components.root(id)).stream().map(Member::new);
+    return view.components.members(view.components.root(id), Set.of()).stream().map(Member::new);
   }
 
   @Procedure(name = "sparkprov.setNodes", mode = Mode.READ)
@@ -89,7 +90,7 @@ public final class Ids {
     }
     int level = ((Number) record.getProperty("level")).intValue();
     long root = IdView.rootOfSet(level, setId);
-    return view.levels[level].members(root).stream()
+    return view.levels[level].members(root, Set.of()).stream()
         .filter(n -> view.set(n).id() == setId)
         .toList();
   }

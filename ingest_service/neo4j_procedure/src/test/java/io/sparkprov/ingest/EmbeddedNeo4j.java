@@ -38,14 +38,8 @@ final class EmbeddedNeo4j implements AutoCloseable {
           "CREATE CONSTRAINT sp_component_id IF NOT EXISTS FOR (c:Component) REQUIRE c.id IS UNIQUE",
           "CREATE CONSTRAINT sp_level_set_key IF NOT EXISTS FOR (s:LevelSet) REQUIRE s.key IS UNIQUE",
           "CREATE CONSTRAINT sp_set_id IF NOT EXISTS FOR (s:ConnectedSet) REQUIRE s.id IS UNIQUE",
-          "CREATE INDEX sp_node_component IF NOT EXISTS FOR (n:Node) ON (n.component_id)",
-          "CREATE INDEX sp_node_s0 IF NOT EXISTS FOR (n:Node) ON (n.s0)",
-          "CREATE INDEX sp_node_s1 IF NOT EXISTS FOR (n:Node) ON (n.s1)",
-          "CREATE INDEX sp_node_s2 IF NOT EXISTS FOR (n:Node) ON (n.s2)",
           "CREATE INDEX sp_set_component IF NOT EXISTS FOR (s:ConnectedSet) ON (s.component_id)",
-          "CREATE INDEX sp_node_pending IF NOT EXISTS FOR (n:Node) ON (n.pending_run)",
-          "CREATE INDEX sp_component_parent IF NOT EXISTS FOR (c:Component) ON (c.parent)",
-          "CREATE INDEX sp_level_set_parent IF NOT EXISTS FOR (s:LevelSet) ON (s.parent)");
+          "CREATE INDEX sp_node_pending IF NOT EXISTS FOR (n:Node) ON (n.pending_run)");
 
   private static final String WRITE =
       "CALL sparkprov.write($blocks, $edges, $theta)"
