@@ -66,6 +66,21 @@ def _groups(labels: dict[int, int]) -> dict[int, set[int]]:
     return out
 
 
+_COMPONENT_NODES = (
+    "UNWIND $ids AS i CALL sparkprov.componentNodes(i) YIELD node "
+    "RETURN i, collect(node.id) AS members"
+)
+_SET_NODES = (
+    "UNWIND $ids AS i CALL sparkprov.setNodes(i) YIELD node RETURN i, collect(node.id) AS members"
+)
+
+
+def _listed(driver: neo4j.Driver, query: str, groups: dict[int, set[int]]) -> dict[int, set[int]]:
+    """What a members procedure lists for each id of ``groups``."""
+    records, _, _ = driver.execute_query(query, ids=sorted(groups))
+    return {r["i"]: set(r["members"]) for r in records}
+
+
 def _check_records(
     driver: neo4j.Driver,
     component: dict[int, int],
@@ -77,14 +92,7 @@ def _check_records(
     of its size (or none for a lone node), and a set has a record when it has more than one node
     or a dependency, naming its component."""
     components = _groups(component)
-    records, _, _ = driver.execute_query(
-        "UNWIND $ids AS c CALL sparkprov.componentNodes(c) YIELD node "
-        "RETURN c, collect(node.id) AS members",
-        ids=sorted(components),
-    )
-    assert {r["c"]: sorted(r["members"]) for r in records} == {
-        c: sorted(m) for c, m in components.items()
-    }
+    assert _listed(driver, _COMPONENT_NODES, components) == components
     records, _, _ = driver.execute_query(
         "UNWIND $ids AS c OPTIONAL MATCH (k:Component {id: c}) "
         "RETURN c, sparkprov.componentRoot(c) AS root, k.size AS size, k.parent AS parent",
@@ -94,14 +102,7 @@ def _check_records(
         assert r["root"] == r["c"] and r["parent"] is None
         assert (r["size"] or 1) == len(components[r["c"]])
     sets = _groups(connected)
-    records, _, _ = driver.execute_query(
-        "UNWIND $ids AS s CALL sparkprov.setNodes(s) YIELD node "
-        "RETURN s, collect(node.id) AS members",
-        ids=sorted(sets),
-    )
-    assert {r["s"]: sorted(r["members"]) for r in records} == {
-        s: sorted(m) for s, m in sets.items()
-    }
+    assert _listed(driver, _SET_NODES, sets) == sets
     records, _, _ = driver.execute_query(
         "UNWIND $ids AS s OPTIONAL MATCH (k:ConnectedSet {id: s}) "
         "RETURN s, k IS NOT NULL AS kept, k.size AS size, "
