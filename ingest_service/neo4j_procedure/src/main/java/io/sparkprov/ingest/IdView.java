@@ -3,7 +3,6 @@ package io.sparkprov.ingest;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.function.LongFunction;
-import org.neo4j.graphdb.Label;
 import org.neo4j.graphdb.Node;
 import org.neo4j.graphdb.Transaction;
 
