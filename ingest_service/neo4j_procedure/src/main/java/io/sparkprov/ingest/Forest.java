@@ -76,10 +76,6 @@ final class Forest {
         tx, FlushWriter.LEVEL_SET, "key", FlushWriter.LEVEL_KEYS[level], level, nodes, depth);
   }
 
-  String nodeProperty() {
-    return nodeProperty;
-  }
-
   /**
    * The birth id a data node carries here (its own id where it carries none). Read once per
    * node: a lone node whose id this transaction rewrites resolves the same through {@link
