@@ -163,12 +163,12 @@ final class IdMaintenance {
       Node a = node(e.src());
       Node b = node(e.dst());
       // Levels at or past a node's split depth are never read for it (IdView.set): skip them.
-      // (Both ends of an edge in one part at this level have the same depth here.)
+      // (Both ends of an edge in one part at this level have the level: see IdView.joins.)
       if (level >= view.depth(a)) {
         continue;
       }
       checkTheta(view.component(a));
-      if (IdView.samePart(split(a), split(b), level)) {
+      if (IdView.samePart(view.split(a), view.split(b), level)) {
         sets.union(view.levelRoot(a, level), view.levelRoot(b, level));
       }
     }
@@ -393,12 +393,6 @@ final class IdMaintenance {
 
   private Node node(long id) {
     return nodes.apply(id);
-  }
-
-  private final Map<Node, String[]> splits = new HashMap<>();
-
-  private String[] split(Node n) {
-    return splits.computeIfAbsent(n, k -> (String[]) k.getProperty("split", new String[0]));
   }
 
   private static int levelOf(Node set) {

@@ -31,6 +31,7 @@ final class IdView {
   private final Transaction tx;
   private final LongFunction<Node> nodes;
   private final Map<Node, Integer> depths = new HashMap<>();
+  private final Map<Node, String[]> splits = new HashMap<>();
 
   /**
    * A writer's view: every node it resolves lies in a component kept under {@code theta} (the
@@ -95,6 +96,11 @@ final class IdView {
   /** The number of split levels whose sets are kept for this node (at least one). */
   int depth(Node n) {
     return depths.computeIfAbsent(n, IdView::depthOf);
+  }
+
+  /** The node's split path, read once per view. */
+  String[] split(Node n) {
+    return splits.computeIfAbsent(n, IdView::splitOf);
   }
 
   static int depthOf(Node n) {
