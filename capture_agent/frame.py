@@ -32,10 +32,18 @@ from sparkprov.limits import check_name
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, DataFrameWriter, Row
 
+    from capture_agent.context import CaptureContext
     from capture_agent.grouping import TrackedGroupedData
-    from capture_agent.session import ProvenanceSession
 
-__all__ = ["TrackedFrame", "visible_columns"]
+__all__ = [
+    "TrackedFrame",
+    "context_of",
+    "fresh",
+    "materialize",
+    "same_nodes",
+    "tracked_frame",
+    "visible_columns",
+]
 
 _JOINS = {
     "inner": "inner",
@@ -64,17 +72,17 @@ class TrackedFrame:
 
     def __init__(
         self,
-        session: ProvenanceSession,
+        ctx: CaptureContext,
         df: DataFrame,
         pending: TapSpec | None = None,
         hidden: dict[str, Column] | None = None,
     ) -> None:
-        self._session = session
+        self._ctx = ctx
         self._df = df
         # The tap that still has to publish this frame's fresh nodes, with the columns it reads.
         self._pending = pending
         # Its split path, fixed where the frame is built (not where Spark later evaluates it).
-        self._split = session.split_for(pending.relation) if pending is not None else ()
+        self._split = ctx.split_for(pending.relation) if pending is not None else ()
         self._hidden = hidden or {}
         self._done: DataFrame | None = None
         self._named = False
@@ -86,12 +94,12 @@ class TrackedFrame:
         if self._done is None:
             df = self._df
             if self._pending is not None:
-                df = self._session._apply_tap(df, self._pending, self._hidden, self._split)
+                df = self._ctx.apply_tap(df, self._pending, self._hidden, self._split)
             self._done = _visible_then_id(df)
         return self._done
 
     def _derive(self, df: DataFrame) -> TrackedFrame:
-        return TrackedFrame(self._session, df)
+        return TrackedFrame(self._ctx, df)
 
     def _fresh(
         self,
@@ -105,8 +113,8 @@ class TrackedFrame:
         from pyspark.sql import functions as F
 
         df = df.withColumn(_PARENT, parent if parent is not None else F.col(ID))
-        df = df.withColumn(ID, self._session._node_id(spec.key, F.col(_PARENT)))
-        return TrackedFrame(self._session, df, spec, {"parent": F.col(_PARENT), **(extra or {})})
+        df = df.withColumn(ID, self._ctx.node_id(spec.key, F.col(_PARENT)))
+        return TrackedFrame(self._ctx, df, spec, {"parent": F.col(_PARENT), **(extra or {})})
 
     @property
     def columns(self) -> list[str]:
@@ -154,8 +162,8 @@ class TrackedFrame:
         if self._pending is not None and not self._pending.relation and not self._named:
             self._named = True
             spec = replace(self._pending, relation=relation, attributes=attributes)
-            return TrackedFrame(self._session, self._df, spec, self._hidden)
-        key = self._session._next_key(f"named:{relation}")
+            return TrackedFrame(self._ctx, self._df, spec, self._hidden)
+        key = self._ctx.next_key(f"named:{relation}")
         return self._fresh(
             self._materialized(), PlusSpec(key=key, relation=relation, attributes=attributes)
         )
@@ -182,7 +190,7 @@ class TrackedFrame:
                 ) from e
             raise
         kind = inspect_projection(self._materialized(), df, operation)
-        session = self._session
+        session = self._ctx
         if kind.window_aggregates:
             if kind.generator or kind.python_udfs:
                 raise UnsupportedOperation(
@@ -193,7 +201,7 @@ class TrackedFrame:
 
             return capture_window_aggregates(self, build, kind.window_aggregates)
         if kind.generator:
-            key = session._next_key("generate")
+            key = session.next_key("generate")
             new = [c for c in visible_columns(df) if c not in self.columns]
             element = F.concat_ws(",", *[F.col(c).cast("string") for c in new])
             # explode_outer of an empty array yields a row without an element (no VALUE node).
@@ -202,16 +210,16 @@ class TrackedFrame:
             df = df.withColumn(_PARENT, F.col(ID))
             df = df.withColumn(
                 ID,
-                session._node_id(key, F.col(_PARENT), F.monotonically_increasing_id()),
+                session.node_id(key, F.col(_PARENT), F.monotonically_increasing_id()),
             )
             hidden = {
                 "parent": F.col(_PARENT),
-                "element_id": session._node_id(key, F.lit("element"), F.col(ID)),
+                "element_id": session.node_id(key, F.lit("element"), F.col(ID)),
                 "element": element,
             }
             return TrackedFrame(session, df, ExplodeSpec(key=key), hidden)
         if kind.python_udfs:
-            key = session._next_key("udf")
+            key = session.next_key("udf")
             label = ",".join(dict.fromkeys(kind.python_udfs))
             return self._fresh(df, BlackBoxSpec(key=key, label=label))
         return self._derive(df)
@@ -299,7 +307,7 @@ class TrackedFrame:
 
     def union(self, other: TrackedFrame) -> TrackedFrame:
         """Bag union: every row keeps its provenance."""
-        left, right = self._materialized(), _tracked(other, "union")._materialized()
+        left, right = self._materialized(), tracked_frame(other, "union")._materialized()
         return self._derive(
             left.select(*visible_columns(left), ID).union(right.select(*visible_columns(right), ID))
         )
@@ -311,7 +319,7 @@ class TrackedFrame:
         other: TrackedFrame,
         allowMissingColumns: bool = False,  # noqa: N803
     ) -> TrackedFrame:
-        left, right = self._materialized(), _tracked(other, "unionByName")._materialized()
+        left, right = self._materialized(), tracked_frame(other, "unionByName")._materialized()
         return self._derive(left.unionByName(right, allowMissingColumns=allowMissingColumns))
 
     def intersect(self, other: TrackedFrame) -> TrackedFrame:
@@ -360,7 +368,7 @@ class TrackedFrame:
         right row decided; see docs/capture.md)."""
         from pyspark.sql import functions as F
 
-        other = _tracked(other, "join")
+        other = tracked_frame(other, "join")
         kind = _JOINS.get((how or "inner").lower().replace("-", "_"))
         if kind is None:
             raise UnsupportedOperation(f"join(how={how!r})", f"use one of {sorted(_JOINS)}")
@@ -368,19 +376,17 @@ class TrackedFrame:
             kind = "cross"
         left_col, right_col = HIDDEN_PREFIX + "left", HIDDEN_PREFIX + "right"
         right = other._materialized().withColumnRenamed(ID, right_col)
-        if kind == "left_semi" and self._session.enabled:
+        if kind == "left_semi" and self._ctx.enabled:
             return self._semi_join(right, on)
         if kind in ("left_semi", "left_anti"):
             kept = self._materialized().join(right, on=on, how=kind)
             return self._derive(kept.drop(right_col))
         left = self._materialized().withColumnRenamed(ID, left_col)
         joined = left.crossJoin(right) if on is None else left.join(right, on=on, how=kind)
-        key = self._session._next_key("join")
-        joined = joined.withColumn(
-            ID, self._session._node_id(key, F.col(left_col), F.col(right_col))
-        )
+        key = self._ctx.next_key("join")
+        joined = joined.withColumn(ID, self._ctx.node_id(key, F.col(left_col), F.col(right_col)))
         hidden = {"left": F.col(left_col), "right": F.col(right_col)}
-        return TrackedFrame(self._session, joined, JoinSpec(key=key), hidden)
+        return TrackedFrame(self._ctx, joined, JoinSpec(key=key), hidden)
 
     def _semi_join(self, right: DataFrame, on: str | list[str] | Column | None) -> TrackedFrame:
         """A left semi join that keeps, per kept row, the ids of the right rows that matched it
@@ -408,10 +414,10 @@ class TrackedFrame:
                 F.collect_list(right[right_col]).alias(witnesses),
             )
             kept = kept.select(*columns, witnesses)
-        key = self._session._next_key("semijoin")
-        kept = kept.withColumn(ID, self._session._node_id(key, F.col(left_col)))
+        key = self._ctx.next_key("semijoin")
+        kept = kept.withColumn(ID, self._ctx.node_id(key, F.col(left_col)))
         hidden = {"left": F.col(left_col), "witnesses": F.col(witnesses)}
-        return TrackedFrame(self._session, kept, SemiJoinSpec(key=key), hidden)
+        return TrackedFrame(self._ctx, kept, SemiJoinSpec(key=key), hidden)
 
     def crossJoin(self, other: TrackedFrame) -> TrackedFrame:  # noqa: N802 - Spark's name
         return self.join(other, how="cross")
@@ -556,9 +562,39 @@ def unique_names(names: list[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _tracked(other: Any, operation: str) -> TrackedFrame:
+def tracked_frame(other: Any, operation: str) -> TrackedFrame:
     if not isinstance(other, TrackedFrame):
         raise UnsupportedOperation(
             f"{operation} with an untracked DataFrame", "track it first with prov.source()"
         )
     return other
+
+
+# -- the frame's plumbing, named for the operator modules (grouping, windows, set operations,
+# pandas functions, modules), which build on tracked frames without reaching into them.
+
+
+def context_of(frame: TrackedFrame) -> CaptureContext:
+    """The capture context the frame was built in."""
+    return frame._ctx
+
+
+def materialize(frame: TrackedFrame) -> DataFrame:
+    """The frame's DataFrame with its pending capture point placed: visible columns + the id."""
+    return frame._materialized()
+
+
+def same_nodes(frame: TrackedFrame, df: DataFrame) -> TrackedFrame:
+    """A frame of rows that keep their nodes (no fresh node, nothing to publish)."""
+    return frame._derive(df)
+
+
+def fresh(
+    frame: TrackedFrame,
+    df: DataFrame,
+    spec: TapSpec,
+    parent: Column | None = None,
+    extra: dict[str, Column] | None = None,
+) -> TrackedFrame:
+    """A frame whose rows get a fresh node each (``spec``), child of their current one."""
+    return frame._fresh(df, spec, parent, extra)

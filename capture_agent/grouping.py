@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from capture_agent.errors import UnsupportedOperation
-from capture_agent.frame import TrackedFrame, visible_columns
+from capture_agent.frame import TrackedFrame, context_of, materialize, visible_columns
 from capture_agent.plans import describe_aggregates
 from capture_agent.taps import HIDDEN_PREFIX, ID, GroupSpec, MemberSpec
 
@@ -93,15 +93,13 @@ class TrackedGroupedData:
     def _members(self) -> tuple[DataFrame, str, list[Column]]:
         from pyspark.sql import functions as F
 
-        session = self._frame._session
-        key = session._next_key("group")
+        session = context_of(self._frame)
+        key = session.next_key("group")
         key_cols = [F.col(k) if isinstance(k, str) else k for k in self._keys]
         hash_inputs: list[Column] = []
         for k in key_cols:
             hash_inputs += [k, k.isNull()]  # so that (null, 'a') and ('a', null) differ
-        members = self._frame._materialized().withColumn(
-            _GROUP, session._node_id(key, *hash_inputs)
-        )
+        members = materialize(self._frame).withColumn(_GROUP, session.node_id(key, *hash_inputs))
         return members, key, key_cols
 
     def _aggregate(self, exprs: list[Column]) -> TrackedFrame:
@@ -109,7 +107,7 @@ class TrackedGroupedData:
 
         if self._sets is not None:
             return self._aggregate_sets(exprs)
-        session = self._frame._session
+        session = context_of(self._frame)
         members, key, key_cols = self._members()
         functions, inputs = describe_aggregates(members.groupBy(*key_cols).agg(*exprs), len(exprs))
 
@@ -117,7 +115,7 @@ class TrackedGroupedData:
         for i, input_sql in enumerate(inputs):
             member_hidden[f"x{i}"] = F.expr(input_sql).cast("string")
         member_spec = MemberSpec(key=key + ":members", aggregates=len(inputs), group_key=key)
-        members = session._apply_tap(members, member_spec, member_hidden)
+        members = session.apply_tap(members, member_spec, member_hidden)
 
         grouped = members.groupBy(*key_cols, F.col(_GROUP)).agg(*exprs)
         visible = visible_columns(grouped)
@@ -140,11 +138,11 @@ class TrackedGroupedData:
         from pyspark.sql import functions as F
 
         assert self._sets is not None
-        session = self._frame._session
-        frame = self._frame._materialized()
+        session = context_of(self._frame)
+        frame = materialize(self._frame)
         names = [str(k) for k in self._keys]
         functions, inputs = describe_aggregates(frame.groupBy(*names).agg(*exprs), len(exprs))
-        key = session._next_key("grouping_sets")
+        key = session.next_key("grouping_sets")
         set_col = HIDDEN_PREFIX + "set"
         masked = [f"{HIDDEN_PREFIX}k{i}" for i in range(len(names))]
         members = frame.withColumn(
@@ -160,12 +158,12 @@ class TrackedGroupedData:
         hash_inputs: list[Column] = [F.col(set_col)]
         for m in masked:
             hash_inputs += [F.col(m), F.col(m).isNull()]
-        members = members.withColumn(_GROUP, session._node_id(key, *hash_inputs))
+        members = members.withColumn(_GROUP, session.node_id(key, *hash_inputs))
         member_hidden: dict[str, Column] = {"id": F.col(ID), "group": F.col(_GROUP)}
         for i, input_sql in enumerate(inputs):
             member_hidden[f"x{i}"] = F.expr(input_sql).cast("string")
         member_spec = MemberSpec(key=key + ":members", aggregates=len(inputs), group_key=key)
-        members = session._apply_tap(members, member_spec, member_hidden)
+        members = session.apply_tap(members, member_spec, member_hidden)
 
         grouped = members.groupBy(*masked, _GROUP).agg(*exprs)
         results = [f"{HIDDEN_PREFIX}v{j}" for j in range(len(exprs))]
@@ -186,9 +184,9 @@ class TrackedGroupedData:
         """dropDuplicates(keys): one DELTA per key value, fed by every duplicate."""
         from pyspark.sql import functions as F
 
-        session = self._frame._session
+        session = context_of(self._frame)
         members, key, _ = self._members()
-        members = session._apply_tap(
+        members = session.apply_tap(
             members, MemberSpec(key=key + ":members"), {"id": F.col(ID), "group": F.col(_GROUP)}
         )
         kept = members.dropDuplicates([_GROUP])

@@ -15,14 +15,14 @@ import hashlib
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from capture_agent.frame import TrackedFrame, Values, _tracked, chosen
+from capture_agent.frame import TrackedFrame, Values, chosen, fresh, materialize, tracked_frame
 from capture_agent.taps import HIDDEN_PREFIX, ID, ModuleRowSpec, StateSpec
 from sparkprov.limits import check_name
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from capture_agent.session import ProvenanceSession
+    from capture_agent.context import CaptureContext
 
 __all__ = ["Invocation"]
 
@@ -35,52 +35,51 @@ def _stable_id(*parts: str) -> int:
 class Invocation:
     """One invocation of module ``name``; use as a context manager."""
 
-    def __init__(self, session: ProvenanceSession, name: str, index: int) -> None:
+    def __init__(self, ctx: CaptureContext, name: str) -> None:
         if not name:
             raise ValueError("a module needs a name")
         check_name("module", name)
         self.name = name
-        self._session = session
-        self.key = f"module:{name}#{index}"
-        self.node_id = _stable_id(session.run_id, self.key)
+        self._ctx = ctx
+        self.key = f"module:{name}#{ctx.index()}"
+        self.node_id = _stable_id(ctx.run_id, self.key)
 
     def __enter__(self) -> Invocation:
-        self._session._modules.append(self.name)
-        self._session._publish_module(self)
+        self._ctx.enter_module(self.name, self.key, self.node_id)
         return self
 
     def __exit__(
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._session._modules.pop()
+        self._ctx.exit_module()
 
     def input(self, frame: TrackedFrame, relation: str, values: Values = "all") -> TrackedFrame:
         """A tracked frame entering the module: a module-input node per row, named ``relation``."""
-        return self._row_nodes(_tracked(frame, "module input"), relation, "input", values)
+        return self._row_nodes(tracked_frame(frame, "module input"), relation, "input", values)
 
     def output(self, frame: TrackedFrame, relation: str, values: Values = "all") -> TrackedFrame:
         """A tracked frame leaving the module: a module-output node per row, named ``relation``."""
-        return self._row_nodes(_tracked(frame, "module output"), relation, "output", values)
+        return self._row_nodes(tracked_frame(frame, "module output"), relation, "output", values)
 
     def _row_nodes(
         self, frame: TrackedFrame, relation: str, role: str, values: Values
     ) -> TrackedFrame:
-        key = self._session._next_key(f"{self.key}:{role}:{relation}")
+        key = self._ctx.next_key(f"{self.key}:{role}:{relation}")
         attributes = chosen(frame.columns, values)
         spec = ModuleRowSpec(key=key, relation=relation, attributes=attributes, module=self.node_id)
-        return frame._fresh(frame._materialized(), spec)
+        return fresh(frame, materialize(frame), spec)
 
     def state(self, df: DataFrame, relation: str, values: Values = "all") -> TrackedFrame:
         """A state relation of the module (a set: duplicate tuples are one tuple). Each tuple's
         TOKEN is the same in every invocation and run; each gets a state node here."""
         from pyspark.sql import functions as F
 
-        session = self._session
+        session = self._ctx
         columns = [c for c in df.columns]
         for c in columns:
             if c.startswith(HIDDEN_PREFIX):
                 raise ValueError(f"column {c!r} uses the prefix reserved for provenance")
-        key = session._next_key(f"{self.key}:state:{relation}")
+        key = session.next_key(f"{self.key}:state:{relation}")
         content: list[Column] = []
         for c in columns:
             content += [F.col(c), F.col(c).isNull()]
@@ -91,7 +90,7 @@ class Invocation:
             if session.enabled
             else F.lit(0).cast("long"),
         )
-        tracked = tracked.withColumn(ID, session._node_id(key, F.col(token_col)))
+        tracked = tracked.withColumn(ID, session.node_id(key, F.col(token_col)))
         attributes = chosen(columns, values)
         spec = StateSpec(key=key, relation=relation, attributes=attributes, module=self.node_id)
         return TrackedFrame(session, tracked, spec, {"token": F.col(token_col)})

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from capture_agent.frame import context_of, materialize, same_nodes
 from capture_agent.taps import (
     HIDDEN_PREFIX,
     ID,
@@ -80,16 +81,17 @@ def apply_in_pandas(
 ) -> TrackedFrame:
     from pyspark.sql import functions as F
 
-    session = frame._session
-    df = frame._materialized()
+    session = context_of(frame)
+    df = materialize(frame)
     if not session.enabled:
-        return frame._derive(
+        return same_nodes(
+            frame,
             df.drop(ID)
             .groupBy(*keys)
             .applyInPandas(func, schema)
-            .withColumn(ID, F.lit(0).cast("long"))
+            .withColumn(ID, F.lit(0).cast("long")),
         )
-    key = session._next_key("applyInPandas")
+    key = session.next_key("applyInPandas")
     salt = salt_of(session.run_id, key, "row")
     with_key = len(inspect.signature(func).parameters) == 2
 
@@ -127,16 +129,16 @@ def map_in_pandas(
 ) -> TrackedFrame:
     from pyspark.sql import functions as F
 
-    session = frame._session
-    df = frame._materialized()
+    session = context_of(frame)
+    df = materialize(frame)
     if not session.enabled:
-        return frame._derive(
-            df.drop(ID).mapInPandas(func, schema).withColumn(ID, F.lit(0).cast("long"))
+        return same_nodes(
+            frame, df.drop(ID).mapInPandas(func, schema).withColumn(ID, F.lit(0).cast("long"))
         )
-    key = session._next_key("mapInPandas")
+    key = session.next_key("mapInPandas")
     salt = salt_of(session.run_id, key, "row")
     label = _label(func)
-    ctx = session._ctx
+    ctx = session.tap
     split = session.split_for()
 
     def wrapped(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -163,7 +165,7 @@ def map_in_pandas(
         _publish_partition(ctx, key, label, partition, inputs, outputs, split)
 
     out_schema = _with_lineage_schema(schema, [(ID, "bigint")])
-    return frame._derive(df.mapInPandas(wrapped, out_schema))
+    return same_nodes(frame, df.mapInPandas(wrapped, out_schema))
 
 
 def _publish_partition(
@@ -176,14 +178,13 @@ def _publish_partition(
     split: tuple[str, ...] = (),
 ) -> None:
     """BLACK_BOX nodes of a partition's output rows, each fed by all its input rows."""
-    from capture_agent.publisher import PartitionSender
     from sparkprov.events import EdgeColumns, NodeColumns, encode_batch
 
     out_ids = np.concatenate(outputs) if outputs else np.empty(0, dtype=np.int64)
     in_ids = np.concatenate(inputs) if inputs else np.empty(0, dtype=np.int64)
     if not len(out_ids):
         return
-    sender = PartitionSender(ctx.publisher, key=f"{ctx.run_id}/{key}/{partition}".encode())
+    sender = ctx.emitter.sender(f"{ctx.run_id}/{key}/{partition}".encode())
     # Messages of about rows_per_message edges (at least one output row each).
     step = max(1, ctx.rows_per_message // max(1, len(in_ids)))
     n_edges = 0

@@ -8,43 +8,30 @@ ingest service marks the run complete once it has stored exactly that many.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pyspark.accumulators import AccumulatorParam
 
+from capture_agent.context import CaptureContext
+from capture_agent.emitters import Emitter, KafkaEmitter, NoopEmitter
 from capture_agent.errors import PublishError
-from capture_agent.frame import TrackedFrame, Values, chosen, unique_names
+from capture_agent.frame import TrackedFrame, Values, chosen
 from capture_agent.modules import Invocation
-from capture_agent.publisher import PublisherConfig, producer_for
-from capture_agent.taps import (
-    HIDDEN_PREFIX,
-    ID,
-    SourceSpec,
-    TapContext,
-    TapSpec,
-    make_tap,
-    null_flag,
-)
+from capture_agent.publisher import PublisherConfig
+from capture_agent.taps import HIDDEN_PREFIX, ID, SourceSpec
 from sparkprov import defaults
-from sparkprov.events import (
-    MAX_SPLIT_DEPTH,
-    NodeColumns,
-    encode_batch,
-    encode_run_complete,
-    encode_run_started,
-)
+from sparkprov.events import encode_run_complete, encode_run_started
 from sparkprov.kafka_security import KafkaSecurity
-from sparkprov.limits import check_name, quote
+from sparkprov.limits import check_name
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["ProvenanceSession"]
 
@@ -73,21 +60,6 @@ def _lineage_lost(exc: BaseException) -> bool:
     return isinstance(exc, PublishError) or PublishError.__name__ in str(exc)
 
 
-MAIN_SPLIT = "main"
-
-
-def _split_path(name: str, path: Sequence[str]) -> tuple[str, ...]:
-    parts = (path,) if isinstance(path, str) else tuple(path)
-    if not 1 <= len(parts) <= MAX_SPLIT_DEPTH or not all(isinstance(p, str) and p for p in parts):
-        raise ValueError(
-            f"split path of {quote(name)} must be 1 to {MAX_SPLIT_DEPTH} non-empty names, "
-            f"got {quote(repr(path))}"
-        )
-    for part in parts:
-        check_name("split", part)
-    return parts
-
-
 class ProvenanceSession:
     """Captures the provenance of the tracked frames built inside its ``with`` block.
 
@@ -98,6 +70,9 @@ class ProvenanceSession:
     publisher config.
     ``publish_timeout_s`` bounds how long a broker may be down: the driver and every task wait
     and retry that long, then the run fails with a :class:`PublishError` and its counts.
+    ``emitter`` replaces Kafka as the destination of every event (capture_agent.emitters, e.g.
+    a ``MemoryEmitter`` in tests); ``enabled=False`` or ``SPARKPROV_DISABLED=1`` is the kill
+    switch, whatever the emitter.
     """
 
     def __init__(
@@ -113,6 +88,7 @@ class ProvenanceSession:
         enabled: bool | None = None,
         splits: Mapping[str, Sequence[str]] | None = None,
         kafka_security: KafkaSecurity | None = None,
+        emitter: Emitter | None = None,
     ) -> None:
         if not workflow:
             raise ValueError("workflow must be a non-empty name")
@@ -128,28 +104,37 @@ class ProvenanceSession:
         if enabled is None:
             disabled = os.environ.get(defaults.ENV_DISABLED, "").strip().lower()
             enabled = disabled not in {"1", "true", "yes", "on"}
-        self.enabled = enabled
         self.run_id = run_id or uuid.uuid4().hex
-        self._publisher = PublisherConfig(
-            bootstrap=bootstrap
-            or os.environ.get(defaults.ENV_KAFKA_BOOTSTRAP, defaults.KAFKA_BOOTSTRAP),
-            topic=topic or os.environ.get(defaults.ENV_TOPIC, defaults.TOPIC),
-            timeout_s=publish_timeout_s,
-            security=kafka_security or KafkaSecurity.from_env(os.environ),
-        )
+        if emitter is None:
+            emitter = (
+                KafkaEmitter(
+                    PublisherConfig(
+                        bootstrap=bootstrap
+                        or os.environ.get(defaults.ENV_KAFKA_BOOTSTRAP, defaults.KAFKA_BOOTSTRAP),
+                        topic=topic or os.environ.get(defaults.ENV_TOPIC, defaults.TOPIC),
+                        timeout_s=publish_timeout_s,
+                        security=kafka_security or KafkaSecurity.from_env(os.environ),
+                    )
+                )
+                if enabled
+                else NoopEmitter()
+            )
+        elif not enabled:
+            emitter = NoopEmitter()
+        # Where every event goes (capture_agent.emitters): Kafka, nowhere (the kill switch) or
+        # memory (tests); the one place that decides whether anything is captured.
+        self.emitter: Emitter = emitter
+        self.enabled = emitter.enabled
         self._counts = spark.sparkContext.accumulator({}, _CountsParam())
-        self._ctx = TapContext(
-            run_id=self.run_id,
-            workflow=workflow,
-            publisher=self._publisher,
-            counts=self._counts,
+        # What the operator modules use of this session (capture_agent.context).
+        self.capture = CaptureContext(
+            self.run_id,
+            workflow,
+            emitter,
+            self._counts,
             rows_per_message=rows_per_message,
+            splits=splits,
         )
-        self._keys = itertools.count()
-        self._relations: set[str] = set()
-        # Split paths (CSProv): a module or relation name -> its split path (1 to 3 names).
-        self._splits = {name: _split_path(name, path) for name, path in (splits or {}).items()}
-        self._modules: list[str] = []  # the modules whose `with` blocks are open
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -205,8 +190,8 @@ class ProvenanceSession:
             # The job failed because lineage could not be delivered (the broker stayed down
             # past the bound in some task): say so, with what did arrive.
             raise PublishError(
-                f"provenance run {self.run_id} failed: lineage could not be delivered to Kafka "
-                f"at {self._publisher.bootstrap} within {self._publisher.timeout_s}s; "
+                f"provenance run {self.run_id} failed: lineage could not be delivered to "
+                f"{self.emitter.describe()} within {self.emitter.timeout_s}s; "
                 f"{summary}; the run is marked failed",
                 nodes=nodes,
                 edges=edges,
@@ -224,18 +209,10 @@ class ProvenanceSession:
         return sum(n for n, _ in values), sum(e for _, e in values)
 
     def _publish(self, value: bytes) -> None:
-        producer = producer_for(self._publisher)  # raises PublishError past the bound
         try:
-            future = producer.send(self._publisher.topic, value=value, key=self.run_id.encode())
-            # Sent at once rather than after the producer's linger: the driver waits for each
-            # marker and MODULE node (one per module invocation).
-            producer.flush(timeout=self._publisher.timeout_s)
-            future.get(timeout=self._publisher.timeout_s)
-        except Exception as e:
-            raise PublishError(
-                f"could not publish the run marker of {self.run_id} to "
-                f"{self._publisher.bootstrap}: {e}"
-            ) from e
+            self.capture.publish(value)
+        except PublishError as e:
+            raise PublishError(f"could not publish the run marker of {self.run_id}: {e}") from e
 
     # -- building tracked frames ----------------------------------------------------------
 
@@ -250,106 +227,21 @@ class ProvenanceSession:
         reserved = [c for c in df.columns if c.startswith(HIDDEN_PREFIX)]
         if reserved:
             raise ValueError(f"columns {reserved} use the prefix reserved for provenance")
-        key = self._next_key(f"source:{relation}")
+        key = self.capture.next_key(f"source:{relation}")
         rowno = HIDDEN_PREFIX + "rowno"
         # Partition and offset (Titian's record id): stable when Spark re-executes a task.
         row_id = F.monotonically_increasing_id() if self.enabled else F.lit(0).cast("long")
         tracked = df.withColumn(rowno, row_id)
-        tracked = tracked.withColumn(ID, self._node_id(key, F.col(rowno)))
+        tracked = tracked.withColumn(ID, self.capture.node_id(key, F.col(rowno)))
         spec = SourceSpec(key=key, relation=relation, attributes=chosen(df.columns, values))
-        return TrackedFrame(self, tracked, spec, {"rowno": F.col(rowno)})
+        return TrackedFrame(self.capture, tracked, spec, {"rowno": F.col(rowno)})
 
     def module(self, name: str) -> Invocation:
         """``with prov.module("dealer1") as m:`` -- one invocation of module ``name``."""
-        return Invocation(self, name, next(self._keys))
-
-    def _publish_module(self, invocation: Invocation) -> None:
-        if not self.enabled:
-            return
-        node = NodeColumns(
-            "MODULE", [invocation.node_id], label=invocation.name, split=self.split_for()
-        )
-        self._publish(encode_batch(self.run_id, self.workflow, invocation.key, -1, 0, [node], None))
-        self._counts.add({(invocation.key, -1): (1, 0)})
+        return Invocation(self.capture, name)
 
     def split_for(self, relation: str = "") -> tuple[str, ...]:
         """The split path of nodes built here, now: ``splits[relation]`` if given; else the
         open module's split (``splits[module]``, default ``(module,)``; outside modules
         ``("main",)``) with the relation, if any, as its sub-split."""
-        if relation in self._splits:
-            return self._splits[relation]
-        module = self._modules[-1] if self._modules else ""
-        base = self._splits.get(module, (module or MAIN_SPLIT,))
-        if relation and len(base) < MAX_SPLIT_DEPTH:
-            return (*base, relation)
-        return base
-
-    def _next_key(self, prefix: str) -> str:
-        return f"{prefix}#{next(self._keys)}"
-
-    def _node_id(self, key: str, *cols: Column) -> Column:
-        from pyspark.sql import functions as F
-
-        if not self.enabled:
-            return F.lit(0).cast("long")
-        return F.xxhash64(F.lit(self.run_id), F.lit(key), *cols)
-
-    @staticmethod
-    def _null_safe_ids(
-        df: DataFrame, inputs: dict[str, Column], names: Sequence[str]
-    ) -> list[Column]:
-        """The tap's input columns, aliased to their names, with every id column that Spark
-        says may be null (``names`` are the id columns) replaced by the column with nulls as 0
-        and, beside it, its null flag (capture_agent.taps.null_flag): Arrow hands a nullable
-        int64 column to pandas as float64, which would round the ids."""
-        from pyspark.sql import functions as F
-        from pyspark.sql.types import ArrayType, LongType
-
-        fields = [column.alias(name) for name, column in inputs.items()]
-        ids = [name for name in names if name in inputs]
-        if not ids:
-            return fields
-        schema = df.select(*[inputs[name].alias(name) for name in ids]).schema
-        for name, struct_field in zip(ids, schema.fields, strict=True):
-            if not struct_field.nullable or isinstance(struct_field.dataType, ArrayType):
-                continue  # arrays of ids: checked element-wise where they are read
-            if not isinstance(struct_field.dataType, LongType):
-                raise TypeError(
-                    f"id column {name} is {struct_field.dataType.simpleString()}, not bigint"
-                )
-            column = inputs[name]
-            fields[list(inputs).index(name)] = F.coalesce(column, F.lit(0).cast("long")).alias(name)
-            fields.append(column.isNull().alias(null_flag(name)))
-        return fields
-
-    def _apply_tap(
-        self,
-        df: DataFrame,
-        spec: TapSpec,
-        hidden: dict[str, Any],
-        split: tuple[str, ...] | None = None,
-    ) -> DataFrame:
-        from pyspark.sql import functions as F
-
-        if not self.enabled:
-            return df
-        inputs: dict[str, Column] = {}
-        for name in spec.hidden_inputs():
-            column = hidden.get(name, F.col(ID) if name == "id" else None)
-            if column is None:
-                raise AssertionError(f"tap {spec.key} lacks input column {name}")
-            inputs[name] = column
-        fields = self._null_safe_ids(df, inputs, spec.id_inputs())
-        # A join may leave two visible columns of one name: rename them apart for the tap only.
-        original = df.columns
-        visible = [c for c in original if not c.startswith(HIDDEN_PREFIX)]
-        renamed = len(set(visible)) != len(visible)
-        if renamed:
-            numbered = iter(unique_names(visible))
-            df = df.toDF(*[c if c.startswith(HIDDEN_PREFIX) else next(numbered) for c in original])
-        for i, name in enumerate(spec.attributes):
-            fields.append(F.col(f"`{name}`").cast("string").alias(f"a{i}"))
-        path = self.split_for(spec.relation) if split is None else split
-        tap = make_tap(spec, self._ctx, path)
-        tapped = df.filter(tap(F.struct(*fields)))
-        return tapped.toDF(*original) if renamed else tapped
+        return self.capture.split_for(relation)

@@ -25,7 +25,14 @@ import operator
 from typing import TYPE_CHECKING
 
 from capture_agent.errors import UnsupportedOperation
-from capture_agent.frame import TrackedFrame, _tracked, visible_columns
+from capture_agent.frame import (
+    TrackedFrame,
+    context_of,
+    materialize,
+    same_nodes,
+    tracked_frame,
+    visible_columns,
+)
 from capture_agent.taps import HIDDEN_PREFIX, ID, JoinSpec
 
 if TYPE_CHECKING:
@@ -42,8 +49,8 @@ def _sides(
 ) -> tuple[DataFrame, DataFrame, list[str], Column]:
     """Both sides with positional hidden column names, the visible names and the null-safe
     equality of all columns."""
-    right = _tracked(other, operation)
-    ldf, rdf = left._materialized(), right._materialized()
+    right = tracked_frame(other, operation)
+    ldf, rdf = materialize(left), materialize(right)
     names = visible_columns(ldf)
     if len(set(names)) != len(names):
         raise UnsupportedOperation(
@@ -64,11 +71,11 @@ def _sides(
 def intersect(left: TrackedFrame, other: object) -> TrackedFrame:
     from pyspark.sql import functions as F
 
-    session = left._session
+    session = context_of(left)
     ldf, rdf, names, equal = _sides(left, other, "intersect")
-    key = session._next_key("intersect")
+    key = session.next_key("intersect")
     pairs = ldf.join(rdf, equal, "inner")
-    pairs = pairs.withColumn(ID, session._node_id(key, F.col(_LEFT), F.col(_RIGHT)))
+    pairs = pairs.withColumn(ID, session.node_id(key, F.col(_LEFT), F.col(_RIGHT)))
     pairs = pairs.select(*ldf.columns[: len(names)], _LEFT, _RIGHT, ID).toDF(
         *names, _LEFT, _RIGHT, ID
     )
@@ -79,7 +86,7 @@ def intersect(left: TrackedFrame, other: object) -> TrackedFrame:
 def subtract(left: TrackedFrame, other: object) -> TrackedFrame:
     ldf, rdf, names, equal = _sides(left, other, "subtract")
     kept = ldf.join(rdf, equal, "left_anti").toDF(*names, ID)
-    return left._derive(kept).distinct()
+    return same_nodes(left, kept).distinct()
 
 
 def except_all(left: TrackedFrame, other: object) -> TrackedFrame:
@@ -100,4 +107,4 @@ def except_all(left: TrackedFrame, other: object) -> TrackedFrame:
     copies = Window.partitionBy(*[ldf[c] for c in lnames]).orderBy(F.col(_LEFT))
     joined = joined.withColumn(position, F.row_number().over(copies))
     kept = joined.where(F.col(position) > F.coalesce(F.col(count), F.lit(0)))
-    return left._derive(kept.select(*lnames, _LEFT).toDF(*names, ID))
+    return same_nodes(left, kept.select(*lnames, _LEFT).toDF(*names, ID))

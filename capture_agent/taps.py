@@ -57,7 +57,7 @@ def null_flag(column: str) -> str:
 
     Arrow hands pandas an int64 column with nulls as float64, which rounds every id above 2^53
     (xxhash64 ids nearly all are). So a nullable id column never travels with its nulls: the
-    session sends it with nulls replaced by 0, plus this flag (see ProvenanceSession._apply_tap).
+    session sends it with nulls replaced by 0, plus this flag (see CaptureContext.apply_tap).
     """
     return column + NULL_FLAG
 
@@ -453,7 +453,7 @@ class TapContext:
 
     run_id: str
     workflow: str
-    publisher: Any  # PublisherConfig
+    emitter: Any  # capture_agent.emitters.Emitter
     counts: Any  # pyspark Accumulator of {(tap, partition): (nodes, edges)}
     rows_per_message: int = 2048
 
@@ -465,13 +465,11 @@ def make_tap(spec: TapSpec, ctx: TapContext, split: tuple[str, ...] = ()) -> Any
     from pyspark.sql.pandas.functions import pandas_udf
     from pyspark.sql.types import BooleanType
 
-    from capture_agent.publisher import PartitionSender
-
     def tap(batches: Iterator[pd.DataFrame]) -> Iterator[pd.Series]:
         task = TaskContext.get()
         partition = task.partitionId() if task is not None else -1
         key = f"{ctx.run_id}/{spec.key}/{partition}".encode()
-        sender = PartitionSender(ctx.publisher, key=key)
+        sender = ctx.emitter.sender(key)
         n_nodes = n_edges = sequence = 0
         min_id: int | None = None
         step = ctx.rows_per_message

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from capture_agent.frame import context_of, fresh, materialize, same_nodes
 from capture_agent.plans import WindowAggregate
 from capture_agent.taps import HIDDEN_PREFIX, ID, MemberSpec, WindowRowSpec
 
@@ -37,19 +38,19 @@ def capture_window_aggregates(
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    session = frame._session
+    session = context_of(frame)
     if not session.enabled:
-        return frame._derive(build(frame._materialized()))
-    key = session._next_key("window")
+        return same_nodes(frame, build(materialize(frame)))
+    key = session.next_key("window")
     hash_inputs: list[Column] = []
     for sql in aggregates[0].partition_sql:
         hash_inputs += [F.expr(sql), F.expr(sql).isNull()]
-    members = frame._materialized().withColumn(_PARTITION, session._node_id(key, *hash_inputs))
+    members = materialize(frame).withColumn(_PARTITION, session.node_id(key, *hash_inputs))
     member_hidden: dict[str, Column] = {"id": F.col(ID), "group": F.col(_PARTITION)}
     for i, aggregate in enumerate(aggregates):
         member_hidden[f"x{i}"] = F.expr(aggregate.input_sql).cast("string")
     spec = MemberSpec(key=key + ":members", aggregates=len(aggregates), group_key=key, delta=False)
-    members = session._apply_tap(members, spec, member_hidden)
+    members = session.apply_tap(members, spec, member_hidden)
 
     rows = build(members)
     # One row per partition publishes the AGGREGATE nodes (same partitioning as the user's
@@ -62,4 +63,4 @@ def capture_window_aggregates(
     row_spec = WindowRowSpec(
         key=key, functions=tuple(a.function for a in aggregates), group_key=key
     )
-    return frame._fresh(rows, row_spec, extra=hidden)
+    return fresh(frame, rows, row_spec, extra=hidden)

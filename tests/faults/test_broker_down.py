@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from capture_agent import ProvenanceSession, PublishError
+from capture_agent.emitters import KafkaEmitter
 
 BOUND_S = 3.0
 
@@ -49,8 +50,8 @@ def test_broker_lost_during_the_run_fails_the_job_with_counts(spark, client) -> 
         assert delivered[0] > 0
         # The broker goes away for the executors (the driver still reaches it, so the run is
         # marked failed in the store).
-        lost = replace(prov._ctx.publisher, bootstrap=address)
-        prov._ctx = replace(prov._ctx, publisher=lost)
+        lost = KafkaEmitter(replace(prov.emitter.config, bootstrap=address))  # type: ignore[attr-defined]
+        prov.capture.tap = replace(prov.capture.tap, emitter=lost)
         started = time.monotonic()
         try:
             t.named("Again").collect()

@@ -105,7 +105,7 @@ def test_capture_and_ingest_give_every_client_the_same_security_arguments(
     for name, value in ENV.items():
         monkeypatch.setenv(name, value)
     session = ProvenanceSession(_FakeSpark(), "wf")  # type: ignore[arg-type]
-    producer_for(session._publisher)
+    producer_for(session.emitter.config)  # type: ignore[attr-defined]
     settings = IngestSettings.from_env(ENV)
     kafka_consumer(settings)
     dlq_producer(settings)
@@ -128,7 +128,7 @@ def test_without_settings_every_client_is_plaintext(
     for name in ENV:
         monkeypatch.delenv(name, raising=False)
     session = ProvenanceSession(_FakeSpark(), "wf")  # type: ignore[arg-type]
-    producer_for(session._publisher)
+    producer_for(session.emitter.config)  # type: ignore[attr-defined]
     settings = IngestSettings.from_env({})
     kafka_consumer(settings)
     dlq_producer(settings)
@@ -145,7 +145,7 @@ def test_a_session_argument_overrides_the_environment(
         monkeypatch.setenv(name, value)
     given = KafkaSecurity(security_protocol="SSL", ssl_cafile="/other/ca.pem")
     session = ProvenanceSession(_FakeSpark(), "wf", kafka_security=given)  # type: ignore[arg-type]
-    producer_for(session._publisher)
+    producer_for(session.emitter.config)  # type: ignore[attr-defined]
     assert _security(made[0][1]) == {"security_protocol": "SSL", "ssl_cafile": "/other/ca.pem"}
 
 

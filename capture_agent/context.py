@@ -1,0 +1,179 @@
+"""The capture context: what every operator module of the capture agent uses of a session.
+
+One :class:`CaptureContext` per :class:`~capture_agent.session.ProvenanceSession`: it names the
+capture points (:meth:`next_key`), computes node ids as Spark expressions (:meth:`node_id`),
+places the capture points that publish a frame's fresh nodes (:meth:`apply_tap`), knows the open
+modules and the split paths (CSProv), and holds the emitter (``capture_agent.emitters``) through
+which every event leaves. The kill switch is the emitter's: with a disabled one, ids are a
+constant, no capture point is placed and nothing is published.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from capture_agent.emitters import Emitter
+from capture_agent.frame import unique_names
+from capture_agent.taps import HIDDEN_PREFIX, ID, TapContext, TapSpec, make_tap, null_flag
+from sparkprov.events import MAX_SPLIT_DEPTH, NodeColumns, encode_batch
+from sparkprov.limits import check_name, quote
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["MAIN_SPLIT", "CaptureContext", "split_path"]
+
+MAIN_SPLIT = "main"
+
+
+def split_path(name: str, path: Sequence[str]) -> tuple[str, ...]:
+    """A split path (1 to MAX_SPLIT_DEPTH non-empty names), validated."""
+    parts = (path,) if isinstance(path, str) else tuple(path)
+    if not 1 <= len(parts) <= MAX_SPLIT_DEPTH or not all(isinstance(p, str) and p for p in parts):
+        raise ValueError(
+            f"split path of {quote(name)} must be 1 to {MAX_SPLIT_DEPTH} non-empty names, "
+            f"got {quote(repr(path))}"
+        )
+    for part in parts:
+        check_name("split", part)
+    return parts
+
+
+class CaptureContext:
+    """A session's capture state, shared by the operator modules (frame, grouping, windows,
+    set operations, pandas functions, modules). ``tap`` is what capture points carry to the
+    executors (run, workflow, emitter, counts)."""
+
+    def __init__(
+        self,
+        run_id: str,
+        workflow: str,
+        emitter: Emitter,
+        counts: Any,
+        *,
+        rows_per_message: int = 2048,
+        splits: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.workflow = workflow
+        self.emitter = emitter
+        self.tap = TapContext(
+            run_id=run_id,
+            workflow=workflow,
+            emitter=emitter,
+            counts=counts,
+            rows_per_message=rows_per_message,
+        )
+        self._keys = itertools.count()
+        # Split paths (CSProv): a module or relation name -> its split path (1 to 3 names).
+        self.splits = {name: split_path(name, path) for name, path in (splits or {}).items()}
+        self.modules: list[str] = []  # the modules whose `with` blocks are open
+
+    @property
+    def enabled(self) -> bool:
+        """False when the kill switch is on: tracked operations run plain."""
+        return self.emitter.enabled
+
+    def publish(self, value: bytes) -> None:
+        """Publishes a driver-side event of this run (markers, MODULE nodes) and waits for it."""
+        self.emitter.publish(value, key=self.run_id.encode())
+
+    def index(self) -> int:
+        """A fresh number for a capture point or module invocation of this run."""
+        return next(self._keys)
+
+    def enter_module(self, name: str, key: str, node_id: int) -> None:
+        """Opens module invocation ``key`` and publishes its MODULE node."""
+        self.modules.append(name)
+        if not self.enabled:
+            return
+        node = NodeColumns("MODULE", [node_id], label=name, split=self.split_for())
+        self.publish(encode_batch(self.run_id, self.workflow, key, -1, 0, [node], None))
+        self.tap.counts.add({(key, -1): (1, 0)})
+
+    def exit_module(self) -> None:
+        self.modules.pop()
+
+    def split_for(self, relation: str = "") -> tuple[str, ...]:
+        """The split path of nodes built here, now: ``splits[relation]`` if given; else the
+        open module's split (``splits[module]``, default ``(module,)``; outside modules
+        ``("main",)``) with the relation, if any, as its sub-split."""
+        if relation in self.splits:
+            return self.splits[relation]
+        module = self.modules[-1] if self.modules else ""
+        base = self.splits.get(module, (module or MAIN_SPLIT,))
+        if relation and len(base) < MAX_SPLIT_DEPTH:
+            return (*base, relation)
+        return base
+
+    def next_key(self, prefix: str) -> str:
+        return f"{prefix}#{self.index()}"
+
+    def node_id(self, key: str, *cols: Column) -> Column:
+        from pyspark.sql import functions as F
+
+        if not self.enabled:
+            return F.lit(0).cast("long")
+        return F.xxhash64(F.lit(self.run_id), F.lit(key), *cols)
+
+    @staticmethod
+    def null_safe_ids(
+        df: DataFrame, inputs: dict[str, Column], names: Sequence[str]
+    ) -> list[Column]:
+        """The tap's input columns, aliased to their names, with every id column that Spark
+        says may be null (``names`` are the id columns) replaced by the column with nulls as 0
+        and, beside it, its null flag (capture_agent.taps.null_flag): Arrow hands a nullable
+        int64 column to pandas as float64, which would round the ids."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import ArrayType, LongType
+
+        fields = [column.alias(name) for name, column in inputs.items()]
+        ids = [name for name in names if name in inputs]
+        if not ids:
+            return fields
+        schema = df.select(*[inputs[name].alias(name) for name in ids]).schema
+        for name, struct_field in zip(ids, schema.fields, strict=True):
+            if not struct_field.nullable or isinstance(struct_field.dataType, ArrayType):
+                continue  # arrays of ids: checked element-wise where they are read
+            if not isinstance(struct_field.dataType, LongType):
+                raise TypeError(
+                    f"id column {name} is {struct_field.dataType.simpleString()}, not bigint"
+                )
+            column = inputs[name]
+            fields[list(inputs).index(name)] = F.coalesce(column, F.lit(0).cast("long")).alias(name)
+            fields.append(column.isNull().alias(null_flag(name)))
+        return fields
+
+    def apply_tap(
+        self,
+        df: DataFrame,
+        spec: TapSpec,
+        hidden: dict[str, Any],
+        split: tuple[str, ...] | None = None,
+    ) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        if not self.enabled:
+            return df
+        inputs: dict[str, Column] = {}
+        for name in spec.hidden_inputs():
+            column = hidden.get(name, F.col(ID) if name == "id" else None)
+            if column is None:
+                raise AssertionError(f"tap {spec.key} lacks input column {name}")
+            inputs[name] = column
+        fields = self.null_safe_ids(df, inputs, spec.id_inputs())
+        # A join may leave two visible columns of one name: rename them apart for the tap only.
+        original = df.columns
+        visible = [c for c in original if not c.startswith(HIDDEN_PREFIX)]
+        renamed = len(set(visible)) != len(visible)
+        if renamed:
+            numbered = iter(unique_names(visible))
+            df = df.toDF(*[c if c.startswith(HIDDEN_PREFIX) else next(numbered) for c in original])
+        for i, name in enumerate(spec.attributes):
+            fields.append(F.col(f"`{name}`").cast("string").alias(f"a{i}"))
+        path = self.split_for(spec.relation) if split is None else split
+        tap = make_tap(spec, self.tap, path)
+        tapped = df.filter(tap(F.struct(*fields)))
+        return tapped.toDF(*original) if renamed else tapped

@@ -1,0 +1,177 @@
+"""Where captured lineage goes: the emission seam of the capture agent.
+
+An :class:`Emitter` is built on the driver and pickled into every capture point, so it must hold
+only picklable state. The driver publishes its few events itself (run markers, MODULE nodes:
+:meth:`Emitter.publish`, which waits for the acknowledgement); each capture point on an executor
+opens one :class:`Sender` per partition, sends its batches and closes it, and the task succeeds
+only once :meth:`Sender.close` returned (every message acknowledged).
+
+Three implementations:
+
+- :class:`KafkaEmitter`: the production path (``capture_agent.publisher``), one producer per
+  Python process;
+- :class:`NoopEmitter`: the kill switch. ``enabled`` is false, so tracked operations run plain
+  (no id columns computed, no capture point applied) and nothing is ever sent;
+- :class:`MemoryEmitter`: every message, executors' included, lands in a Spark accumulator that
+  the driver reads (:meth:`MemoryEmitter.messages`): capture without a broker, for unit tests.
+  Like every accumulator, it keeps what successful tasks sent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pyspark.accumulators import AccumulatorParam
+
+from capture_agent.errors import PublishError
+from capture_agent.publisher import PartitionSender, PublisherConfig, producer_for
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["Emitter", "KafkaEmitter", "MemoryEmitter", "NoopEmitter", "Sender"]
+
+
+class Sender(Protocol):
+    """The messages of one capture point in one partition."""
+
+    def send(self, value: bytes) -> None: ...
+
+    def close(self) -> None:
+        """Returns once every message sent is delivered; raises PublishError otherwise."""
+
+
+class Emitter(Protocol):
+    @property
+    def enabled(self) -> bool:
+        """False: the kill switch; tracked operations run plain and nothing is emitted."""
+
+    @property
+    def timeout_s(self) -> float:
+        """How long delivery may be retried before a PublishError."""
+
+    def describe(self) -> str:
+        """Where the lineage goes, for messages: e.g. "Kafka at 127.0.0.1:9092"."""
+
+    def publish(self, value: bytes, key: bytes) -> None:
+        """Sends one driver-side event and waits until it is delivered, or PublishError."""
+
+    def sender(self, key: bytes) -> Sender:
+        """A sender for one capture point in one partition (called on executors)."""
+
+
+@dataclass(frozen=True)
+class KafkaEmitter:
+    """Lineage to a Kafka topic (``config``: bootstrap, topic, bounds, TLS/SASL)."""
+
+    config: PublisherConfig
+
+    @property
+    def enabled(self) -> bool:
+        return True
+
+    @property
+    def timeout_s(self) -> float:
+        return self.config.timeout_s
+
+    def describe(self) -> str:
+        return f"Kafka at {self.config.bootstrap}"
+
+    def publish(self, value: bytes, key: bytes) -> None:
+        producer = producer_for(self.config)  # raises PublishError past the bound
+        try:
+            future = producer.send(self.config.topic, value=value, key=key)
+            # Sent at once rather than after the producer's linger: the driver waits for each
+            # marker and MODULE node (one per module invocation).
+            producer.flush(timeout=self.config.timeout_s)
+            future.get(timeout=self.config.timeout_s)
+        except Exception as e:
+            raise PublishError(f"could not publish to {self.describe()}: {e}") from e
+
+    def sender(self, key: bytes) -> Sender:
+        return PartitionSender(self.config, key=key)
+
+
+@dataclass(frozen=True)
+class NoopEmitter:
+    """The kill switch: nothing is captured or sent."""
+
+    @property
+    def enabled(self) -> bool:
+        return False
+
+    @property
+    def timeout_s(self) -> float:
+        return 0.0
+
+    def describe(self) -> str:
+        return "nowhere (capture disabled)"
+
+    def publish(self, value: bytes, key: bytes) -> None:
+        return None
+
+    def sender(self, key: bytes) -> Sender:
+        return _NoopSender()
+
+
+class _NoopSender:
+    def send(self, value: bytes) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+class _MessagesParam(AccumulatorParam):  # type: ignore[type-arg]
+    def zero(self, value: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+        return []
+
+    def addInPlace(  # noqa: N802 - pyspark's name
+        self, value1: list[tuple[bytes, bytes]], value2: list[tuple[bytes, bytes]]
+    ) -> list[tuple[bytes, bytes]]:
+        value1.extend(value2)
+        return value1
+
+
+class MemoryEmitter:
+    """Every (key, message) in a Spark accumulator: read them on the driver with
+    :meth:`messages` once the job's actions returned."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._messages: Any = spark.sparkContext.accumulator([], _MessagesParam())
+
+    @property
+    def enabled(self) -> bool:
+        return True
+
+    @property
+    def timeout_s(self) -> float:
+        return 0.0
+
+    def describe(self) -> str:
+        return "memory"
+
+    def publish(self, value: bytes, key: bytes) -> None:
+        self._messages.add([(key, value)])
+
+    def sender(self, key: bytes) -> Sender:
+        return _MemorySender(self._messages, key)
+
+    def messages(self) -> list[tuple[bytes, bytes]]:
+        """Every (key, value) sent so far by the driver and by successful tasks."""
+        return list(self._messages.value)
+
+
+class _MemorySender:
+    def __init__(self, messages: Any, key: bytes) -> None:
+        self._messages = messages
+        self._key = key
+        self._sent: list[tuple[bytes, bytes]] = []
+
+    def send(self, value: bytes) -> None:
+        self._sent.append((self._key, value))
+
+    def close(self) -> None:
+        self._messages.add(self._sent)
+        self._sent = []
