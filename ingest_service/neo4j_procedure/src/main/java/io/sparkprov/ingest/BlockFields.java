@@ -66,6 +66,11 @@ final class BlockFields {
     return list;
   }
 
+  /** A single integer. */
+  long integer(String field) {
+    return integer(field, required(field));
+  }
+
   long[] longs(String field) {
     List<?> list = list(field);
     long[] out = new long[list.size()];

@@ -19,8 +19,9 @@ import org.neo4j.graphdb.Transaction;
 import org.neo4j.logging.Log;
 
 /**
- * The work of one {@code sparkprov.write} call (see {@link Ingest}): upsert the blocks' nodes and
- * edges, then keep the component and set ids exact by reference ({@link IdMaintenance}).
+ * The work of one {@code sparkprov.write} call (see {@link Ingest}): upsert the blocks' nodes,
+ * edges and member edges, then keep the component and set ids exact by reference ({@link
+ * IdMaintenance}).
  */
 final class FlushWriter {
   static final Label NODE = Label.label("Node");
@@ -38,6 +39,22 @@ final class FlushWriter {
    * count of nodes still pending for it is the number of never-stored nodes its edges reference.
    */
   static final String PENDING = "pending_run";
+  /**
+   * The registry of group keys: one {@code (:MemberKey {key})} per capture point that sent member
+   * blocks, with the number of its aggregated columns ({@code aggregates}).
+   */
+  static final Label MEMBER_KEY = Label.label("MemberKey");
+  static final String KEY = "key";
+  static final String AGGREGATES = "aggregates";
+  /**
+   * A member edge ({@link MemberBlock}) is a DERIVES edge with these properties: its group key,
+   * its values per aggregated column ({@code ""} where null), the null columns' indexes (absent
+   * when none) and the id the query service looks the member up by.
+   */
+  static final String MEMBER_KEY_PROPERTY = "member_key";
+  static final String MEMBER_VALUES = "member_values";
+  static final String MEMBER_NULLS = "member_nulls";
+  static final String PAIR = "pair";
 
   private static final long SLOW_MS = 2000;
 
@@ -76,14 +93,17 @@ final class FlushWriter {
     this.log = log;
   }
 
-  Stream<Ingest.Written> write(List<NodeBlock> blocks, List<EdgeBlock> edgeBlocks, long theta) {
+  Stream<Ingest.Written> write(
+      List<NodeBlock> blocks, List<EdgeBlock> edgeBlocks, List<MemberBlock> memberBlocks,
+      long theta) {
     long started = System.nanoTime();
     Map<String, RunCounts> perRun = new LinkedHashMap<>();
     Set<Long> fresh = new HashSet<>();
     for (int b = 0; b < blocks.size(); b++) {
       writeBlock(b, blocks.get(b), perRun, fresh);
     }
-    Set<Edge> edges = writeEdges(edgeBlocks, perRun);
+    Set<Edge> edges = writeEdges(memberBlocks, edgeBlocks, perRun);
+    registerMemberKeys(memberBlocks);
     lap(Phase.UPSERT, started);
     long merges = maintainIds(edges, fresh, theta);
     logIfSlow(started, fresh.size(), edges.size());
@@ -200,12 +220,17 @@ final class FlushWriter {
   }
 
   /**
-   * Creates each edge once (per call and in the store); returns the edges this call created (an
-   * edge sent again changes no id).
+   * Creates each edge once (per call and in the store), member edges first (a pair sent both
+   * ways in one call keeps the member's values); returns the edges this call created (an edge
+   * sent again changes no id). Member edges join ids as any other edge.
    */
-  private Set<Edge> writeEdges(List<EdgeBlock> blocks, Map<String, RunCounts> perRun) {
+  private Set<Edge> writeEdges(
+      List<MemberBlock> memberBlocks, List<EdgeBlock> blocks, Map<String, RunCounts> perRun) {
     Set<Edge> edges = new HashSet<>();
     Set<Edge> createdEdges = new LinkedHashSet<>();
+    for (MemberBlock block : memberBlocks) {
+      writeMembers(block, edges, createdEdges, perRun);
+    }
     for (EdgeBlock block : blocks) {
       RunCounts counts = perRun.computeIfAbsent(block.run(), r -> new RunCounts());
       for (int i = 0; i < block.size(); i++) {
@@ -221,16 +246,70 @@ final class FlushWriter {
 
   /** Whether the edge was created (false: it was stored before). */
   private boolean writeEdge(Edge e, String run) {
+    return createEdge(e, run) != null;
+  }
+
+  /** The edge, created with its ends (placeholders where missing); null if stored before. */
+  private Relationship createEdge(Edge e, String run) {
     Node a = endOfEdge(e.src(), run);
     Node b = endOfEdge(e.dst(), run);
     // An end this call created has no stored edge (and `edges` dedupes the call's own), so only
     // an edge between two nodes stored before needs the look at their relationships.
     boolean createdHere = created.contains(e.src()) || created.contains(e.dst());
     if (!createdHere && connected(a, b, DERIVES)) {
-      return false;
+      return null;
     }
-    a.createRelationshipTo(b, DERIVES);
-    return true;
+    return a.createRelationshipTo(b, DERIVES);
+  }
+
+  /**
+   * Creates the member edges of one block that are not stored yet, each counted as the logical
+   * nodes and edges it stands for: per value, a TENSOR and a VALUE node and the edges member to
+   * TENSOR, VALUE to TENSOR and TENSOR to AGGREGATE; plus the edge member to group itself.
+   */
+  private void writeMembers(
+      MemberBlock block, Set<Edge> edges, Set<Edge> createdEdges, Map<String, RunCounts> perRun) {
+    RunCounts counts = perRun.computeIfAbsent(block.run(), r -> new RunCounts());
+    for (int k = 0; k < block.size(); k++) {
+      Edge e = new Edge(block.members()[k], block.groups()[k]);
+      if (!edges.add(e)) {
+        continue;
+      }
+      Relationship r = createEdge(e, block.run());
+      if (r != null) {
+        setMemberProperties(r, block, k);
+        long present = block.present(k);
+        counts.nodes += 2 * present;
+        counts.edges += 1 + 3 * present;
+        createdEdges.add(e);
+      }
+    }
+  }
+
+  private static void setMemberProperties(Relationship r, MemberBlock block, int k) {
+    r.setProperty(MEMBER_KEY_PROPERTY, block.groupKey());
+    r.setProperty(MEMBER_VALUES, block.valuesOf(k));
+    long[] nulls = block.nullColumnsOf(k);
+    if (nulls.length > 0) {
+      r.setProperty(MEMBER_NULLS, nulls);
+    }
+    r.setProperty(PAIR, block.pairs()[k]);
+  }
+
+  /**
+   * Makes sure each group key of the call has its {@code :MemberKey} (the first block's number
+   * of aggregated columns is kept), so that the query service can list the keys it derives
+   * TENSOR and VALUE nodes for.
+   */
+  private void registerMemberKeys(List<MemberBlock> blocks) {
+    Set<String> seen = new HashSet<>();
+    for (MemberBlock block : blocks) {
+      if (seen.add(block.groupKey()) && tx.findNode(MEMBER_KEY, KEY, block.groupKey()) == null) {
+        Node key = tx.createNode(MEMBER_KEY);
+        key.setProperty(KEY, block.groupKey());
+        key.setProperty(AGGREGATES, (long) block.aggregates());
+      }
+    }
   }
 
   /** An edge's end: a placeholder created here is marked pending for the edge's run. */

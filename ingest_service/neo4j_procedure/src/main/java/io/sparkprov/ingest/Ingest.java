@@ -12,8 +12,8 @@ import org.neo4j.procedure.Name;
 import org.neo4j.procedure.Procedure;
 
 /**
- * {@code CALL sparkprov.write(blocks, edges, theta)}: one flush of the ingest service, written
- * inside the caller's transaction with the core API instead of row-by-row Cypher.
+ * {@code CALL sparkprov.write(blocks, edges, theta, members)}: one flush of the ingest service,
+ * written inside the caller's transaction with the core API instead of row-by-row Cypher.
  *
  * <p>Nodes are upserted by id (a node first seen as an edge end is a placeholder without
  * {@code op} until its own record arrives), edges are created once, and the ids of
@@ -23,12 +23,15 @@ import org.neo4j.procedure.Procedure;
  * connected set {@code set_id} (the first level whose set is below theta: CSProv's Algorithm 3,
  * independent of arrival order) and the set dependencies {@code (:ConnectedSet)-[:SET_DEP]->}.
  * Python's {@code ingest_service.sets.recompute} is the from-scratch definition these must equal.
- * Yields one row per run: the nodes and edges this call created, the component merges, and the
- * nodes of its blocks that conflict with a stored version (same id, other content).
+ * Yields one row per run: the (logical) nodes and edges this call created, the component merges,
+ * and the nodes of its blocks that conflict with a stored version (same id, other content).
  *
- * <p>{@code blocks} and {@code edges} follow the contract {@link NodeBlock} / {@link EdgeBlock}
- * (Python: {@code sparkprov.blocks}); a malformed one fails the call with a message naming the
- * block and the field.
+ * <p>{@code blocks}, {@code edges} and {@code members} follow the contract {@link NodeBlock} /
+ * {@link EdgeBlock} / {@link MemberBlock} (Python: {@code sparkprov.blocks}); a malformed one fails
+ * the call with a message naming the block and the field. {@code members} is optional (default
+ * empty, so three-argument calls keep working): each member is one DERIVES edge carrying its
+ * aggregated values, counted in the row as the logical TENSOR and VALUE nodes and the edges it
+ * stands for.
  */
 public final class Ingest {
   @Context public Transaction tx;
@@ -64,12 +67,19 @@ public final class Ingest {
   }
 
   @Procedure(name = "sparkprov.write", mode = Mode.WRITE)
-  @Description("Upsert one flush of lineage node blocks and edge blocks; keep component and set ids")
+  @Description(
+      "Upsert one flush of lineage node blocks, edge blocks and member blocks; keep component and"
+          + " set ids")
   public Stream<Written> write(
       @Name("blocks") List<Map<String, Object>> blocks,
       @Name("edges") List<Map<String, Object>> edgeBlocks,
-      @Name("theta") long theta) {
+      @Name("theta") long theta,
+      @Name(value = "members", defaultValue = "[]") List<Map<String, Object>> memberBlocks) {
     return new FlushWriter(tx, log)
-        .write(NodeBlock.parseAll(blocks), EdgeBlock.parseAll(edgeBlocks), theta);
+        .write(
+            NodeBlock.parseAll(blocks),
+            EdgeBlock.parseAll(edgeBlocks),
+            MemberBlock.parseAll(memberBlocks),
+            theta);
   }
 }

@@ -39,10 +39,16 @@ final class EmbeddedNeo4j implements AutoCloseable {
           "CREATE CONSTRAINT sp_level_set_key IF NOT EXISTS FOR (s:LevelSet) REQUIRE s.key IS UNIQUE",
           "CREATE CONSTRAINT sp_set_id IF NOT EXISTS FOR (s:ConnectedSet) REQUIRE s.id IS UNIQUE",
           "CREATE INDEX sp_set_component IF NOT EXISTS FOR (s:ConnectedSet) ON (s.component_id)",
-          "CREATE INDEX sp_node_pending IF NOT EXISTS FOR (n:Node) ON (n.pending_run)");
+          "CREATE INDEX sp_node_pending IF NOT EXISTS FOR (n:Node) ON (n.pending_run)",
+          "CREATE CONSTRAINT sp_member_key IF NOT EXISTS FOR (k:MemberKey) REQUIRE k.key IS UNIQUE");
 
   private static final String WRITE =
       "CALL sparkprov.write($blocks, $edges, $theta)"
+          + " YIELD run, nodes, edges, merges, conflict_blocks, conflict_ids"
+          + " RETURN run, nodes, edges, merges, conflict_blocks, conflict_ids";
+
+  private static final String WRITE_MEMBERS =
+      "CALL sparkprov.write($blocks, $edges, $theta, $members)"
           + " YIELD run, nodes, edges, merges, conflict_blocks, conflict_ids"
           + " RETURN run, nodes, edges, merges, conflict_blocks, conflict_ids";
 
@@ -71,6 +77,18 @@ final class EmbeddedNeo4j implements AutoCloseable {
     return db.executeTransactionally(
         WRITE,
         Map.of("blocks", blocks, "edges", edges, "theta", theta),
+        result -> {
+          List<Map<String, Object>> rows = new ArrayList<>();
+          result.forEachRemaining(rows::add);
+          return rows;
+        });
+  }
+
+  /** One call with member blocks too (the four-argument form). */
+  List<Map<String, Object>> write(List<?> blocks, List<?> edges, long theta, List<?> members) {
+    return db.executeTransactionally(
+        WRITE_MEMBERS,
+        Map.of("blocks", blocks, "edges", edges, "theta", theta, "members", members),
         result -> {
           List<Map<String, Object>> rows = new ArrayList<>();
           result.forEachRemaining(rows::add);

@@ -1,5 +1,6 @@
 package io.sparkprov.ingest;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
@@ -10,6 +11,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -52,6 +54,54 @@ class WriteProcedureTest {
       dst.add(p[1]);
     }
     return Map.of("run", RUN, "src", src, "dst", dst);
+  }
+
+  /**
+   * A member block of group key {@code key}: member k is {@code ends[k][0]}, its group {@code
+   * ends[k][1]}, its pair {@code 1000 + k}; two aggregated columns, {@code values[i]} per member,
+   * {@code nullRows[i]} the members whose value i is null.
+   */
+  static Map<String, Object> members(
+      String key, long[][] ends, List<List<String>> values, List<List<Long>> nullRows) {
+    List<Long> members = new ArrayList<>();
+    List<Long> groups = new ArrayList<>();
+    List<Long> pairs = new ArrayList<>();
+    for (int k = 0; k < ends.length; k++) {
+      members.add(ends[k][0]);
+      groups.add(ends[k][1]);
+      pairs.add(1000L + k);
+    }
+    Map<String, Object> block = new HashMap<>();
+    block.put("run", RUN);
+    block.put("group_key", key);
+    block.put("members", members);
+    block.put("groups", groups);
+    block.put("pairs", pairs);
+    block.put("aggregates", (long) values.size());
+    block.put("values", values);
+    block.put("null_rows", nullRows);
+    return block;
+  }
+
+  /** Three members of two groups (61, 62 of 70; 63 of 71); member 62's first value is null. */
+  private static Map<String, Object> threeMembers() {
+    return members(
+        "g#0",
+        new long[][] {{61, 70}, {62, 70}, {63, 71}},
+        List.of(List.of("1.5", "", "3.5"), List.of("a", "b", "c")),
+        List.of(List.of(1L), List.of()));
+  }
+
+  /** The properties of the DERIVES edge m -> g. */
+  private static Map<String, Object> memberEdge(long m, long g) {
+    List<Map<String, Object>> rows =
+        neo4j.query(
+            "MATCH (:Node {id: $m})-[r:DERIVES]->(:Node {id: $g}) RETURN properties(r) AS p",
+            Map.of("m", m, "g", g));
+    assertEquals(1, rows.size(), "one edge " + m + " -> " + g);
+    @SuppressWarnings("unchecked")
+    Map<String, Object> p = (Map<String, Object>) rows.get(0).get("p");
+    return p;
   }
 
   private static long count(String cypher) {
@@ -239,6 +289,155 @@ class WriteProcedureTest {
     assertEquals(2L, rows.get(0).get("nodes"));
     assertEquals("TOKEN", prop(41, "op"));
     assertEquals(3L, count("MATCH (n:Node) RETURN count(n)"));
+  }
+
+  @Test
+  void aMemberBlockStoresOneDerivesEdgePerMemberCarryingItsValues() {
+    List<Map<String, Object>> rows =
+        neo4j.write(List.of(), List.of(), THETA, List.of(threeMembers()));
+
+    // Members 61 and 63 have 2 values, 62 has 1: 5 in all, each a TENSOR and a VALUE node.
+    assertEquals(1, rows.size());
+    assertEquals(RUN, rows.get(0).get("run"));
+    assertEquals(2L * 5, rows.get(0).get("nodes"));
+    assertEquals(3L + 3 * 5, rows.get(0).get("edges"));
+    // Every end is a placeholder of the block's run.
+    assertEquals(
+        5L, count("MATCH (n:Node {pending_run: 'run-1'}) WHERE n.op IS NULL RETURN count(n)"));
+    assertEquals(3L, count("MATCH ()-[r:DERIVES]->() RETURN count(r)"));
+    Map<String, Object> first = memberEdge(61, 70);
+    assertEquals(Set.of("member_key", "member_values", "pair"), first.keySet());
+    assertEquals("g#0", first.get("member_key"));
+    assertArrayEquals(new String[] {"1.5", "a"}, (String[]) first.get("member_values"));
+    assertEquals(1000L, first.get("pair"));
+    Map<String, Object> nullOne = memberEdge(62, 70);
+    assertEquals(Set.of("member_key", "member_values", "member_nulls", "pair"), nullOne.keySet());
+    assertArrayEquals(new String[] {"", "b"}, (String[]) nullOne.get("member_values"));
+    assertArrayEquals(new long[] {0L}, (long[]) nullOne.get("member_nulls"));
+    assertEquals(1001L, nullOne.get("pair"));
+    Map<String, Object> third = memberEdge(63, 71);
+    assertFalse(third.containsKey("member_nulls"));
+    assertArrayEquals(new String[] {"3.5", "c"}, (String[]) third.get("member_values"));
+    assertEquals(1L, count("MATCH (k:MemberKey {key: 'g#0'}) RETURN count(k)"));
+    assertEquals(2L, count("MATCH (k:MemberKey {key: 'g#0'}) RETURN k.aggregates"));
+    // Two components: {61, 62, 70} and {63, 71}.
+    assertEquals(longProp(61, "component_id"), longProp(70, "component_id"));
+    assertEquals(longProp(62, "component_id"), longProp(70, "component_id"));
+    assertEquals(longProp(63, "component_id"), longProp(71, "component_id"));
+    assertNotEquals(longProp(61, "component_id"), longProp(63, "component_id"));
+  }
+
+  @Test
+  void aMemberBlockSentAgainCreatesAndCountsNothing() {
+    neo4j.write(List.of(), List.of(), THETA, List.of(threeMembers()));
+
+    // Again, twice in one call, with another block of the same key (one new member, no values).
+    Map<String, Object> more =
+        members("g#0", new long[][] {{64, 71}}, List.of(), List.of());
+    List<Map<String, Object>> again =
+        neo4j.write(List.of(), List.of(), THETA, List.of(threeMembers(), threeMembers()));
+    List<Map<String, Object>> another =
+        neo4j.write(List.of(), List.of(), THETA, List.of(threeMembers(), more));
+
+    assertEquals(0L, again.get(0).get("nodes"));
+    assertEquals(0L, again.get(0).get("edges"));
+    assertEquals(0L, again.get(0).get("merges"));
+    assertEquals(0L, another.get(0).get("nodes"));
+    assertEquals(1L, another.get(0).get("edges")); // the new member: its edge to the group only
+    assertEquals(4L, count("MATCH ()-[r:DERIVES]->() RETURN count(r)"));
+    assertEquals(1L, count("MATCH (k:MemberKey) RETURN count(k)"));
+    assertEquals(2L, count("MATCH (k:MemberKey) RETURN k.aggregates")); // the first block's kept
+    assertArrayEquals(new String[] {}, (String[]) memberEdge(64, 71).get("member_values"));
+  }
+
+  @Test
+  void aMemberEdgeToAStoredEdgeCreatesNothing() {
+    // The pair was stored as a plain edge first: the member block leaves it as it is.
+    neo4j.write(List.of(nodes("TOKEN", List.of(61L, 70L))), List.of(edges(new long[][] {{61, 70}})),
+        THETA);
+
+    List<Map<String, Object>> rows =
+        neo4j.write(List.of(), List.of(), THETA, List.of(threeMembers()));
+
+    assertEquals(2L * 3, rows.get(0).get("nodes")); // 62 (1 value) and 63 (2 values) only
+    assertEquals(2L + 3 * 3, rows.get(0).get("edges"));
+    assertEquals(Map.of(), memberEdge(61, 70));
+    assertEquals(1L, count("MATCH (:Node {id: 61})-[r:DERIVES]->() RETURN count(r)"));
+  }
+
+  @Test
+  void nodeBlocksArrivingLaterFillTheMembersPlaceholders() {
+    neo4j.write(List.of(), List.of(), THETA, List.of(threeMembers()));
+
+    List<Map<String, Object>> rows =
+        neo4j.write(
+            List.of(nodes("TOKEN", List.of(61L, 62L, 63L)), nodes("DELTA", List.of(70L, 71L))),
+            List.of(),
+            THETA);
+
+    assertEquals(5L, rows.get(0).get("nodes"));
+    assertEquals(0L, rows.get(0).get("edges"));
+    assertEquals(0L, count("MATCH (n:Node) WHERE n.pending_run IS NOT NULL RETURN count(n)"));
+    assertEquals("DELTA", prop(70, "op"));
+    assertEquals("TOKEN", prop(62, "op"));
+    // Known now, in one split part: the member edges join their sets.
+    assertEquals(longProp(61, "set_id"), longProp(70, "set_id"));
+    assertEquals(longProp(62, "set_id"), longProp(70, "set_id"));
+    assertEquals(longProp(63, "set_id"), longProp(71, "set_id"));
+    assertNotEquals(longProp(61, "set_id"), longProp(63, "set_id"));
+    assertEquals(
+        3L,
+        neo4j.one(
+            "MATCH (s:ConnectedSet {id: $id}) RETURN s.size",
+            Map.of("id", longProp(70, "set_id"))));
+    // The edges kept their member properties.
+    assertEquals("g#0", memberEdge(63, 71).get("member_key"));
+  }
+
+  @Test
+  void aMemberEdgeAcrossSplitsIsASetDependency() {
+    neo4j.write(
+        List.of(nodes("TOKEN", List.of(61L, 62L, 63L), "load"), nodes("DELTA", List.of(70L, 71L),
+            "report")),
+        List.of(),
+        THETA,
+        List.of(threeMembers()));
+
+    assertNotEquals(longProp(61, "set_id"), longProp(62, "set_id")); // each alone in its split
+    assertNotEquals(longProp(61, "set_id"), longProp(70, "set_id"));
+    assertEquals(3L, count("MATCH ()-[d:SET_DEP]->() RETURN count(d)"));
+    assertEquals(longProp(61, "component_id"), longProp(70, "component_id"));
+  }
+
+  @Test
+  void theThreeArgumentCallStillWorksAndRegistersNoKey() {
+    List<Map<String, Object>> rows =
+        neo4j.write(
+            List.of(nodes("TOKEN", List.of(81L, 82L))),
+            List.of(edges(new long[][] {{81, 82}})),
+            THETA);
+
+    assertEquals(2L, rows.get(0).get("nodes"));
+    assertEquals(1L, rows.get(0).get("edges"));
+    assertEquals(0L, count("MATCH (k:MemberKey) RETURN count(k)"));
+    assertEquals(Map.of(), memberEdge(81, 82));
+  }
+
+  @Test
+  void aMalformedMemberBlockFailsTheCallNamingTheField() {
+    Map<String, Object> block = threeMembers();
+    block.put("pairs", List.of(1L));
+
+    Exception e =
+        assertThrows(
+            Exception.class,
+            () ->
+                neo4j.write(
+                    List.of(nodes("TOKEN", List.of(51L))), List.of(), THETA, List.of(block)));
+
+    String message = rootMessage(e);
+    assertTrue(message.contains("member block 0: field 'pairs' has 1 ids for 3 members"), message);
+    assertEquals(0L, count("MATCH (n:Node) RETURN count(n)"));
   }
 
   @Test
