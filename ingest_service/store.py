@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 import neo4j
 
 from ingest_service.levels import DEFAULT_THETA, LEVELS
-from sparkprov.blocks import EdgeBlock, NodeBlock
-from sparkprov.events import Batch, RunComplete, RunStarted
+from sparkprov.blocks import EdgeBlock, MemberBlock, NodeBlock
+from sparkprov.events import Batch, RunComplete, RunStarted, member_block
 from sparkprov.runtime import neo4j_driver
 
 __all__ = ["Flush", "FlushResult", "RecordRejected", "Store", "StoreError", "StoreUnavailable"]
@@ -54,12 +54,17 @@ _SCHEMA = [
     "CREATE INDEX sp_node_pending IF NOT EXISTS FOR (n:Node) ON (n.pending_run)",
     "CREATE INDEX sp_node_relation IF NOT EXISTS FOR (n:Node) ON (n.run_id, n.relation)",
     "CREATE INDEX sp_run_workflow IF NOT EXISTS FOR (r:Run) ON (r.workflow)",
+    # Group members are stored as member edges (sparkprov.blocks.MemberBlock); the query service
+    # finds the member edge of a derived TENSOR or VALUE id by its pair, under one of the group
+    # keys registered here.
+    "CREATE CONSTRAINT sp_member_key IF NOT EXISTS FOR (k:MemberKey) REQUIRE k.key IS UNIQUE",
+    "CREATE INDEX sp_member_pair IF NOT EXISTS FOR ()-[r:DERIVES]-() ON (r.pair)",
 ]
 
 _LOCK = "MERGE (l:IngestLock {name: 'ingest'}) SET l.flushes = coalesce(l.flushes, 0) + 1"
 
 _WRITE = """
-CALL sparkprov.write($blocks, $edges, $theta)
+CALL sparkprov.write($blocks, $edges, $theta, $members)
   YIELD run, nodes, edges, merges, conflict_blocks, conflict_ids
 RETURN run, nodes, edges, merges, conflict_blocks, conflict_ids
 """
@@ -151,6 +156,7 @@ class Flush:
 
     blocks: list[NodeBlock] = field(default_factory=list)
     edges: list[EdgeBlock] = field(default_factory=list)
+    members: list[MemberBlock] = field(default_factory=list)
     started: list[RunStarted] = field(default_factory=list)
     completed: list[RunComplete] = field(default_factory=list)
     workflows: dict[str, str] = field(default_factory=dict)
@@ -171,6 +177,7 @@ class Flush:
             self.blocks.extend(event.blocks)
             if event.edges["src"]:
                 self.edges.append(event.edges)
+            self.members.extend(member_block(event.run_id, m) for m in event.members)
             self.rows += event.node_count + event.edge_count
         elif isinstance(event, RunStarted):
             self.started.append(event)
@@ -203,6 +210,11 @@ class Flush:
                     }
                 )
                 parts[-1].rows += size
+        for record in self.members:
+            if parts[-1].rows and parts[-1].rows + len(record["members"]) > max_rows:
+                parts.append(Flush(workflows=self.workflows, events=1))
+            parts[-1].members.append(record)
+            parts[-1].rows += len(record["members"])
         parts[-1].started = self.started
         parts[-1].completed = self.completed
         return parts
@@ -269,8 +281,11 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int) -> FlushResul
     conflicts: list[tuple[int, int]] = []
     # An empty flush (the consumer's probe of whether Neo4j still takes writes) calls the
     # procedure too: one that is missing or answers other columns is not the data's fault.
-    if flush.blocks or flush.edges or not flush:
-        for record in tx.run(_WRITE, blocks=flush.blocks, edges=flush.edges, theta=theta):
+    if flush.blocks or flush.edges or flush.members or not flush:
+        records = tx.run(
+            _WRITE, blocks=flush.blocks, edges=flush.edges, theta=theta, members=flush.members
+        )
+        for record in records:
             counts = per_run.setdefault(record["run"], {"nodes": 0, "edges": 0})
             counts["nodes"] += record["nodes"]
             counts["edges"] += record["edges"]

@@ -9,11 +9,15 @@ node's properties.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import neo4j
 
+from query_service import members
+from query_service.members import Derived, DerivedCache, MemberEdge
 from query_service.model import NodeView, RunView
 from sparkprov.events import ATTRIBUTE_PREFIX
 from sparkprov.runtime import neo4j_driver
@@ -23,16 +27,44 @@ __all__ = ["Store"]
 # Every query that builds a NodeView returns its node with the current ids (see _node).
 _IDS = "sparkprov.component(n) AS component, sparkprov.set(n) AS set"
 _NODES = f"UNWIND $ids AS i MATCH (n:Node {{id: i}}) RETURN n, {_IDS}"
-_PARENTS = (
-    "UNWIND $ids AS i MATCH (p:Node)-[:DERIVES]->(:Node {id: i}) RETURN p.id AS src, i AS dst"
+# A stored edge with the member record it carries, if it is a member edge (query_service.members).
+_EDGE = (
+    "a.id AS src, b.id AS dst, "
+    "r.member_key AS key, r.member_values AS vals, r.member_nulls AS nulls"
 )
-_CHILDREN = (
-    "UNWIND $ids AS i MATCH (:Node {id: i})-[:DERIVES]->(c:Node) RETURN i AS src, c.id AS dst"
-)
-_COMPONENT_EDGES = """
+# Parents of stored nodes; ids that are no stored node come back with stored = false (derived
+# nodes, or unknown ids).
+_PARENTS = """
+UNWIND $ids AS i
+OPTIONAL MATCH (n:Node {id: i})
+OPTIONAL MATCH (p:Node)-[:DERIVES]->(n)
+RETURN i AS id, n IS NOT NULL AS stored, n.op AS op, collect(p.id) AS parents
+"""
+_CHILDREN = """
+UNWIND $ids AS i
+OPTIONAL MATCH (a:Node {id: i})
+OPTIONAL MATCH (a)-[r:DERIVES]->(b:Node)
+RETURN i AS id, a IS NOT NULL AS stored,
+       collect(CASE WHEN b IS NULL THEN null ELSE {src: a.id, dst: b.id, key: r.member_key,
+               vals: r.member_values, nulls: r.member_nulls} END) AS out
+"""
+# The member edges into the groups of AGGREGATE nodes: their TENSOR parents are derived.
+_AGGREGATE_MEMBERS = f"""
+UNWIND $ids AS i
+MATCH (c:Node {{id: i, op: 'AGGREGATE'}})-[:DERIVES]->(b:Node)<-[r:DERIVES]-(a:Node)
+WHERE r.member_key IS NOT NULL
+RETURN i AS aggregate, {_EDGE}
+"""
+_BY_PAIR = f"""
+UNWIND $pairs AS p
+MATCH (a:Node)-[r:DERIVES {{pair: p}}]->(b:Node)
+RETURN {_EDGE}
+"""
+_MEMBER_KEYS = "MATCH (k:MemberKey) RETURN k.key AS key, k.aggregates AS aggregates"
+_COMPONENT_EDGES = f"""
 CALL sparkprov.componentNodes($component) YIELD node AS a
-MATCH (a)-[:DERIVES]->(b:Node)
-RETURN a.id AS src, b.id AS dst
+MATCH (a)-[r:DERIVES]->(b:Node)
+RETURN {_EDGE}
 """
 # Attribute names come from the caller: they are looked up as map keys, never spliced into text.
 _FIND = f"""
@@ -59,17 +91,26 @@ UNWIND $ids AS s
 MATCH (:ConnectedSet {id: s})-[:SET_DEP]->(b:ConnectedSet)
 RETURN s AS src, b.id AS dst
 """
-_EDGES_INTO_SETS = """
+# Edges into the sets; then the member edges out of them, whose members' derived nodes lie in
+# the sets (m -> TENSOR and VALUE -> TENSOR end there).
+_EDGES_INTO_SETS = f"""
 UNWIND $ids AS s
 CALL sparkprov.setNodes(s) YIELD node AS b
-MATCH (a:Node)-[:DERIVES]->(b)
-RETURN a.id AS src, b.id AS dst
+MATCH (a:Node)-[r:DERIVES]->(b)
+RETURN {_EDGE}
 """
-_EDGES_OUT_OF_SETS = """
+_MEMBERS_OF_SETS = f"""
 UNWIND $ids AS s
 CALL sparkprov.setNodes(s) YIELD node AS a
-MATCH (a)-[:DERIVES]->(b:Node)
-RETURN a.id AS src, b.id AS dst
+MATCH (a)-[r:DERIVES]->(b:Node)
+WHERE r.member_key IS NOT NULL
+RETURN {_EDGE}
+"""
+_EDGES_OUT_OF_SETS = f"""
+UNWIND $ids AS s
+CALL sparkprov.setNodes(s) YIELD node AS a
+MATCH (a)-[r:DERIVES]->(b:Node)
+RETURN {_EDGE}
 """
 # Only a root's record holds the size (an id without a record is a root of one node); the ids
 # asked for are current ones, resolved again so that a stale id still reads its root's size.
@@ -95,12 +136,12 @@ RETURN i AS id, n.run_id AS run, n.op AS op, n.label AS label, n.value AS value,
 # A run's own nodes, and the edges touching them (their other ends may be shared state tokens
 # first stored by an earlier run).
 _RUN_NODES = f"MATCH (n:Node {{run_id: $run}}) RETURN n, {_IDS}"
-_RUN_EDGES = """
-MATCH (a:Node {run_id: $run})-[:DERIVES]->(b:Node)
-RETURN a.id AS src, b.id AS dst
+_RUN_EDGES = f"""
+MATCH (a:Node {{run_id: $run}})-[r:DERIVES]->(b:Node)
+RETURN {_EDGE}
 UNION
-MATCH (a:Node)-[:DERIVES]->(b:Node {run_id: $run})
-RETURN a.id AS src, b.id AS dst
+MATCH (a:Node)-[r:DERIVES]->(b:Node {{run_id: $run}})
+RETURN {_EDGE}
 """
 # The value each surviving member contributes to an aggregate: its TENSOR's VALUE parent.
 _TENSOR_VALUES = """
@@ -132,9 +173,18 @@ def _node(record: neo4j.Record) -> NodeView:
     )
 
 
+def _member_edge(r: Mapping[str, Any]) -> MemberEdge:
+    return MemberEdge.of(r["src"], r["dst"], r["key"], r["vals"] or [], r["nulls"])
+
+
 class Store:
+    """The logical graph (../shared/MODEL.md section 6) read from the stored one: every method
+    answers with the derived TENSOR and VALUE nodes of member edges as if they were stored
+    (query_service.members)."""
+
     def __init__(self, driver: neo4j.Driver) -> None:
         self._driver = driver
+        self._derived = DerivedCache()
 
     @classmethod
     def connect(
@@ -169,17 +219,130 @@ class Store:
         return records
 
     def nodes(self, ids: Iterable[int]) -> dict[int, NodeView]:
-        found = (_node(r) for r in self._read(_NODES, ids=list(ids)))
-        return {n.id: n for n in found}
+        wanted = list(ids)
+        found = {n.id: n for n in (_node(r) for r in self._read(_NODES, ids=wanted))}
+        missing = [i for i in wanted if i not in found]
+        if missing:
+            found.update(self._derived_views(self.resolve(missing)))
+        return found
 
     def parents(self, ids: list[int]) -> list[tuple[int, int]]:
-        return [(r["src"], r["dst"]) for r in self._read(_PARENTS, ids=ids)]
+        out: list[tuple[int, int]] = []
+        aggregates, unknown = [], []
+        for r in self._read(_PARENTS, ids=ids):
+            if r["stored"]:
+                out += [(p, r["id"]) for p in r["parents"]]
+                if r["op"] == "AGGREGATE":
+                    aggregates.append(r["id"])
+            else:
+                unknown.append(r["id"])
+        if aggregates:
+            out += [(t, a) for t, a, _ in self._aggregate_inputs(aggregates)]
+        for node in self.resolve(unknown).values():
+            out += node.parents()
+        return out
 
     def children(self, ids: list[int]) -> list[tuple[int, int]]:
-        return [(r["src"], r["dst"]) for r in self._read(_CHILDREN, ids=ids)]
+        out: list[tuple[int, int]] = []
+        member_edges, unknown = [], []
+        for r in self._read(_CHILDREN, ids=ids):
+            if not r["stored"]:
+                unknown.append(r["id"])
+            for e in r["out"]:
+                out.append((e["src"], e["dst"]))
+                if e["key"] is not None:
+                    member_edges.append(_member_edge(e))
+        asked = set(ids)
+        out += [(s, d) for s, d in self._expand(member_edges) if s in asked]
+        for node in self.resolve(unknown).values():
+            out += node.children()
+        return out
 
     def component_edges(self, component: int) -> list[tuple[int, int]]:
-        return [(r["src"], r["dst"]) for r in self._read(_COMPONENT_EDGES, component=component)]
+        return self._logical_edges(self._read(_COMPONENT_EDGES, component=component))
+
+    def resolve(self, ids: Iterable[int]) -> dict[int, Derived]:
+        """The derived nodes among ``ids`` (met lately, or found by their member edge's pair);
+        ids that are neither stored nor derived are left out."""
+        out: dict[int, Derived] = {}
+        missing = []
+        for i in ids:
+            node = self._derived.get(i)
+            if node is not None:
+                out[i] = node
+            else:
+                missing.append(i)
+        if not missing:
+            return out
+        keys = {r["key"]: r["aggregates"] or 0 for r in self._read(_MEMBER_KEYS)}
+        pairs = members.candidates(missing, keys)
+        if not pairs:
+            return out
+        records = self._read(_BY_PAIR, pairs=sorted(pairs))
+        nodes, _ = members.expand(_member_edge(r) for r in records)
+        self._derived.add(nodes)
+        wanted = set(missing)
+        out.update({i: n for i, n in nodes.items() if i in wanted})
+        return out
+
+    def _expand(self, member_edges: list[MemberEdge]) -> list[tuple[int, int]]:
+        """The logical edges of member edges (m -> g, stored, not among them); their derived
+        nodes are remembered for the next look-up."""
+        if not member_edges:
+            return []
+        nodes, edges = members.expand(member_edges)
+        self._derived.add(nodes)
+        return edges
+
+    def _logical_edges(self, records: Iterable[neo4j.Record]) -> list[tuple[int, int]]:
+        """Stored edges and, for member edges among them, the edges they stand for."""
+        out, member_edges = [], []
+        for r in records:
+            out.append((r["src"], r["dst"]))
+            if r["key"] is not None:
+                member_edges.append(_member_edge(r))
+        return out + self._expand(member_edges)
+
+    def _aggregate_inputs(self, aggregates: list[int]) -> list[tuple[int, int, str]]:
+        """(TENSOR, AGGREGATE, value) of the derived TENSOR inputs of AGGREGATE nodes."""
+        records = self._read(_AGGREGATE_MEMBERS, ids=aggregates)
+        columns: dict[tuple[int, str], set[int]] = defaultdict(set)
+        edges: dict[tuple[int, int], MemberEdge] = {}
+        named: dict[tuple[int, int, str], int | None] = {}  # (aggregate, group, key) -> column
+        for r in records:
+            edge = _member_edge(r)
+            edges[(edge.member, edge.group)] = edge
+            slot = (r["aggregate"], edge.group, edge.key)
+            if slot not in named:
+                named[slot] = members.aggregate_column(*slot, len(edge.values))
+            column = named[slot]
+            if column is not None:
+                columns[(edge.group, edge.key)].add(column)
+        nodes, _ = members.expand(edges.values(), columns)
+        self._derived.add(nodes)
+        return [(n.id, n.aggregate, n.text) for n in nodes.values() if n.op == "TENSOR"]
+
+    def _derived_views(self, derived: Mapping[int, Derived]) -> dict[int, NodeView]:
+        """Views of derived nodes: op, label and value of their own, run and ids of their member."""
+        if not derived:
+            return {}
+        owners = {n.edge.member for n in derived.values()}
+        stored = {n.id: n for n in (_node(r) for r in self._read(_NODES, ids=sorted(owners)))}
+        out = {}
+        for node_id, d in derived.items():
+            member = stored.get(d.edge.member)
+            out[node_id] = NodeView(
+                id=node_id,
+                run_id=member.run_id if member else "",
+                op=d.op,
+                label=d.label,
+                relation="",
+                attributes={},
+                value=d.text if d.op == "VALUE" else "",
+                component_id=member.component_id if member else None,
+                set_id=member.set_id if member else None,
+            )
+        return out
 
     def set_parents(self, ids: list[int]) -> list[tuple[int, int]]:
         return [(r["src"], r["dst"]) for r in self._read(_SET_PARENTS, ids=ids)]
@@ -188,10 +351,27 @@ class Store:
         return [(r["src"], r["dst"]) for r in self._read(_SET_CHILDREN, ids=ids)]
 
     def edges_into_sets(self, ids: list[int]) -> list[tuple[int, int]]:
-        return [(r["src"], r["dst"]) for r in self._read(_EDGES_INTO_SETS, ids=ids)]
+        """Logical edges whose destination lies in the sets: stored ones, TENSOR -> AGGREGATE of
+        member edges into them, and m -> TENSOR, VALUE -> TENSOR of member edges out of them."""
+        out: list[tuple[int, int]] = []
+        into_members: list[MemberEdge] = []
+        for r in self._read(_EDGES_INTO_SETS, ids=ids):
+            out.append((r["src"], r["dst"]))
+            if r["key"] is not None:
+                into_members.append(_member_edge(r))
+        nodes, edges = members.expand(into_members)
+        out += [(t, a) for t, a in edges if t in nodes and nodes[t].op == "TENSOR"]
+        self._derived.add(nodes)
+        records = self._read(_MEMBERS_OF_SETS, ids=ids)
+        nodes, edges = members.expand(_member_edge(r) for r in records)
+        out += [(x, t) for x, t in edges if t in nodes and nodes[t].op == "TENSOR"]
+        self._derived.add(nodes)
+        return out
 
     def edges_out_of_sets(self, ids: list[int]) -> list[tuple[int, int]]:
-        return [(r["src"], r["dst"]) for r in self._read(_EDGES_OUT_OF_SETS, ids=ids)]
+        """Logical edges whose source lies in the sets (a member's derived nodes lie in its
+        set, so every edge of its member edge's expansion starts there)."""
+        return self._logical_edges(self._read(_EDGES_OUT_OF_SETS, ids=ids))
 
     def component_sizes(self, ids: list[int]) -> dict[int, int]:
         return {r["id"]: r["size"] for r in self._read(_COMPONENT_SIZES, ids=ids)}
@@ -202,7 +382,7 @@ class Store:
     def run_graph(self, run_id: str) -> tuple[dict[int, NodeView], list[tuple[int, int]]]:
         """The run's nodes, every edge touching them, and the views of those edges' other ends."""
         nodes = {n.id: n for n in (_node(r) for r in self._read(_RUN_NODES, run=run_id))}
-        edges = [(r["src"], r["dst"]) for r in self._read(_RUN_EDGES, run=run_id)]
+        edges = sorted(set(self._logical_edges(self._read(_RUN_EDGES, run=run_id))))
         foreign = {i for edge in edges for i in edge} - nodes.keys()
         if foreign:
             nodes.update(self.nodes(sorted(foreign)))
@@ -212,6 +392,7 @@ class Store:
         """Light views (id, run, op, label, value) of the nodes and every edge into them."""
         views: dict[int, NodeView] = {}
         edges: list[tuple[int, int]] = []
+        aggregates = []
         for r in self._read(_CLOSURE_INPUTS, ids=ids):
             node_id = r["id"]
             views[node_id] = NodeView(
@@ -219,12 +400,22 @@ class Store:
                 r["value"] or "", None, None,
             )  # fmt: skip
             edges.extend((p, node_id) for p in r["parents"])
+            if r["op"] == "AGGREGATE":
+                aggregates.append(node_id)
+        if aggregates:
+            edges += [(t, a) for t, a, _ in self._aggregate_inputs(aggregates)]
+        derived = self.resolve([i for i in ids if i not in views])
+        for view in self._derived_views(derived).values():
+            views[view.id] = replace(view, component_id=None, set_id=None)
+            edges += derived[view.id].parents()
         return views, edges
 
     def tensor_values(self, aggregates: list[int]) -> dict[int, str]:
         """TENSOR id -> value, for the TENSOR inputs of the given AGGREGATE nodes."""
-        records = self._read(_TENSOR_VALUES, ids=aggregates)
-        return {r["tensor"]: r["value"] or "" for r in records}
+        records = self._read(_TENSOR_VALUES, ids=aggregates)  # stored TENSORs (windows)
+        out = {r["tensor"]: r["value"] or "" for r in records}
+        out.update({t: text for t, _, text in self._aggregate_inputs(aggregates)})
+        return out
 
     def find(
         self, run_id: str, relation: str, equals: Mapping[str, str], limit: int

@@ -20,10 +20,13 @@ import typing
 from typing import Any, TypedDict, TypeVar, Union
 
 __all__ = [
+    "MAX_MEMBER_AGGREGATES",
     "EdgeBlock",
     "MalformedBlock",
+    "MemberBlock",
     "NodeBlock",
     "check_edge_block",
+    "check_member_block",
     "check_node_block",
 ]
 
@@ -55,11 +58,34 @@ class EdgeBlock(TypedDict):
     dst: list[int]
 
 
+class MemberBlock(TypedDict):
+    """Group members of one capture point, stored compactly (docs/graph-schema.md, "Group
+    members"): member ``members[k]`` of group ``groups[k]`` (the group's DELTA row) becomes one
+    DERIVES edge ``members[k] -> groups[k]`` carrying the member's aggregated values; its TENSOR
+    and VALUE nodes are derived by readers (``sparkprov.derived``), never stored. ``pairs[k]``
+    is the member's pair id (``MemberColumns.pairs``), by which a derived id is looked up.
+    ``values`` and ``null_rows`` hold ``aggregates`` columns: one text per member (``""`` where
+    null) and the positions whose value is null."""
+
+    run: str
+    group_key: str
+    members: list[int]
+    groups: list[int]
+    pairs: list[int]
+    aggregates: int
+    values: list[list[str]]
+    null_rows: list[list[int]]
+
+
 class MalformedBlock(ValueError):
     """A value that does not follow the contract; the message names the block and the field."""
 
 
-_Block = TypeVar("_Block", NodeBlock, EdgeBlock)
+# The most aggregated columns a member block may have (the procedure keeps a member's null columns
+# as one 64-bit mask); members of an aggregation with more are stored expanded.
+MAX_MEMBER_AGGREGATES = 64
+
+_Block = TypeVar("_Block", NodeBlock, EdgeBlock, MemberBlock)
 
 
 def check_node_block(value: object, position: int = 0) -> NodeBlock:
@@ -96,6 +122,40 @@ def check_edge_block(value: object, position: int = 0) -> EdgeBlock:
             f"edge block {position}: field 'dst' has {len(block['dst'])} ids for "
             f"{len(block['src'])} in src"
         )
+    return block
+
+
+def check_member_block(value: object, position: int = 0) -> MemberBlock:
+    """``value`` as a :class:`MemberBlock` (the same object), or :class:`MalformedBlock`."""
+    where = f"member block {position}"
+    block = _check(MemberBlock, value, where)
+    n = len(block["members"])
+    for name in ("groups", "pairs"):
+        ids: list[int] = block[name]
+        if len(ids) != n:
+            raise MalformedBlock(f"{where}: field '{name}' has {len(ids)} ids for {n} members")
+    if not block["group_key"]:
+        raise MalformedBlock(f"{where}: field 'group_key' is empty")
+    if not 0 <= block["aggregates"] <= MAX_MEMBER_AGGREGATES:
+        raise MalformedBlock(
+            f"{where}: field 'aggregates' is {block['aggregates']}, must be 0 to "
+            f"{MAX_MEMBER_AGGREGATES}"
+        )
+    for name in ("values", "null_rows"):
+        columns: list[list[Any]] = block[name]  # type: ignore[literal-required]
+        if len(columns) != block["aggregates"]:
+            raise MalformedBlock(
+                f"{where}: field '{name}' has {len(columns)} columns for "
+                f"{block['aggregates']} aggregates"
+            )
+    for i, column in enumerate(block["values"]):
+        if len(column) != n:
+            raise MalformedBlock(
+                f"{where}: field 'values[{i}]' has {len(column)} values for {n} members"
+            )
+    for i, rows in enumerate(block["null_rows"]):
+        if any(not 0 <= r < n for r in rows):
+            raise MalformedBlock(f"{where}: field 'null_rows[{i}]' has a row out of range")
     return block
 
 

@@ -26,7 +26,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DerivedNodes", "Expansion", "MemberColumns", "derive", "salt_of"]
+__all__ = [
+    "DerivedColumn",
+    "DerivedNodes",
+    "Expansion",
+    "MemberColumns",
+    "derive",
+    "salt_of",
+    "underive",
+]
 
 
 def salt_of(*parts: object) -> np.uint64:
@@ -51,6 +59,25 @@ def derive(ids: np.ndarray, salt: np.uint64) -> np.ndarray:
     return z.view(np.int64)
 
 
+_M1, _M2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+_M1_INV, _M2_INV = pow(_M1, -1, 2**64), pow(_M2, -1, 2**64)
+
+
+def underive(ids: np.ndarray, salt: np.uint64) -> np.ndarray:
+    """The parent ids of derived ids: :func:`derive`'s inverse for one salt (splitmix64's
+    finalizer is a bijection), so a reader given a derived id finds what it was derived from."""
+    with np.errstate(over="ignore"):
+        z = ids.astype(np.int64).view(np.uint64)
+        z = z ^ (z >> np.uint64(31)) ^ (z >> np.uint64(62))
+        z = z * np.uint64(_M2_INV)
+        z = z ^ (z >> np.uint64(27)) ^ (z >> np.uint64(54))
+        z = z * np.uint64(_M1_INV)
+        z = z ^ (z >> np.uint64(30)) ^ (z >> np.uint64(60))
+        z = z - salt * np.uint64(0x9E3779B97F4A7C15)
+    out: np.ndarray = z.view(np.int64)
+    return out
+
+
 @dataclass(frozen=True)
 class DerivedNodes:
     """One block of expanded nodes of one op: ``texts`` are the labels and values (VALUE), or
@@ -69,6 +96,21 @@ class Expansion:
     nodes: list[DerivedNodes]
     src: np.ndarray
     dst: np.ndarray
+
+
+@dataclass(frozen=True)
+class DerivedColumn:
+    """The nodes derived for one aggregated column of a member record: for the members at
+    ``rows`` (those whose value is not null), their TENSOR and VALUE ids, the AGGREGATE each
+    TENSOR feeds, and the values' texts."""
+
+    index: int
+    rows: np.ndarray
+    members: np.ndarray
+    tensors: np.ndarray
+    values: np.ndarray
+    aggregates: np.ndarray
+    texts: Sequence[str]
 
 
 @dataclass(frozen=True)
@@ -107,29 +149,55 @@ class MemberColumns:
         """Edges of :meth:`expand`, without expanding."""
         return (len(self.members) if self.delta else 0) + 3 * sum(self.present_counts())
 
-    def expand(self) -> Expansion:
+    def pairs(self) -> np.ndarray:
+        """Each member's pair id, from which its TENSOR and VALUE ids derive (one per group a
+        member belongs to)."""
+        members = np.asarray(self.members, dtype=np.int64)
+        groups = np.asarray(self.groups, dtype=np.int64)
+        pairs: np.ndarray = members ^ derive(groups, salt_of(self.group_key, "member"))
+        return pairs
+
+    def derived_columns(self) -> list[DerivedColumn]:
+        """Per aggregated column, the members with a value and the ids derived for them."""
         members = np.asarray(self.members, dtype=np.int64)
         groups = np.asarray(self.groups, dtype=np.int64)
         key = self.group_key
-        src = [members] if self.delta else []
-        dst = [groups] if self.delta else []
-        nodes: list[DerivedNodes] = []
-        pairs = members ^ derive(groups, salt_of(key, "member")) if self.values else members
+        pairs = self.pairs() if self.values else members
+        out = []
         for i, column in enumerate(self.values):
             if _count_none(column) == 0:  # no null value: no copies
-                kept, pair, in_groups = members, pairs, groups
+                rows = np.arange(len(members))
+                pair, in_groups = pairs, groups
                 texts: Sequence[str] = column  # type: ignore[assignment]
             else:
                 present = np.fromiter((v is not None for v in column), bool, len(column))
-                kept, pair, in_groups = members[present], pairs[present], groups[present]
+                rows = np.flatnonzero(present)
+                pair, in_groups = pairs[present], groups[present]
                 texts = [v for v in column if v is not None]
-            tensors = derive(pair, salt_of(key, i, "tensor"))
-            values = derive(pair, salt_of(key, i, "value"))
-            aggregates = derive(in_groups, salt_of(key, i, "aggregate"))
-            nodes.append(DerivedNodes("TENSOR", tensors, label="⊗"))
-            nodes.append(DerivedNodes("VALUE", values, texts=texts))
-            src += [kept, values, tensors]
-            dst += [tensors, tensors, aggregates]
+            out.append(
+                DerivedColumn(
+                    index=i,
+                    rows=rows,
+                    members=members[rows] if len(rows) != len(members) else members,
+                    tensors=derive(pair, salt_of(key, i, "tensor")),
+                    values=derive(pair, salt_of(key, i, "value")),
+                    aggregates=derive(in_groups, salt_of(key, i, "aggregate")),
+                    texts=texts,
+                )
+            )
+        return out
+
+    def expand(self) -> Expansion:
+        members = np.asarray(self.members, dtype=np.int64)
+        groups = np.asarray(self.groups, dtype=np.int64)
+        src = [members] if self.delta else []
+        dst = [groups] if self.delta else []
+        nodes: list[DerivedNodes] = []
+        for c in self.derived_columns():
+            nodes.append(DerivedNodes("TENSOR", c.tensors, label="⊗"))
+            nodes.append(DerivedNodes("VALUE", c.values, texts=c.texts))
+            src += [c.members, c.values, c.tensors]
+            dst += [c.tensors, c.tensors, c.aggregates]
         if not src:
             empty = np.empty(0, dtype=np.int64)
             return Expansion(nodes, empty, empty)

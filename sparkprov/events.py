@@ -18,14 +18,14 @@ Both sides hold every string and count to ``sparkprov.limits``: the encoders rai
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from google.protobuf.message import DecodeError
 
 from sparkprov import limits
-from sparkprov.blocks import EdgeBlock, NodeBlock
+from sparkprov.blocks import MAX_MEMBER_AGGREGATES, EdgeBlock, MemberBlock, NodeBlock
 from sparkprov.derived import MemberColumns
 from sparkprov.limits import LimitExceeded
 from sparkprov.v1 import lineage_pb2
@@ -123,14 +123,32 @@ class Batch:
     # The node blocks and the edge columns, as sparkprov.write takes them (sparkprov.blocks).
     blocks: list[NodeBlock]
     edges: EdgeBlock
+    # Group members, compact (delta groups only): each stands for its member edge m -> g and
+    # its derived TENSOR and VALUE nodes and edges (sparkprov.derived), which are stored as one
+    # member edge each (:func:`member_block`), never as nodes.
+    members: list[MemberColumns] = field(default_factory=list)
 
     @property
     def node_count(self) -> int:
-        return sum(len(b["ids"]) for b in self.blocks)
+        """Records of node blocks, plus one per member (its member edge)."""
+        return sum(len(b["ids"]) for b in self.blocks) + sum(len(m.members) for m in self.members)
 
     @property
     def edge_count(self) -> int:
         return len(self.edges["src"])
+
+    def expanded(self) -> Batch:
+        """The same batch with its members expanded into the TENSOR and VALUE node blocks and
+        the edges they stand for (the logical graph, as readers see it)."""
+        blocks = list(self.blocks)
+        edges: EdgeBlock = {
+            "run": self.run_id,
+            "src": list(self.edges["src"]),
+            "dst": list(self.edges["dst"]),
+        }
+        for m in self.members:
+            _expand_into(self.run_id, m, blocks, edges)
+        return replace(self, blocks=blocks, edges=edges, members=[])
 
     def rows(self) -> list[dict[str, Any]]:
         """One dict per node: id, run, op, label, relation, value, shared, split and props (the
@@ -462,29 +480,53 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
         len(blocks) + sum(m.block_count for m in members),
         len(src) + sum(m.edge_count for m in members),
     )
+    compact = []
     for m in members:
-        expansion = m.expand()
-        for d in expansion.nodes:
-            texts = list(d.texts)
-            blocks.append(
-                {
-                    "run": run_id,
-                    "op": d.op,
-                    "ids": d.ids.tolist(),
-                    "label": d.label,
-                    "labels": texts,
-                    "values": list(texts),
-                    "relation": None,
-                    "shared": False,
-                    "split": list(m.split),
-                    "attribute_names": [],
-                    "attribute_values": [],
-                    "null_rows": [],
-                }
-            )
-        edges["src"] += expansion.src.tolist()
-        edges["dst"] += expansion.dst.tolist()
-    return Batch(run_id, event.workflow, pb.tap, pb.partition, pb.sequence, blocks, edges)
+        if m.delta and 0 < m.aggregates <= MAX_MEMBER_AGGREGATES:
+            compact.append(m)
+        else:
+            # Window partitions have no DELTA row to hang members on, and members without an
+            # aggregated column (distinct, set operations) derive no node: stored as edges.
+            _expand_into(run_id, m, blocks, edges)
+    return Batch(run_id, event.workflow, pb.tap, pb.partition, pb.sequence, blocks, edges, compact)
+
+
+def _expand_into(run_id: str, m: MemberColumns, blocks: list[NodeBlock], edges: EdgeBlock) -> None:
+    expansion = m.expand()
+    for d in expansion.nodes:
+        texts = list(d.texts)
+        blocks.append(
+            {
+                "run": run_id,
+                "op": d.op,
+                "ids": d.ids.tolist(),
+                "label": d.label,
+                "labels": texts,
+                "values": list(texts),
+                "relation": None,
+                "shared": False,
+                "split": list(m.split),
+                "attribute_names": [],
+                "attribute_values": [],
+                "null_rows": [],
+            }
+        )
+    edges["src"] += expansion.src.tolist()
+    edges["dst"] += expansion.dst.tolist()
+
+
+def member_block(run_id: str, m: MemberColumns) -> MemberBlock:
+    """The stored form of group members (sparkprov.blocks.MemberBlock)."""
+    return {
+        "run": run_id,
+        "group_key": m.group_key,
+        "members": np.asarray(m.members, dtype=np.int64).tolist(),
+        "groups": np.asarray(m.groups, dtype=np.int64).tolist(),
+        "pairs": m.pairs().tolist(),
+        "aggregates": m.aggregates,
+        "values": [["" if v is None else v for v in column] for column in m.values],
+        "null_rows": [[k for k, v in enumerate(column) if v is None] for column in m.values],
+    }
 
 
 def _check_split(split: Sequence[str]) -> None:

@@ -1,4 +1,7 @@
-"""Reads a run's stored graph straight from Neo4j, for assertions independent of the services."""
+"""Reads a run's graph straight from Neo4j, for assertions independent of the services: the
+stored graph with its member edges expanded into the derived TENSOR and VALUE nodes they stand
+for (docs/graph-schema.md, "Group members"; the same expansion as the query service's), i.e. the
+logical graph of ../shared/MODEL.md."""
 
 from __future__ import annotations
 
@@ -6,6 +9,8 @@ from collections import Counter
 
 import neo4j
 import networkx as nx
+
+from query_service.members import MemberEdge, expand
 
 # A node's current ids, resolved by the ingest plugin (docs/graph-schema.md, "Component and set
 # ids"); its component_id and s0..s2 properties are the ids it was born with, which merges leave
@@ -35,11 +40,19 @@ def run_graph(driver: neo4j.Driver, run_id: str, *, dangling_ok: bool = False) -
         graph.add_node(props["id"], **props)
     records, _, _ = driver.execute_query(
         "MATCH (a:Node)-[e:DERIVES]->(b:Node) WHERE a.run_id = $run OR b.run_id = $run "
-        "RETURN a.id AS src, b.id AS dst, count(e) AS n",
+        "RETURN a.id AS src, b.id AS dst, count(e) AS n, collect(e.member_key)[0] AS key, "
+        "collect(e.member_values)[0] AS vals, collect(e.member_nulls)[0] AS nulls",
         run=run_id,
     )
+    member_edges = []
     for record in records:
         graph.add_edge(record["src"], record["dst"], multiplicity=record["n"])
+        if record["key"] is not None:
+            member_edges.append(
+                MemberEdge.of(
+                    record["src"], record["dst"], record["key"], record["vals"], record["nulls"]
+                )
+            )
     foreign = [n for n, data in graph.nodes(data=True) if not data]
     records, _, _ = driver.execute_query(
         f"UNWIND $ids AS i MATCH (n:Node {{id: i}}) RETURN n, {_IDS}", ids=foreign
@@ -47,10 +60,37 @@ def run_graph(driver: neo4j.Driver, run_id: str, *, dangling_ok: bool = False) -
     for record in records:
         props = _props(record)
         graph.add_node(props["id"], foreign=True, **props)
+    _add_derived(graph, member_edges)
     if not dangling_ok:
         ghosts = [n for n, data in graph.nodes(data=True) if "op" not in data]
         assert not ghosts, f"run {run_id}: edges reference {len(ghosts)} never-stored nodes"
     return graph
+
+
+def _add_derived(graph: nx.DiGraph, member_edges: list[MemberEdge]) -> None:
+    """The TENSOR and VALUE nodes of member edges, with their member's run and ids."""
+    nodes, edges = expand(member_edges)
+    for node_id, node in nodes.items():
+        member = graph.nodes[node.edge.member]
+        props: dict[str, object] = {
+            "id": node_id,
+            "op": node.op,
+            "label": node.label,
+            "derived": True,
+        }
+        if node.op == "VALUE":
+            props["value"] = node.text
+        for key in ("run_id", "split", "component", "set", "foreign"):
+            if key in member:
+                props[key] = member[key]
+        graph.add_node(node_id, **props)
+    for src, dst in edges:
+        graph.add_edge(src, dst, multiplicity=1)
+
+
+def stored_part(graph: nx.DiGraph) -> nx.DiGraph:
+    """The graph as Neo4j stores it: without the nodes derived from member edges."""
+    return graph.subgraph(n for n, d in graph.nodes(data=True) if not d.get("derived"))
 
 
 def own_nodes(graph: nx.DiGraph) -> int:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from ingest_service.store import Flush
@@ -14,10 +15,13 @@ from sparkprov import events
 from sparkprov.blocks import (
     EdgeBlock,
     MalformedBlock,
+    MemberBlock,
     NodeBlock,
     check_edge_block,
+    check_member_block,
     check_node_block,
 )
+from sparkprov.derived import MemberColumns
 from sparkprov.events import EdgeColumns, NodeColumns
 
 PAYLOAD = (
@@ -145,3 +149,46 @@ def test_a_ragged_edge_block_is_refused() -> None:
 
 def test_a_null_relation_is_allowed() -> None:
     assert check_node_block(_block(relation=None))["relation"] is None
+
+
+def test_what_ingest_sends_for_members_follows_the_contract_and_matches_the_example() -> None:
+    (example,) = _payload()["members"]
+    check_member_block(example, 0)
+    values: list[list[str | None]] = [list(column) for column in example["values"]]
+    for column, rows in zip(values, example["null_rows"], strict=True):
+        for row in rows:
+            column[row] = None
+    compact = MemberColumns(
+        group_key=example["group_key"],
+        members=np.array(example["members"], dtype=np.int64),
+        groups=np.array(example["groups"], dtype=np.int64),
+        values=values,
+    )
+    data = events.encode_batch(example["run"], "people", "tap", 0, 0, [], None, members=[compact])
+    batch = events.decode(data)
+    assert isinstance(batch, events.Batch)
+    flush = Flush.of([batch])
+    assert flush.members == [example]  # pairs included: the example's are the real ones
+    assert set(example) == set(MemberBlock.__annotations__)
+    for part in flush.split(1):
+        for position, block in enumerate(part.members):
+            check_member_block(block, position)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"pairs": [1]}, "member block 0: field 'pairs' has 1 ids for"),
+        ({"group_key": ""}, "member block 0: field 'group_key' is empty"),
+        ({"aggregates": 1}, "member block 0: field 'values' has"),
+        ({"null_rows": [[99], []]}, "member block 0: field 'null_rows[0]' has a row out of range"),
+        ({"members": [1, "2"]}, "member block 0: field 'members[1]' must be an integer, got str"),
+    ],
+)
+def test_a_malformed_member_block_is_refused_naming_the_field(
+    changes: dict[str, Any], message: str
+) -> None:
+    block = dict(_payload()["members"][0], **changes)
+    with pytest.raises(MalformedBlock) as error:
+        check_member_block(block, 0)
+    assert str(error.value).startswith(message)

@@ -13,7 +13,7 @@ import pytest
 
 from capture_agent.taps import GroupSpec, JoinSpec, MemberSpec, derive, salt_of
 from sparkprov import events, limits
-from sparkprov.blocks import check_edge_block, check_node_block
+from sparkprov.blocks import check_edge_block, check_member_block, check_node_block
 from sparkprov.derived import MemberColumns
 from sparkprov.events import EdgeColumns, MalformedEvent, NodeColumns
 from sparkprov.limits import LimitExceeded
@@ -71,11 +71,17 @@ def _members_frame(rng: random.Random, n: int, aggregates: int, *, rollup: bool)
     return pd.DataFrame(frame)
 
 
-def _decoded(nodes: list[NodeColumns], edges: EdgeColumns | None, **kw: object) -> events.Batch:
+def _compact(nodes: list[NodeColumns], edges: EdgeColumns | None, **kw: object) -> events.Batch:
+    """The batch as ingest decodes it (delta members compact, as they are stored)."""
     data = events.encode_batch("run", "wf", "g:members", 2, 5, nodes, edges, **kw)  # type: ignore[arg-type]
     batch = events.decode(data)
     assert isinstance(batch, events.Batch)
     return batch
+
+
+def _decoded(nodes: list[NodeColumns], edges: EdgeColumns | None, **kw: object) -> events.Batch:
+    """The logical batch: members expanded, as readers see them."""
+    return _compact(nodes, edges, **kw).expanded()
 
 
 def _with_split(nodes: list[NodeColumns]) -> list[NodeColumns]:
@@ -344,8 +350,50 @@ def test_the_decoder_refuses_malformed_member_blocks(data: bytes, reason: str) -
 
 def test_null_rows_decode_as_absent_members_of_that_column() -> None:
     data = _raw(delta=True, aggregates=1, values=[_column("7", "", null_rows=(1,))])
-    batch = events.decode(data)
-    assert isinstance(batch, events.Batch)
+    compact = events.decode(data)
+    assert isinstance(compact, events.Batch)
+    assert events.member_block("run", compact.members[0])["null_rows"] == [[1]]
+    batch = compact.expanded()
     tensor, value = batch.blocks
     assert len(tensor["ids"]) == 1 and value["values"] == ["7"]
     assert (batch.node_count, batch.edge_count) == (2, 2 + 3)
+
+
+def test_delta_members_stay_compact_and_are_stored_as_member_blocks() -> None:
+    rng = random.Random(11)
+    spec = MemberSpec(key="g:members", aggregates=2, group_key="g")
+    pdf = _members_frame(rng, 50, 2, rollup=True)
+    compact = spec.members(pdf)
+    batch = _compact([], None, members=[compact])
+    assert batch.blocks == [] and batch.edges["src"] == []  # nothing expanded on the way in
+    (kept,) = batch.members
+    block = check_member_block(events.member_block("run", kept))
+    assert block["members"] == compact.members.tolist()
+    assert block["groups"] == compact.groups.tolist()
+    assert block["aggregates"] == 2
+    # a member's pair is what its TENSOR and VALUE ids derive from
+    pairs = np.asarray(block["pairs"], dtype=np.int64)
+    tensors = set(derive(pairs, salt_of("g", 0, "tensor")).tolist())
+    expanded = batch.expanded()
+    assert {i for b in expanded.blocks if b["op"] == "TENSOR" for i in b["ids"]} >= tensors - {
+        t
+        for t, v in zip(
+            derive(pairs, salt_of("g", 0, "tensor")).tolist(), compact.values[0], strict=True
+        )
+        if v is None
+    }
+    for column, nulls, texts in zip(
+        block["values"], block["null_rows"], compact.values, strict=True
+    ):
+        assert nulls == [k for k, v in enumerate(texts) if v is None]
+        assert column == ["" if v is None else v for v in texts]
+    assert batch.node_count == len(compact.members)  # one stored record per member
+
+
+def test_window_members_are_stored_expanded() -> None:
+    rng = random.Random(12)
+    spec = MemberSpec(key="w:members", aggregates=1, group_key="w", delta=False)
+    compact = spec.members(_members_frame(rng, 20, 1, rollup=False))
+    batch = _compact([], None, members=[compact])
+    assert batch.members == []
+    assert {b["op"] for b in batch.blocks} == {"TENSOR", "VALUE"}
