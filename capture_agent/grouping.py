@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from capture_agent.errors import UnsupportedOperation
 from capture_agent.frame import TrackedFrame, context_of, materialize, visible_columns
-from capture_agent.plans import describe_aggregates
+from capture_agent.plans import describe_aggregates, distinct_aggregates
 from capture_agent.taps import HIDDEN_PREFIX, ID, GroupSpec, MemberSpec
 
 if TYPE_CHECKING:
@@ -45,7 +45,49 @@ class TrackedGroupedData:
             raise UnsupportedOperation(
                 "agg({column: function}) with a dict", "pass Column expressions such as F.sum('x')"
             )
+        if self._sets is None:
+            names = [k for k in self._keys if isinstance(k, str)]
+            if len(names) == len(self._keys):
+                rewritten = self._distinct(names, list(exprs))
+                if rewritten is not None:
+                    return rewritten
         return self._aggregate(list(exprs))
+
+    def _distinct(self, keys: list[str], exprs: list[Column]) -> TrackedFrame | None:
+        """Distinct aggregates (``count(DISTINCT x)``, ``sum(DISTINCT x)``...) as their
+        definition: the distinct rows of (keys, inputs), a DELTA node each, then the plain
+        aggregate over them. A group's members are then those distinct rows, each derived from
+        every input row that has its values (its provenance is theirs under δ). None: no
+        distinct aggregate here."""
+        from pyspark.sql import functions as F
+
+        plain = materialize(self._frame).groupBy(*keys).agg(*exprs)
+        described = distinct_aggregates(plain, len(exprs))
+        if described is None:
+            return None
+        names = plain.columns[-len(exprs) :]
+        inputs = described[0][1]
+        taken = set(self._frame.columns)
+        columns = [f"distinct_input_{i}" for i in range(len(inputs))]
+        if taken & set(columns):
+            clash = sorted(taken & set(columns))
+            raise UnsupportedOperation(f"distinct aggregates over a frame with columns {clash}")
+        rows = self._frame.select(
+            *keys, *[F.expr(sql).alias(c) for sql, c in zip(inputs, columns, strict=True)]
+        ).distinct()
+        order = {sql: c for sql, c in zip(inputs, columns, strict=True)}
+        aggregates = []
+        for (function, args), name in zip(described, names, strict=True):
+            own = [F.col(order[a]) for a in args]
+            if len(own) == 1:
+                column = own[0]
+            else:  # count(DISTINCT a, b): rows whose inputs are all non-null
+                present = own[0].isNotNull()
+                for c in own[1:]:
+                    present = present & c.isNotNull()
+                column = F.when(present, F.lit(1))
+            aggregates.append(_call(function, column).alias(name))
+        return TrackedGroupedData(rows, list(keys)).agg(*aggregates)
 
     def count(self) -> TrackedFrame:
         from pyspark.sql import functions as F
@@ -158,7 +200,10 @@ class TrackedGroupedData:
         hash_inputs: list[Column] = [F.col(set_col)]
         for m in masked:
             hash_inputs += [F.col(m), F.col(m).isNull()]
-        members = members.withColumn(_GROUP, session.node_id(key, *hash_inputs))
+        # Under the kill switch node ids are a constant: the grouping set's index keeps a
+        # subtotal's group apart from a group whose key value is null.
+        group = session.node_id(key, *hash_inputs) if session.enabled else F.col(set_col)
+        members = members.withColumn(_GROUP, group.cast("long"))
         member_hidden: dict[str, Column] = {"id": F.col(ID), "group": F.col(_GROUP)}
         for i, input_sql in enumerate(inputs):
             member_hidden[f"x{i}"] = F.expr(input_sql).cast("string")
@@ -189,6 +234,20 @@ class TrackedGroupedData:
         members = session.apply_tap(
             members, MemberSpec(key=key + ":members"), {"id": F.col(ID), "group": F.col(_GROUP)}
         )
-        kept = members.dropDuplicates([_GROUP])
+        # The group id hashes the keys; under the kill switch it is a constant, so the keys
+        # themselves decide (else every row would be one duplicate of the first).
+        names = [k for k in self._keys if isinstance(k, str)]
+        kept = members.dropDuplicates([_GROUP] if session.enabled else names)
         out = kept.select(*visible_columns(kept), F.col(_GROUP).alias(ID))
         return TrackedFrame(session, out, GroupSpec(key=key))
+
+
+def _call(function: str, column: Column) -> Column:
+    """Spark's aggregate function ``function`` (a prettyName, upper case) of one column."""
+    from pyspark.sql import functions as F
+
+    names = {"MEAN": "avg", "AVG": "avg"}
+    builder = getattr(F, names.get(function, function.lower()), None)
+    if builder is None:
+        raise UnsupportedOperation(f"distinct aggregate {function}")
+    return builder(column)  # type: ignore[no-any-return]

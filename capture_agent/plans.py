@@ -181,6 +181,39 @@ def _window_aggregate(
     )
 
 
+def distinct_aggregates(grouped: DataFrame, count: int) -> list[tuple[str, list[str]]] | None:
+    """If the last ``count`` aggregate columns of a groupBy().agg() result are all distinct
+    aggregates (``count(DISTINCT a, b)``, ``sum(DISTINCT x)``...) over the same inputs: each one's
+    function name and input expressions (SQL text). None if none of them is distinct."""
+    plan = _analyzed(grouped)
+    if _name(plan) != "Aggregate":
+        raise UnsupportedOperation("this aggregation", "expected a plain groupBy().agg()")
+    exprs = list(_seq(plan.aggregateExpressions()))[-count:]
+    children = [expr.child() if _name(expr) == "Alias" else expr for expr in exprs]
+    flags = [_name(c) == "AggregateExpression" and bool(c.isDistinct()) for c in children]
+    if not any(flags):
+        return None
+    if not all(flags):
+        raise UnsupportedOperation(
+            "distinct and non-distinct aggregates in one agg()",
+            "compute them in two agg() calls and join the results on the grouping keys",
+        )
+    out = []
+    for expr, child in zip(exprs, children, strict=True):
+        function = child.aggregateFunction()
+        args = [str(a.sql()) for a in _seq(function.children())]
+        name = str(function.prettyName()).upper()
+        if len(args) != 1 and name != "COUNT":
+            raise UnsupportedOperation(f"distinct aggregate {expr.sql()} with {len(args)} inputs")
+        out.append((name, args))
+    if len({tuple(sorted(args)) for _, args in out}) != 1:
+        raise UnsupportedOperation(
+            "distinct aggregates over different inputs in one agg()",
+            "compute them in separate agg() calls and join the results on the grouping keys",
+        )
+    return out
+
+
 def describe_aggregates(grouped: DataFrame, count: int) -> tuple[list[str], list[str]]:
     """Function name and input expression (SQL text) of the last ``count`` aggregate columns of
     a groupBy().agg() result, as Spark resolved them."""

@@ -18,13 +18,8 @@ SCALE = 0.001
 MAX_ROWS = 3  # output rows the oracle traces back per query
 
 # Queries the capture agent does not run yet: query -> the exact failure (temporary).
-_Q16 = (
-    "capture_agent.errors.UnsupportedOperation: sparkprov cannot capture the provenance of "
-    "distinct aggregate count(DISTINCT ps_suppkey) AS supplier_cnt"
-)
-CAPTURE_FAILS: dict[str, str] = {"q16": _Q16}
+CAPTURE_FAILS: dict[str, str] = {}
 ORACLE_FAILS: dict[str, str] = {
-    "q16": _Q16,
     # the witness of a row holds the customers the average came from, not the orders that kept
     # them out by the anti join (NOT EXISTS): re-run on it, they count as customers without order
     "q22": "AssertionError: re-running on the witness ({'customer': 38} rows) did not give back "
