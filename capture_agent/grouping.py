@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from capture_agent.errors import UnsupportedOperation
 from capture_agent.frame import TrackedFrame, context_of, materialize, visible_columns
-from capture_agent.plans import describe_aggregates, distinct_aggregates
+from capture_agent.plans import composite_aggregates, describe_aggregates, distinct_aggregates
 from capture_agent.taps import HIDDEN_PREFIX, ID, GroupSpec, MemberSpec
 
 if TYPE_CHECKING:
@@ -46,12 +46,42 @@ class TrackedGroupedData:
                 "agg({column: function}) with a dict", "pass Column expressions such as F.sum('x')"
             )
         if self._sets is None:
+            rewritten = self._composite(list(exprs))
             names = [k for k in self._keys if isinstance(k, str)]
-            if len(names) == len(self._keys):
+            if rewritten is None and len(names) == len(self._keys):
                 rewritten = self._distinct(names, list(exprs))
-                if rewritten is not None:
-                    return rewritten
+            if rewritten is not None:
+                return rewritten
         return self._aggregate(list(exprs))
+
+    def _composite(self, exprs: list[Column]) -> TrackedFrame | None:
+        """Columns computed on aggregates (``sum(x) * 0.5``, ``sum(a) / count(b)``): the
+        aggregates inside them are aggregated as usual (an AGGREGATE node each), then the
+        columns are computed on the group's row, a projection that keeps its provenance. None:
+        every column is one aggregate."""
+        from pyspark.sql import functions as F
+
+        plain = materialize(self._frame).groupBy(*self._keys).agg(*exprs)
+        described = composite_aggregates(plain, len(exprs))
+        if described is None:
+            return None
+        keys = plain.columns[: -len(exprs)]
+        names = plain.columns[-len(exprs) :]
+        inner = list(dict.fromkeys(sql for sql, parts in described for sql in parts or [sql]))
+        temporary = [f"aggregate_input_{i}" for i in range(len(inner))]
+        clash = sorted(set(temporary) & set(plain.columns))
+        if clash:
+            raise UnsupportedOperation(f"aggregates computed on, over columns named {clash}")
+        # through agg(): the inner aggregates may be distinct ones
+        grouped = self.agg(*[F.expr(sql).alias(t) for sql, t in zip(inner, temporary, strict=True)])
+        by_sql = dict(zip(inner, temporary, strict=True))
+        columns = []
+        for (sql, parts), name in zip(described, names, strict=True):
+            text = sql
+            for part in sorted(parts or [sql], key=len, reverse=True):
+                text = text.replace(part, f"`{by_sql[part]}`")
+            columns.append(F.expr(text).alias(name))
+        return grouped.select(*[F.col(f"`{k}`") for k in keys], *columns)
 
     def _distinct(self, keys: list[str], exprs: list[Column]) -> TrackedFrame | None:
         """Distinct aggregates (``count(DISTINCT x)``, ``sum(DISTINCT x)``...) as their

@@ -181,6 +181,37 @@ def _window_aggregate(
     )
 
 
+def composite_aggregates(grouped: DataFrame, count: int) -> list[tuple[str, list[str]]] | None:
+    """For the last ``count`` columns of a groupBy().agg() result: each column's expression and
+    the aggregate expressions inside it (SQL text), ``(sql, [])`` for a column that is one
+    aggregate; None when every column is one aggregate (nothing computed on a result)."""
+    plan = _analyzed(grouped)
+    if _name(plan) != "Aggregate":
+        raise UnsupportedOperation("this aggregation", "expected a plain groupBy().agg()")
+    out: list[tuple[str, list[str]]] = []
+    for expr in list(_seq(plan.aggregateExpressions()))[-count:]:
+        child = expr.child() if _name(expr) == "Alias" else expr
+        if _name(child) == "AggregateExpression":
+            out.append((str(child.sql()), []))
+            continue
+        inner = [str(e.sql()) for e in _outermost(child, "AggregateExpression")]
+        if not inner:
+            raise UnsupportedOperation(
+                f"aggregate expression {expr.sql()}", "it aggregates nothing: use withColumn"
+            )
+        out.append((str(child.sql()), inner))
+    return out if any(inner for _, inner in out) else None
+
+
+def _outermost(expr: Any, name: str) -> Iterator[Any]:
+    """The subexpressions of kind ``name`` not inside another of that kind."""
+    if _name(expr) == name:
+        yield expr
+        return
+    for child in _seq(expr.children()):
+        yield from _outermost(child, name)
+
+
 def distinct_aggregates(grouped: DataFrame, count: int) -> list[tuple[str, list[str]]] | None:
     """If the last ``count`` aggregate columns of a groupBy().agg() result are all distinct
     aggregates (``count(DISTINCT a, b)``, ``sum(DISTINCT x)``...) over the same inputs: each one's

@@ -261,9 +261,7 @@ def q11(t: Sources) -> Frame:
         .select("ps_partkey", (F.col("ps_supplycost") * F.col("ps_availqty")).alias("worth"))
     )
     per_part = stock.groupBy("ps_partkey").agg(F.sum("worth").alias("value"))
-    # the fraction applies to the aggregate's result (agg() columns are single aggregates)
-    total = stock.agg(F.sum("worth").alias("total"))
-    threshold = total.select((F.col("total") * Decimal("0.0001")).alias("threshold"))
+    threshold = stock.agg((F.sum("worth") * Decimal("0.0001")).alias("threshold"))
     kept = per_part.crossJoin(threshold).filter(F.col("value") > F.col("threshold"))
     return kept.select("ps_partkey", "value").orderBy(F.col("value").desc(), "ps_partkey")
 
@@ -346,8 +344,7 @@ def q17(t: Sources) -> Frame:
     average = (
         t["lineitem"]
         .groupBy(F.col("l_partkey").alias("avg_partkey"))
-        .agg(F.avg("l_quantity").alias("avg_quantity"))
-        .withColumn("small", F.col("avg_quantity") * Decimal("0.2"))
+        .agg((F.avg("l_quantity") * Decimal("0.2")).alias("small"))
     )
     joined = (
         parts.join(t["lineitem"], _on("p_partkey", "l_partkey"))
@@ -411,8 +408,7 @@ def q20(t: Sources) -> Frame:
         t["lineitem"]
         .filter(_between("l_shipdate", "1994-01-01", "1995-01-01"))
         .groupBy("l_partkey", "l_suppkey")
-        .agg(F.sum("l_quantity").alias("units"))
-        .withColumn("half", F.col("units") * Decimal("0.5"))
+        .agg((F.sum("l_quantity") * Decimal("0.5")).alias("half"))
     )
     stocked = (
         t["partsupp"]
