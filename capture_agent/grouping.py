@@ -46,22 +46,23 @@ class TrackedGroupedData:
                 "agg({column: function}) with a dict", "pass Column expressions such as F.sum('x')"
             )
         if self._sets is None:
-            rewritten = self._composite(list(exprs))
+            # Spark's analysis of the plain aggregation, once, says which rewrite applies.
+            plain = materialize(self._frame).groupBy(*self._keys).agg(*exprs)
+            rewritten = self._composite(plain, list(exprs))
             names = [k for k in self._keys if isinstance(k, str)]
             if rewritten is None and len(names) == len(self._keys):
-                rewritten = self._distinct(names, list(exprs))
+                rewritten = self._distinct(plain, names, list(exprs))
             if rewritten is not None:
                 return rewritten
         return self._aggregate(list(exprs))
 
-    def _composite(self, exprs: list[Column]) -> TrackedFrame | None:
+    def _composite(self, plain: DataFrame, exprs: list[Column]) -> TrackedFrame | None:
         """Columns computed on aggregates (``sum(x) * 0.5``, ``sum(a) / count(b)``): the
         aggregates inside them are aggregated as usual (an AGGREGATE node each), then the
         columns are computed on the group's row, a projection that keeps its provenance. None:
         every column is one aggregate."""
         from pyspark.sql import functions as F
 
-        plain = materialize(self._frame).groupBy(*self._keys).agg(*exprs)
         described = composite_aggregates(plain, len(exprs))
         if described is None:
             return None
@@ -83,7 +84,9 @@ class TrackedGroupedData:
             columns.append(F.expr(text).alias(name))
         return grouped.select(*[F.col(f"`{k}`") for k in keys], *columns)
 
-    def _distinct(self, keys: list[str], exprs: list[Column]) -> TrackedFrame | None:
+    def _distinct(
+        self, plain: DataFrame, keys: list[str], exprs: list[Column]
+    ) -> TrackedFrame | None:
         """Distinct aggregates (``count(DISTINCT x)``, ``sum(DISTINCT x)``...) as their
         definition: the distinct rows of (keys, inputs), a DELTA node each, then the plain
         aggregate over them. A group's members are then those distinct rows, each derived from
@@ -91,7 +94,6 @@ class TrackedGroupedData:
         distinct aggregate here."""
         from pyspark.sql import functions as F
 
-        plain = materialize(self._frame).groupBy(*keys).agg(*exprs)
         described = distinct_aggregates(plain, len(exprs))
         if described is None:
             return None

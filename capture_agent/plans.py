@@ -181,15 +181,20 @@ def _window_aggregate(
     )
 
 
+def _aggregate_expressions(grouped: DataFrame, count: int) -> list[Any]:
+    """The last ``count`` aggregate columns of a groupBy().agg() result, as Spark resolved them."""
+    plan = _analyzed(grouped)
+    if _name(plan) != "Aggregate":
+        raise UnsupportedOperation("this aggregation", "expected a plain groupBy().agg()")
+    return list(_seq(plan.aggregateExpressions()))[-count:]
+
+
 def composite_aggregates(grouped: DataFrame, count: int) -> list[tuple[str, list[str]]] | None:
     """For the last ``count`` columns of a groupBy().agg() result: each column's expression and
     the aggregate expressions inside it (SQL text), ``(sql, [])`` for a column that is one
     aggregate; None when every column is one aggregate (nothing computed on a result)."""
-    plan = _analyzed(grouped)
-    if _name(plan) != "Aggregate":
-        raise UnsupportedOperation("this aggregation", "expected a plain groupBy().agg()")
     out: list[tuple[str, list[str]]] = []
-    for expr in list(_seq(plan.aggregateExpressions()))[-count:]:
+    for expr in _aggregate_expressions(grouped, count):
         child = expr.child() if _name(expr) == "Alias" else expr
         if _name(child) == "AggregateExpression":
             out.append((str(child.sql()), []))
@@ -216,10 +221,7 @@ def distinct_aggregates(grouped: DataFrame, count: int) -> list[tuple[str, list[
     """If the last ``count`` aggregate columns of a groupBy().agg() result are all distinct
     aggregates (``count(DISTINCT a, b)``, ``sum(DISTINCT x)``...) over the same inputs: each one's
     function name and input expressions (SQL text). None if none of them is distinct."""
-    plan = _analyzed(grouped)
-    if _name(plan) != "Aggregate":
-        raise UnsupportedOperation("this aggregation", "expected a plain groupBy().agg()")
-    exprs = list(_seq(plan.aggregateExpressions()))[-count:]
+    exprs = _aggregate_expressions(grouped, count)
     children = [expr.child() if _name(expr) == "Alias" else expr for expr in exprs]
     flags = [_name(c) == "AggregateExpression" and bool(c.isDistinct()) for c in children]
     if not any(flags):
@@ -248,10 +250,7 @@ def distinct_aggregates(grouped: DataFrame, count: int) -> list[tuple[str, list[
 def describe_aggregates(grouped: DataFrame, count: int) -> tuple[list[str], list[str]]:
     """Function name and input expression (SQL text) of the last ``count`` aggregate columns of
     a groupBy().agg() result, as Spark resolved them."""
-    plan = _analyzed(grouped)
-    if _name(plan) != "Aggregate":
-        raise UnsupportedOperation("this aggregation", "expected a plain groupBy().agg()")
-    exprs = list(_seq(plan.aggregateExpressions()))[-count:]
+    exprs = _aggregate_expressions(grouped, count)
     functions: list[str] = []
     inputs: list[str] = []
     for expr in exprs:
