@@ -7,13 +7,15 @@ PY := $(VENV)/bin/python
 STACK_DIR ?= .stack
 PROTOS := $(wildcard proto/sparkprov/v1/*.proto)
 MVN := mvn -q -B
+CAPTURE_JVM := capture_agent/jvm
+CAPTURE_JAR := capture_agent/jars/sparkprov-capture.jar
 
 .PHONY: help setup up down status demo test test-unit lint typecheck bench clean
 
 help: ## list the entry points
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-setup: $(VENV)/.installed sparkprov/v1/query_pb2_grpc.py $(STACK_DIR)/lib/kafka/.fetched $(STACK_DIR)/lib/neo4j/.fetched ## venv, stubs, Kafka and Neo4j jars (idempotent)
+setup: $(VENV)/.installed sparkprov/v1/query_pb2_grpc.py $(STACK_DIR)/lib/kafka/.fetched $(STACK_DIR)/lib/neo4j/.fetched $(CAPTURE_JAR) ## venv, stubs, Kafka and Neo4j jars, the capture jar (idempotent)
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
@@ -25,6 +27,12 @@ sparkprov/v1/query_pb2_grpc.py: $(PROTOS) $(VENV)/.installed
 	@mkdir -p sparkprov/v1
 	$(PY) -m grpc_tools.protoc -Iproto --python_out=. --pyi_out=. --grpc_python_out=. $(PROTOS)
 	@touch sparkprov/v1/__init__.py
+
+# The capture agent's JVM taps (capture_agent/jvm, JUnit tests included), with Kafka's client and
+# protobuf shaded in: ProvenanceSession adds it to the running SparkContext.
+$(CAPTURE_JAR): $(CAPTURE_JVM)/pom.xml $(shell find $(CAPTURE_JVM)/src -name '*.java' 2>/dev/null)
+	$(MVN) -f $(CAPTURE_JVM)/pom.xml package -Dbuild.dir=$(abspath $(STACK_DIR))/build/capture-jvm
+	@touch $@
 
 $(STACK_DIR)/lib/kafka/.fetched: stack/kafka/pom.xml
 	$(MVN) -f stack/kafka/pom.xml dependency:copy-dependencies -Dstack.dir=$(abspath $(STACK_DIR))

@@ -23,6 +23,8 @@ from sparkprov.limits import check_name, quote
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
+    from capture_agent.jvm import JvmTaps
+
 __all__ = ["MAIN_SPLIT", "CaptureContext", "split_path"]
 
 MAIN_SPLIT = "main"
@@ -55,6 +57,7 @@ class CaptureContext:
         *,
         rows_per_message: int = 2048,
         splits: Mapping[str, Sequence[str]] | None = None,
+        jvm: JvmTaps | None = None,
     ) -> None:
         self.run_id = run_id
         self.workflow = workflow
@@ -70,11 +73,23 @@ class CaptureContext:
         # Split paths (CSProv): a module or relation name -> its split path (1 to 3 names).
         self.splits = {name: split_path(name, path) for name, path in (splits or {}).items()}
         self.modules: list[str] = []  # the modules whose `with` blocks are open
+        # The JVM capture points (capture_agent.jvm), or None for the Python ones; their sink
+        # and counts are made with the first capture point.
+        self.jvm = jvm
+        self._jvm_sink: Any = None
+        self._jvm_counts: Any = None
 
     @property
     def enabled(self) -> bool:
         """False when the kill switch is on: tracked operations run plain."""
         return self.emitter.enabled
+
+    def jvm_counts(self) -> tuple[int, int]:
+        """Nodes and edges the JVM capture points' completed tasks emitted."""
+        if self._jvm_counts is None:
+            return 0, 0
+        nodes, edges = self._jvm_counts.totals()
+        return int(nodes), int(edges)
 
     def publish(self, value: bytes) -> None:
         """Publishes a driver-side event of this run (markers, MODULE nodes) and waits for it."""
@@ -146,6 +161,28 @@ class CaptureContext:
             fields.append(column.isNull().alias(null_flag(name)))
         return fields
 
+    def _tap_inputs(self, spec: TapSpec, hidden: dict[str, Any]) -> dict[str, Column]:
+        from pyspark.sql import functions as F
+
+        inputs: dict[str, Column] = {}
+        for name in spec.hidden_inputs():
+            column = hidden.get(name, F.col(ID) if name == "id" else None)
+            if column is None:
+                raise AssertionError(f"tap {spec.key} lacks input column {name}")
+            inputs[name] = column
+        return inputs
+
+    def _jvm_tap(self, spec: TapSpec, split: tuple[str, ...], inputs: Column) -> Column:
+        """The capture point as a JVM function of its input struct (capture_agent.jvm)."""
+        from capture_agent.jvm import plan_of
+
+        assert self.jvm is not None
+        if self._jvm_sink is None:
+            self._jvm_sink = self.emitter.jvm_sink(self.jvm)
+            self._jvm_counts = self.jvm.counts()
+        plan = plan_of(spec, self.tap, split)
+        return self.jvm.column(plan, self._jvm_sink, self._jvm_counts, inputs)
+
     def apply_tap(
         self,
         df: DataFrame,
@@ -153,17 +190,18 @@ class CaptureContext:
         hidden: dict[str, Any],
         split: tuple[str, ...] | None = None,
     ) -> DataFrame:
+        """``df`` with the capture point of ``spec`` (an always-true filter) over the inputs
+        ``hidden`` names. The JVM capture points take the id columns as they are, nulls
+        included; the Python ones get them with null flags (:meth:`null_safe_ids`)."""
         from pyspark.sql import functions as F
 
         if not self.enabled:
             return df
-        inputs: dict[str, Column] = {}
-        for name in spec.hidden_inputs():
-            column = hidden.get(name, F.col(ID) if name == "id" else None)
-            if column is None:
-                raise AssertionError(f"tap {spec.key} lacks input column {name}")
-            inputs[name] = column
-        fields = self.null_safe_ids(df, inputs, spec.id_inputs())
+        inputs = self._tap_inputs(spec, hidden)
+        if self.jvm is not None:
+            fields = [column.alias(name) for name, column in inputs.items()]
+        else:
+            fields = self.null_safe_ids(df, inputs, spec.id_inputs())
         # A join may leave two visible columns of one name: rename them apart for the tap only.
         original = df.columns
         visible = [c for c in original if not c.startswith(HIDDEN_PREFIX)]
@@ -174,6 +212,9 @@ class CaptureContext:
         for i, name in enumerate(spec.attributes):
             fields.append(F.col(f"`{name}`").cast("string").alias(f"a{i}"))
         path = self.split_for(spec.relation) if split is None else split
-        tap = make_tap(spec, self.tap, path)
-        tapped = df.filter(tap(F.struct(*fields)))
+        if self.jvm is not None:
+            tap = self._jvm_tap(spec, path, F.struct(*fields))
+        else:
+            tap = make_tap(spec, self.tap, path)(F.struct(*fields))
+        tapped = df.filter(tap)
         return tapped.toDF(*original) if renamed else tapped

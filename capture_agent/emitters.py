@@ -4,7 +4,9 @@ An :class:`Emitter` is built on the driver and pickled into every capture point,
 only picklable state. The driver publishes its few events itself (run markers, MODULE nodes:
 :meth:`Emitter.publish`, which waits for the acknowledgement); each capture point on an executor
 opens one :class:`Sender` per partition, sends its batches and closes it, and the task succeeds
-only once :meth:`Sender.close` returned (every message acknowledged).
+only once :meth:`Sender.close` returned (every message acknowledged). The JVM capture points
+(``capture_agent.jvm``, the default) send through the emitter's :meth:`Emitter.jvm_sink` instead,
+with the same guarantee.
 
 Three implementations:
 
@@ -29,6 +31,8 @@ from capture_agent.publisher import PartitionSender, PublisherConfig, producer_f
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from capture_agent.jvm import JvmTaps
 
 __all__ = ["Emitter", "KafkaEmitter", "MemoryEmitter", "NoopEmitter", "Sender"]
 
@@ -59,6 +63,10 @@ class Emitter(Protocol):
 
     def sender(self, key: bytes) -> Sender:
         """A sender for one capture point in one partition (called on executors)."""
+
+    def jvm_sink(self, taps: JvmTaps) -> Any:
+        """The JVM taps' sink for this destination (an io.sparkprov.capture.Sink), built on
+        the driver; the JVM capture points send through it instead of :meth:`sender`."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,9 @@ class KafkaEmitter:
     def sender(self, key: bytes) -> Sender:
         return PartitionSender(self.config, key=key)
 
+    def jvm_sink(self, taps: JvmTaps) -> Any:
+        return taps.kafka_sink(self.config)
+
 
 @dataclass(frozen=True)
 class NoopEmitter:
@@ -113,6 +124,9 @@ class NoopEmitter:
 
     def sender(self, key: bytes) -> Sender:
         return _NoopSender()
+
+    def jvm_sink(self, taps: JvmTaps) -> Any:
+        raise AssertionError("the kill switch places no capture point")
 
 
 class _NoopSender:
@@ -140,6 +154,10 @@ class MemoryEmitter:
 
     def __init__(self, spark: SparkSession) -> None:
         self._messages: Any = spark.sparkContext.accumulator([], _MessagesParam())
+        self._jvm_sinks: list[Any] = []  # the JVM taps' memory sinks (driver only)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"_messages": self._messages, "_jvm_sinks": []}
 
     @property
     def enabled(self) -> bool:
@@ -158,9 +176,18 @@ class MemoryEmitter:
     def sender(self, key: bytes) -> Sender:
         return _MemorySender(self._messages, key)
 
+    def jvm_sink(self, taps: JvmTaps) -> Any:
+        sink = taps.memory_sink()
+        self._jvm_sinks.append(sink)
+        return sink
+
     def messages(self) -> list[tuple[bytes, bytes]]:
-        """Every (key, value) sent so far by the driver and by successful tasks."""
-        return list(self._messages.value)
+        """Every (key, value) sent so far by the driver and by successful tasks (those of the
+        JVM capture points after the driver's and the Python capture points')."""
+        messages = list(self._messages.value)
+        for sink in self._jvm_sinks:
+            messages.extend(zip(sink.keys(), sink.values(), strict=True))
+        return messages
 
 
 class _MemorySender:

@@ -22,6 +22,7 @@ from capture_agent.context import CaptureContext
 from capture_agent.emitters import Emitter, KafkaEmitter, NoopEmitter
 from capture_agent.errors import PublishError
 from capture_agent.frame import TrackedFrame, Values, chosen
+from capture_agent.jvm import JvmTaps
 from capture_agent.modules import Invocation
 from capture_agent.publisher import PublisherConfig
 from capture_agent.taps import HIDDEN_PREFIX, ID, SourceSpec
@@ -33,7 +34,9 @@ from sparkprov.limits import check_name
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["ProvenanceSession"]
+__all__ = ["ENV_CAPTURE", "ProvenanceSession"]
+
+ENV_CAPTURE = "SPARKPROV_CAPTURE"  # "jvm" (the default) or "python": where capture points run
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +76,12 @@ class ProvenanceSession:
     ``emitter`` replaces Kafka as the destination of every event (capture_agent.emitters, e.g.
     a ``MemoryEmitter`` in tests); ``enabled=False`` or ``SPARKPROV_DISABLED=1`` is the kill
     switch, whatever the emitter.
+
+    ``capture`` says where the capture points run: ``"jvm"`` (the default, or
+    ``SPARKPROV_CAPTURE``), inside Spark's executors with no Python worker (capture_agent.jvm;
+    the capture jar is added to the running SparkContext and checked with a one-row job here,
+    so a cluster whose executors cannot load it fails now, not mid-job), or ``"python"``, the
+    pandas UDF capture points (capture_agent.taps), which need no jar.
     """
 
     def __init__(
@@ -89,6 +98,7 @@ class ProvenanceSession:
         splits: Mapping[str, Sequence[str]] | None = None,
         kafka_security: KafkaSecurity | None = None,
         emitter: Emitter | None = None,
+        capture: str | None = None,
     ) -> None:
         if not workflow:
             raise ValueError("workflow must be a non-empty name")
@@ -126,6 +136,10 @@ class ProvenanceSession:
         self.emitter: Emitter = emitter
         self.enabled = emitter.enabled
         self._counts = spark.sparkContext.accumulator({}, _CountsParam())
+        capture = (capture or os.environ.get(ENV_CAPTURE, "") or "jvm").strip().lower()
+        if capture not in ("jvm", "python"):
+            raise ValueError(f"capture must be 'jvm' or 'python', got {capture!r}")
+        self.capture_path = capture
         # What the operator modules use of this session (capture_agent.context).
         self.capture = CaptureContext(
             self.run_id,
@@ -134,6 +148,7 @@ class ProvenanceSession:
             self._counts,
             rows_per_message=rows_per_message,
             splits=splits,
+            jvm=JvmTaps(spark) if self.enabled and capture == "jvm" else None,
         )
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -206,7 +221,8 @@ class ProvenanceSession:
     def counts(self) -> tuple[int, int]:
         """Nodes and edges emitted so far by completed tasks."""
         values = self._counts.value.values()
-        return sum(n for n, _ in values), sum(e for _, e in values)
+        jvm_nodes, jvm_edges = self.capture.jvm_counts()
+        return sum(n for n, _ in values) + jvm_nodes, sum(e for _, e in values) + jvm_edges
 
     def _publish(self, value: bytes) -> None:
         try:

@@ -105,6 +105,24 @@ class KafkaSecurity:
             ssl_keyfile=get(ENV_SSL_KEYFILE),
         )
 
+    def as_java_settings(self) -> dict[str, str]:
+        """Settings for Kafka's Java client (the capture agent's JVM taps). SASL credentials and
+        the client certificate travel as ``sparkprov.*`` entries, which the JVM side turns into
+        ``sasl.jaas.config`` and PEM key store entries (io.sparkprov.capture.Producers): the
+        login module's class name is the shaded one, known only there."""
+        settings = {"security.protocol": self.security_protocol}
+        if self.security_protocol.startswith("SASL_"):
+            settings["sasl.mechanism"] = self.sasl_mechanism
+            settings["sparkprov.sasl.username"] = self.sasl_plain_username
+            settings["sparkprov.sasl.password"] = self.sasl_plain_password
+        if self.ssl_cafile:
+            settings["ssl.truststore.type"] = "PEM"
+            settings["ssl.truststore.location"] = self.ssl_cafile
+        if self.ssl_certfile:
+            settings["sparkprov.ssl.certfile"] = self.ssl_certfile
+            settings["sparkprov.ssl.keyfile"] = self.ssl_keyfile
+        return settings
+
     def as_kafka_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``KafkaProducer``, ``KafkaConsumer`` and ``KafkaAdminClient``:
         only what is set, so kafka-python's own defaults hold for the rest."""

@@ -1,0 +1,311 @@
+"""The JVM taps: capture points that run inside Spark's executors, with no Python worker.
+
+A capture point is a non-deterministic, always-true filter whose function is
+``io.sparkprov.capture.Tap`` (capture_agent/jvm, a Maven module built by ``make setup`` into
+``capture_agent/jars/sparkprov-capture.jar``). It copies each row's lineage columns into primitive
+buffers and hands every ``rows_per_message`` rows, as one LineageEvent, to one Kafka producer per
+executor JVM (Kafka's own Java client, acks=all, idempotent); a task succeeds only once all its
+messages are acknowledged, and its counts go to a JVM accumulator the session reads.
+
+What a tap emits is the same as the Python taps' (``capture_agent.taps``): the Python side turns
+a spec into a :class:`TapPlan` (the contract, a TypedDict here and the Java record ``TapPlan``),
+the JVM side runs it. The salts of derived ids are computed here, so both sides share
+``sparkprov.derived``'s one definition.
+
+Loading: :class:`JvmTaps` makes the jar available to a running SparkContext (the driver's SQL
+class loader and ``SparkContext.addJar`` for the executors), checks the Spark version and the
+jar's protocol, and runs a one-row probe job so that executors that cannot load the jar fail the
+session at its start. On a cluster, the jar may instead be shipped with ``spark.jars`` (or
+``--jars``): it is then found on the classpath and not added again.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
+
+import numpy as np
+
+from capture_agent.errors import UnsupportedOperation
+from capture_agent.taps import (
+    BlackBoxGroupSpec,
+    BlackBoxSpec,
+    ExplodeSpec,
+    GroupSpec,
+    JoinSpec,
+    MemberSpec,
+    ModuleRowSpec,
+    PlusSpec,
+    SemiJoinSpec,
+    SourceSpec,
+    StateSpec,
+    TapContext,
+    TapSpec,
+    WindowRowSpec,
+    salt_of,
+)
+from sparkprov import limits
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, SparkSession
+
+    from capture_agent.publisher import PublisherConfig
+
+__all__ = [
+    "ENV_JAR",
+    "PROTOCOL",
+    "SUPPORTED_SPARK",
+    "JvmTaps",
+    "TapPlan",
+    "jar_path",
+    "plan_of",
+]
+
+ENV_JAR = "SPARKPROV_CAPTURE_JAR"
+PROTOCOL = 1  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
+# The pyspark versions (major, minor) the JVM taps are built and tested for, inclusive.
+SUPPORTED_SPARK = ((4, 0), (4, 3))
+_CLASS = "io.sparkprov.capture.Taps"
+
+
+class TapPlan(TypedDict):
+    """What one capture point emits; the JSON the Java record ``TapPlan`` parses."""
+
+    kind: str
+    key: str
+    run_id: str
+    workflow: str
+    relation: str
+    attributes: list[str]
+    inputs: list[str]  # the tap's input columns, in struct order; attributes follow
+    input_types: list[str]  # "id", "ids", "text" or "flag", per input
+    split: list[str]
+    label: str
+    module: int
+    functions: list[str]
+    group_key: str
+    delta: bool
+    aggregates: int
+    salts: list[int]  # signed 64-bit, as Java's long
+    rows_per_message: int
+    max_text_bytes: int
+
+
+# Exact types: BlackBoxSpec is a PlusSpec.
+_KINDS: dict[type[TapSpec], str] = {
+    SourceSpec: "source",
+    PlusSpec: "plus",
+    BlackBoxSpec: "black_box",
+    BlackBoxGroupSpec: "black_box_group",
+    JoinSpec: "join",
+    SemiJoinSpec: "semi_join",
+    ExplodeSpec: "explode",
+    ModuleRowSpec: "module_row",
+    StateSpec: "state",
+    MemberSpec: "member",
+    WindowRowSpec: "window_row",
+    GroupSpec: "group",
+}
+
+
+def _signed(salt: np.uint64) -> int:
+    return int(np.array([salt], dtype=np.uint64).view(np.int64)[0])
+
+
+def _input_type(name: str) -> str:
+    if name in ("members", "witnesses"):
+        return "ids"
+    if name == "first":
+        return "flag"
+    if name == "element" or (name[0] == "x" and name[1:].isdigit()):
+        return "text"
+    return "id"
+
+
+def plan_of(spec: TapSpec, ctx: TapContext, split: tuple[str, ...]) -> TapPlan:
+    """The JVM tap's plan for ``spec``: the same nodes and edges as ``spec.wire``."""
+    kind = _KINDS.get(type(spec))
+    if kind is None:
+        raise UnsupportedOperation(f"capture point {type(spec).__name__} on the JVM")
+    functions = list(getattr(spec, "functions", ()))
+    if isinstance(spec, GroupSpec):
+        salts = [salt_of(spec.key, i, "aggregate") for i in range(len(functions))]
+    elif isinstance(spec, WindowRowSpec):
+        salts = [salt_of(spec.group_key, i, "aggregate") for i in range(len(functions))]
+    elif isinstance(spec, SemiJoinSpec):
+        salts = [salt_of(spec.key, "plus")]
+    else:
+        salts = []
+    inputs = list(spec.hidden_inputs())
+    return TapPlan(
+        kind=kind,
+        key=spec.key,
+        run_id=ctx.run_id,
+        workflow=ctx.workflow,
+        relation=spec.relation,
+        attributes=list(spec.attributes),
+        inputs=inputs,
+        input_types=[_input_type(name) for name in inputs],
+        split=list(split),
+        label=str(getattr(spec, "label", "")),
+        module=int(getattr(spec, "module", 0)),
+        functions=functions,
+        group_key=str(getattr(spec, "group_key", "")),
+        delta=bool(getattr(spec, "delta", False)),
+        aggregates=int(getattr(spec, "aggregates", 0)),
+        salts=[_signed(s) for s in salts],
+        rows_per_message=ctx.rows_per_message,
+        max_text_bytes=limits.MAX_TEXT_BYTES,
+    )
+
+
+def jar_path() -> Path:
+    """The capture jar: ``SPARKPROV_CAPTURE_JAR``, else the one ``make setup`` builds."""
+    given = os.environ.get(ENV_JAR, "").strip()
+    path = Path(given) if given else Path(__file__).parent / "jars" / "sparkprov-capture.jar"
+    if not path.is_file():
+        raise RuntimeError(
+            f"the sparkprov capture jar is missing at {path}: run `make setup` (it builds "
+            f"capture_agent/jvm), or set {ENV_JAR} to the jar's path"
+        )
+    return path
+
+
+def check_spark_version(version: str) -> None:
+    """Refuses a Spark the JVM taps are not built for, naming the supported versions."""
+    try:
+        major, minor = (int(part) for part in version.split(".")[:2])
+    except ValueError:
+        raise RuntimeError(f"cannot read the Spark version {version!r}") from None
+    low, high = SUPPORTED_SPARK
+    if not low <= (major, minor) <= high:
+        raise RuntimeError(
+            f"sparkprov's JVM capture supports Spark {low[0]}.{low[1]} to {high[0]}.{high[1]}; "
+            f"this job runs Spark {version}: install a supported pyspark, or capture with the "
+            "Python taps (ProvenanceSession(..., capture='python'))"
+        )
+
+
+def kafka_settings(config: PublisherConfig) -> dict[str, str]:
+    """The Java producer's settings for ``config``, with the same bounds as the Python
+    producer's (capture_agent.publisher): every wait ends after ``timeout_s``."""
+    bound_ms = int(config.timeout_s * 1000)
+    linger_ms = 5
+    request_ms = min(30000, max(500, bound_ms // 2))
+    settings = {
+        "bootstrap.servers": config.bootstrap,
+        "acks": "all",
+        "enable.idempotence": "true",
+        "linger.ms": str(linger_ms),
+        "batch.size": str(1024 * 1024),
+        "max.request.size": str(config.max_message_bytes),
+        "max.block.ms": str(bound_ms),
+        "request.timeout.ms": str(request_ms),
+        "delivery.timeout.ms": str(max(bound_ms, request_ms + linger_ms + 1)),
+        "compression.type": os.environ.get("SPARKPROV_KAFKA_COMPRESSION", "none"),
+    }
+    settings.update(config.security.as_java_settings())
+    return settings
+
+
+class JvmTaps:
+    """The JVM taps of one SparkContext: the jar loaded on the driver and the executors."""
+
+    _loaded: dict[int, Any] = {}  # id of the JavaSparkContext -> the Taps facade
+    _lock = threading.Lock()
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        self._taps = self._facade(spark)
+
+    @classmethod
+    def _facade(cls, spark: SparkSession) -> Any:
+        import pyspark
+
+        sc = spark.sparkContext
+        key = id(sc._jsc)  # type: ignore[attr-defined]
+        with cls._lock:
+            taps = cls._loaded.get(key)
+            if taps is None:
+                check_spark_version(pyspark.__version__)
+                taps = _load(spark)
+                protocol = int(taps.protocol())
+                if protocol != PROTOCOL:
+                    raise RuntimeError(
+                        f"the capture jar speaks tap protocol {protocol}, this capture agent "
+                        f"{PROTOCOL}: rebuild it with `make setup`"
+                    )
+                _probe(spark, taps)
+                cls._loaded[key] = taps
+            return taps
+
+    def protocol(self) -> int:
+        """The tap protocol of the loaded jar."""
+        return int(self._taps.protocol())
+
+    def counts(self) -> Any:
+        """A fresh counts accumulator (io.sparkprov.capture.Counts) for one run."""
+        return self._taps.counts(self.spark.sparkContext._jsc.sc())  # type: ignore[attr-defined]
+
+    def kafka_sink(self, config: PublisherConfig) -> Any:
+        jvm = self.spark.sparkContext._jvm  # type: ignore[attr-defined]
+        settings = jvm.java.util.HashMap()
+        for name, value in kafka_settings(config).items():
+            settings.put(name, value)
+        return self._taps.kafka(config.topic, settings, int(config.timeout_s * 1000))
+
+    def memory_sink(self) -> Any:
+        return self._taps.memory(self.spark.sparkContext._jsc.sc())  # type: ignore[attr-defined]
+
+    def column(self, plan: TapPlan, sink: Any, counts: Any, inputs: Column) -> Column:
+        """The tap as a boolean column over the struct ``inputs`` (always true)."""
+        import json
+
+        from pyspark.sql.classic.column import Column, _to_java_column, _to_seq
+
+        udf = self._taps.udf(json.dumps(plan), sink, counts)
+        sc = self.spark.sparkContext
+        return Column(udf.apply(_to_seq(sc, [inputs], _to_java_column)))
+
+
+def _load(spark: SparkSession) -> Any:
+    """The jar's ``Taps`` facade: from the classpath if the job shipped the jar (spark.jars),
+    else added now to the driver's SQL class loader and, for the executors, to the context."""
+    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
+    gateway = spark.sparkContext._gateway  # type: ignore[attr-defined]
+    shared = spark._jsparkSession.sharedState()  # type: ignore[attr-defined]
+    loader = shared.jarClassLoader()
+    try:
+        cls = jvm.java.lang.Class.forName(_CLASS, True, loader)
+    except Exception:  # noqa: BLE001 - py4j wraps ClassNotFoundException
+        path = jar_path()
+        spark.sparkContext._jsc.addJar(str(path))  # type: ignore[attr-defined]
+        loader.addURL(jvm.java.io.File(str(path)).toURI().toURL())
+        cls = jvm.java.lang.Class.forName(_CLASS, True, loader)
+    no_types = gateway.new_array(jvm.java.lang.Class, 0)
+    no_args = gateway.new_array(jvm.java.lang.Object, 0)
+    return cls.getDeclaredConstructor(no_types).newInstance(no_args)
+
+
+def _probe(spark: SparkSession, taps: Any) -> None:
+    """Runs the jar's probe UDF in a one-row job: executors that cannot load it fail here."""
+    from pyspark.sql.classic.column import Column, _to_java_column, _to_seq
+
+    sc = spark.sparkContext
+    probe = taps.probe()
+    try:
+        rows = (
+            spark.range(1, numPartitions=1)
+            .select(Column(probe.apply(_to_seq(sc, ["id"], _to_java_column))).alias("p"))
+            .collect()
+        )
+    except Exception as e:
+        raise RuntimeError(
+            "Spark's executors cannot load the sparkprov capture jar: ship it "
+            "with the job (spark.jars / --jars, or spark.jars.packages), or make it readable "
+            f"from the executors; the probe job failed with: {str(e).splitlines()[0]}"
+        ) from e
+    if rows[0]["p"] != PROTOCOL:
+        raise RuntimeError(f"the executors' capture jar speaks protocol {rows[0]['p']}")

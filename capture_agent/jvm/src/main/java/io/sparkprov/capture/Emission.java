@@ -1,0 +1,394 @@
+package io.sparkprov.capture;
+
+import io.sparkprov.capture.Wire.MemberBlock;
+import io.sparkprov.capture.Wire.NodeBlock;
+import io.sparkprov.capture.Wire.Op;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The nodes and edges one chunk of a tap yields: ../shared/MODEL.md section 2, the same per kind
+ * as capture_agent/taps.py's specs (SourceSpec, PlusSpec, ...), which name the kinds here.
+ */
+record Emission(
+    List<NodeBlock> nodes, long[] src, long[] dst, List<MemberBlock> members, long nodeCount,
+    long edgeCount) {
+
+  enum Kind {
+    SOURCE, PLUS, BLACK_BOX, BLACK_BOX_GROUP, JOIN, SEMI_JOIN, EXPLODE, MODULE_ROW, STATE, MEMBER,
+    WINDOW_ROW, GROUP;
+
+    static Kind of(String name) {
+      try {
+        return valueOf(name.toUpperCase(java.util.Locale.ROOT));
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException("unknown tap kind " + name, e);
+      }
+    }
+  }
+
+  private static final long LOW_33_BITS = (1L << 33) - 1;
+
+  static Emission of(TapPlan plan, Chunk chunk) {
+    Builder b = new Builder(plan, chunk);
+    switch (Kind.of(plan.kind())) {
+      case SOURCE -> b.source();
+      case PLUS -> b.rowWithParent(Op.PLUS, "+");
+      case BLACK_BOX -> b.rowWithParent(Op.BLACK_BOX, plan.label());
+      case BLACK_BOX_GROUP -> b.blackBoxGroup();
+      case JOIN -> b.join();
+      case SEMI_JOIN -> b.semiJoin();
+      case EXPLODE -> b.explode();
+      case MODULE_ROW -> b.moduleRow();
+      case STATE -> b.state();
+      case MEMBER -> b.member();
+      case WINDOW_ROW -> b.windowRow();
+      case GROUP -> b.group();
+      default -> throw new IllegalStateException("unhandled tap kind " + plan.kind());
+    }
+    return b.build();
+  }
+
+  /** splitmix64 of a parent id and a salt: sparkprov/derived.py's derive, one id at a time. */
+  static long derive(long id, long salt) {
+    long z = id + salt * 0x9E3779B97F4A7C15L;
+    z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+    z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+    return z ^ (z >>> 31);
+  }
+
+  static long[] derive(long[] ids, long salt) {
+    long[] out = new long[ids.length];
+    for (int i = 0; i < ids.length; i++) {
+      out[i] = derive(ids[i], salt);
+    }
+    return out;
+  }
+
+  private static final class Builder {
+    private final TapPlan plan;
+    private final Chunk chunk;
+    private final int n;
+    private final List<NodeBlock> nodes = new ArrayList<>();
+    private final LongList src = new LongList();
+    private final LongList dst = new LongList();
+    private final List<MemberBlock> members = new ArrayList<>();
+    private boolean edges;
+    private long nodeCount;
+    private long edgeCount;
+
+    Builder(TapPlan plan, Chunk chunk) {
+      this.plan = plan;
+      this.chunk = chunk;
+      this.n = chunk.size();
+    }
+
+    Emission build() {
+      return new Emission(
+          nodes, edges ? src.toArray() : null, edges ? dst.toArray() : null, members, nodeCount,
+          edgeCount);
+    }
+
+    private void node(NodeBlock block) {
+      texts("label", new String[] {block.label()});
+      texts("labels", block.labels());
+      texts("values", block.values());
+      for (String[] column : block.attributeValues()) {
+        texts("attribute_values", column);
+      }
+      nodes.add(block);
+      nodeCount += block.shared() ? 0 : block.ids().length;
+    }
+
+    /** Refuses a text over the limit, as sparkprov.limits does before Python sends. */
+    private void texts(String field, String[] values) {
+      if (values == null) {
+        return;
+      }
+      int limit = plan.maxTextBytes();
+      for (String v : values) {
+        if (v != null && v.length() * 3 > limit
+            && v.getBytes(StandardCharsets.UTF_8).length > limit) {
+          throw new LimitExceeded(field + " of tap " + plan.key() + " holds a value of "
+              + v.getBytes(StandardCharsets.UTF_8).length + " bytes, over the limit of " + limit);
+        }
+      }
+    }
+
+    private void edge(long[] from, long[] to) {
+      edges = true;
+      src.addAll(from);
+      dst.addAll(to);
+      edgeCount += from.length;
+    }
+
+    private NodeBlock rowNodes(Op op, String label, long[] ids, String[] labels) {
+      List<String[]> attributes = new ArrayList<>();
+      for (int i = 0; i < plan.attributes().size(); i++) {
+        attributes.add(chunk.attribute(i));
+      }
+      return new NodeBlock(
+          op, ids, label, labels, plan.relation(), plan.attributes(), attributes, null, false);
+    }
+
+    void source() {
+      long[] ids = chunk.ids("id");
+      long[] rowno = chunk.ids("rowno");
+      String[] labels = new String[n];
+      String prefix = plan.relation() + "#";
+      for (int r = 0; r < n; r++) {
+        // monotonically_increasing_id packs the partition into the upper 31 bits.
+        labels[r] = prefix + (rowno[r] >> 33) + "." + (rowno[r] & LOW_33_BITS);
+      }
+      node(rowNodes(Op.TOKEN, "", ids, labels));
+    }
+
+    void rowWithParent(Op op, String label) {
+      long[] ids = chunk.ids("id");
+      node(rowNodes(op, label, ids, null));
+      edge(chunk.ids("parent"), ids);
+    }
+
+    void blackBoxGroup() {
+      long[] ids = chunk.ids("id");
+      long[][] groups = chunk.arrays("members");
+      node(rowNodes(Op.BLACK_BOX, plan.label(), ids, null));
+      LongList from = new LongList();
+      LongList to = new LongList();
+      for (int r = 0; r < n; r++) {
+        for (long m : groups[r]) {
+          from.add(m);
+          to.add(ids[r]);
+        }
+      }
+      edge(from.toArray(), to.toArray());
+    }
+
+    void join() {
+      long[] ids = chunk.ids("id");
+      node(rowNodes(Op.TIMES, "·", ids, null));
+      LongList from = new LongList();
+      LongList to = new LongList();
+      for (String side : new String[] {"left", "right"}) {
+        long[] column = chunk.rawIds(side);
+        boolean[] missing = chunk.nullMask(side);
+        for (int r = 0; r < n; r++) {
+          if (!missing[r]) {
+            from.add(column[r]);
+            to.add(ids[r]);
+          }
+        }
+      }
+      edge(from.toArray(), to.toArray());
+    }
+
+    void semiJoin() {
+      long[] ids = chunk.ids("id");
+      long[] left = chunk.ids("left");
+      long[][] matches = chunk.arrays("witnesses");
+      long salt = plan.salts().get(0);
+      node(rowNodes(Op.TIMES, "·", ids, null));
+      LongList sums = new LongList();
+      LongList from = new LongList();
+      LongList to = new LongList();
+      from.addAll(left);
+      to.addAll(ids);
+      for (int r = 0; r < n; r++) {
+        if (matches[r].length == 0) {
+          throw new IllegalStateException("a semi join kept a row without a matching right row");
+        }
+        if (matches[r].length == 1) {
+          from.add(matches[r][0]);
+          to.add(ids[r]);
+        }
+      }
+      LongList sumTo = new LongList();
+      LongList matchFrom = new LongList();
+      LongList matchTo = new LongList();
+      for (int r = 0; r < n; r++) {
+        if (matches[r].length > 1) {
+          long sum = derive(ids[r], salt);
+          sums.add(sum);
+          sumTo.add(ids[r]);
+          for (long m : matches[r]) {
+            matchFrom.add(m);
+            matchTo.add(sum);
+          }
+        }
+      }
+      // Edge order as taps.py's SemiJoinSpec: left, single matches, sums, matches of the sums.
+      from.addAll(sums.toArray());
+      to.addAll(sumTo.toArray());
+      from.addAll(matchFrom.toArray());
+      to.addAll(matchTo.toArray());
+      if (sums.size() > 0) {
+        node(new NodeBlock(Op.PLUS, sums.toArray(), "+", null, "", List.of(), List.of(), null,
+            false));
+      }
+      edge(from.toArray(), to.toArray());
+    }
+
+    void explode() {
+      long[] ids = chunk.ids("id");
+      long[] elementIds = chunk.ids("element_id");
+      String[] element = chunk.texts("element");
+      node(rowNodes(Op.TIMES, "·", ids, null));
+      LongList present = new LongList();
+      LongList presentRows = new LongList();
+      List<String> texts = new ArrayList<>();
+      for (int r = 0; r < n; r++) {
+        if (element[r] != null) {
+          present.add(elementIds[r]);
+          presentRows.add(ids[r]);
+          texts.add(element[r]);
+        }
+      }
+      String[] labels = texts.toArray(new String[0]);
+      node(new NodeBlock(Op.VALUE, present.toArray(), "", labels, "", List.of(), List.of(),
+          labels, false));
+      LongList from = new LongList();
+      from.addAll(chunk.ids("parent"));
+      from.addAll(present.toArray());
+      LongList to = new LongList();
+      to.addAll(ids);
+      to.addAll(presentRows.toArray());
+      edge(from.toArray(), to.toArray());
+    }
+
+    void moduleRow() {
+      long[] ids = chunk.ids("id");
+      node(rowNodes(Op.TIMES, "·", ids, null));
+      long[] module = new long[n];
+      Arrays.fill(module, plan.module());
+      LongList from = new LongList();
+      from.addAll(chunk.ids("parent"));
+      from.addAll(module);
+      LongList to = new LongList();
+      to.addAll(ids);
+      to.addAll(ids);
+      edge(from.toArray(), to.toArray());
+    }
+
+    void state() {
+      long[] tokens = chunk.ids("token");
+      String[] labels = new String[n];
+      for (int r = 0; r < n; r++) {
+        labels[r] = plan.relation() + "#" + String.format("%08x", tokens[r] & 0xFFFFFFFFL);
+      }
+      List<String[]> attributes = new ArrayList<>();
+      for (int i = 0; i < plan.attributes().size(); i++) {
+        attributes.add(chunk.attribute(i));
+      }
+      node(new NodeBlock(Op.TOKEN, tokens, "", labels, plan.relation(), plan.attributes(),
+          attributes, null, true));
+      long[] ids = chunk.ids("id");
+      node(new NodeBlock(Op.TIMES, ids, "·", null, "", List.of(), List.of(), null, false));
+      long[] module = new long[n];
+      Arrays.fill(module, plan.module());
+      LongList from = new LongList();
+      from.addAll(tokens);
+      from.addAll(module);
+      LongList to = new LongList();
+      to.addAll(ids);
+      to.addAll(ids);
+      edge(from.toArray(), to.toArray());
+    }
+
+    void member() {
+      long[] ids = chunk.ids("id");
+      long[] groups = chunk.ids("group");
+      List<String[]> values = new ArrayList<>();
+      long present = 0;
+      for (int i = 0; i < plan.aggregates(); i++) {
+        String[] column = chunk.texts("x" + i);
+        texts("values", column);
+        for (String v : column) {
+          present += v == null ? 0 : 1;
+        }
+        values.add(column);
+      }
+      members.add(new MemberBlock(ids, groups, plan.groupKey(), plan.delta(), values));
+      // The reader stores the expansion: count it (sparkprov.derived.MemberColumns' counts).
+      nodeCount += 2 * present;
+      edgeCount += (plan.delta() ? n : 0) + 3 * present;
+    }
+
+    void windowRow() {
+      long[] ids = chunk.ids("id");
+      long[] groups = chunk.ids("group");
+      boolean[] first = chunk.flags("first");
+      node(rowNodes(Op.TIMES, "·", ids, null));
+      LongList from = new LongList();
+      from.addAll(chunk.ids("parent"));
+      LongList to = new LongList();
+      to.addAll(ids);
+      for (int i = 0; i < plan.functions().size(); i++) {
+        long[] aggregates = derive(groups, plan.salts().get(i));
+        String[] texts = chunk.texts("x" + i);
+        LongList firstIds = new LongList();
+        List<String> firstTexts = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+          if (first[r]) {
+            firstIds.add(aggregates[r]);
+            firstTexts.add(texts[r] == null ? "null" : texts[r]);
+          }
+        }
+        node(new NodeBlock(Op.AGGREGATE, firstIds.toArray(), plan.functions().get(i), null, "",
+            List.of(), List.of(), firstTexts.toArray(new String[0]), false));
+        from.addAll(aggregates);
+        to.addAll(ids);
+      }
+      edge(from.toArray(), to.toArray());
+    }
+
+    void group() {
+      long[] groups = chunk.ids("id");
+      node(rowNodes(Op.DELTA, "δ", groups, null));
+      LongList from = new LongList();
+      LongList to = new LongList();
+      for (int i = 0; i < plan.functions().size(); i++) {
+        long[] aggregates = derive(groups, plan.salts().get(i));
+        String[] texts = chunk.texts("x" + i);
+        for (int r = 0; r < n; r++) {
+          texts[r] = texts[r] == null ? "null" : texts[r];
+        }
+        node(new NodeBlock(Op.AGGREGATE, aggregates, plan.functions().get(i), null, "",
+            List.of(), List.of(), texts, false));
+        from.addAll(aggregates);
+        to.addAll(groups);
+      }
+      edge(from.toArray(), to.toArray());
+    }
+  }
+
+  /** A growable long array. */
+  static final class LongList {
+    private long[] values = new long[16];
+    private int size;
+
+    void add(long v) {
+      if (size == values.length) {
+        values = Arrays.copyOf(values, size * 2);
+      }
+      values[size++] = v;
+    }
+
+    void addAll(long[] more) {
+      if (size + more.length > values.length) {
+        values = Arrays.copyOf(values, Math.max(size * 2, size + more.length));
+      }
+      System.arraycopy(more, 0, values, size, more.length);
+      size += more.length;
+    }
+
+    int size() {
+      return size;
+    }
+
+    long[] toArray() {
+      return Arrays.copyOf(values, size);
+    }
+  }
+}

@@ -1,0 +1,137 @@
+package io.sparkprov.capture;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.apache.spark.TaskContext;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.api.java.UDF1;
+
+/**
+ * One capture point: a non-deterministic, always-true filter over the tap's input struct. Each
+ * row's inputs are copied into the task's {@link Chunk}; a full chunk becomes one message (its
+ * {@link Emission} in {@link Wire} format) handed to the {@link Sink}. When the task ends, the
+ * last chunk is sent and every message of the task must be acknowledged, or the task fails with
+ * a {@link PublishError}; then the task's counts go to the run's {@link Counts}. A retried task
+ * re-emits the same ids (they are Spark expressions of the data), which ingest stores once.
+ */
+public final class Tap implements UDF1<Row, Boolean> {
+  private static final int MAX_UNACKNOWLEDGED = 32;
+
+  private final TapPlan plan;
+  private final Sink sink;
+  private final Counts counts;
+  // Spark deserializes the plan, and so this tap, once per task; the state is the task's.
+  private transient TaskState state;
+
+  public Tap(TapPlan plan, Sink sink, Counts counts) {
+    this.plan = plan;
+    this.sink = sink;
+    this.counts = counts;
+  }
+
+  public TapPlan plan() {
+    return plan;
+  }
+
+  @Override
+  public Boolean call(Row row) {
+    TaskState s = state;
+    if (s == null) {
+      s = start();
+    }
+    s.chunk.add(row);
+    if (s.chunk.full()) {
+      s.send();
+    }
+    return Boolean.TRUE;
+  }
+
+  private TaskState start() {
+    TaskContext task = TaskContext.get();
+    int partition = task == null ? -1 : task.partitionId();
+    TaskState s = new TaskState(partition);
+    state = s;
+    if (task != null) {
+      task.addTaskFailureListener((org.apache.spark.util.TaskFailureListener)
+          (context, error) -> s.failed = true);
+      task.addTaskCompletionListener((org.apache.spark.util.TaskCompletionListener)
+          context -> s.complete());
+    }
+    return s;
+  }
+
+  /** The messages of this tap in one task. */
+  private final class TaskState {
+    final Chunk chunk = new Chunk(plan);
+    final byte[] key;
+    final int partition;
+    final ArrayDeque<Future<?>> unacknowledged = new ArrayDeque<>();
+    int sequence;
+    long sent;
+    long acknowledged;
+    long minId = Long.MAX_VALUE;
+    long nodes;
+    long edges;
+    boolean failed;
+
+    TaskState(int partition) {
+      this.partition = partition;
+      this.key = (plan.runId() + "/" + plan.key() + "/" + partition)
+          .getBytes(StandardCharsets.UTF_8);
+    }
+
+    void send() {
+      Emission e = Emission.of(plan, chunk);
+      minId = Math.min(minId, chunk.minId());
+      byte[] message = Wire.batch(plan, partition, sequence, e.nodes(), e.src(), e.dst(),
+          e.members());
+      while (unacknowledged.size() >= MAX_UNACKNOWLEDGED) {
+        confirm(unacknowledged.poll());
+      }
+      unacknowledged.add(sink.send(key, message));
+      sent++;
+      sequence++;
+      nodes += e.nodeCount();
+      edges += e.edgeCount();
+      chunk.clear();
+    }
+
+    void complete() {
+      if (failed) {
+        return; // nothing counted: a retry sends the same lineage again
+      }
+      if (chunk.size() > 0) {
+        send();
+      }
+      if (sent == 0) {
+        return;
+      }
+      sink.flush();
+      while (!unacknowledged.isEmpty()) {
+        confirm(unacknowledged.poll());
+      }
+      counts.add(plan.key(), minId, nodes, edges);
+    }
+
+    private void confirm(Future<?> future) {
+      try {
+        future.get(sink.timeoutMs(), TimeUnit.MILLISECONDS);
+        acknowledged++;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw error(e);
+      } catch (Exception e) {
+        throw error(e);
+      }
+    }
+
+    private PublishError error(Exception e) {
+      return new PublishError("lineage of tap " + plan.key() + " not acknowledged by "
+          + sink.describe() + " within " + sink.timeoutMs() + " ms: " + sent
+          + " messages sent by this partition, " + acknowledged + " acknowledged, "
+          + (sent - acknowledged) + " unacknowledged: " + e, e);
+    }
+  }
+}

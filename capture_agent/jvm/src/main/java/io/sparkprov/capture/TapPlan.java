@@ -1,0 +1,81 @@
+package io.sparkprov.capture;
+
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
+import com.fasterxml.jackson.annotation.JsonProperty;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.Serializable;
+import java.util.List;
+
+/**
+ * What one capture point emits: the contract between the Python capture agent, which builds it
+ * from a tap spec (capture_agent/jvm.py, {@code TapPlan}), and the JVM tap, which runs it. The
+ * field names are the JSON keys of the Python TypedDict.
+ *
+ * @param kind which nodes and edges a row yields (see {@link Emission})
+ * @param inputs the tap's input columns, in the order of the struct the tap receives; the
+ *     relation's attribute columns follow them
+ * @param inputTypes per input: "id" (a bigint id, maybe null), "ids" (an array of ids),
+ *     "text" (a string, maybe null) or "flag" (a boolean)
+ * @param salts the derived-id salts (sparkprov/derived.py's salt_of, computed by Python): per
+ *     aggregated column for groups and windows, the PLUS salt of a semi join
+ */
+@JsonIgnoreProperties(ignoreUnknown = false)
+public record TapPlan(
+    @JsonProperty("kind") String kind,
+    @JsonProperty("key") String key,
+    @JsonProperty("run_id") String runId,
+    @JsonProperty("workflow") String workflow,
+    @JsonProperty("relation") String relation,
+    @JsonProperty("attributes") List<String> attributes,
+    @JsonProperty("inputs") List<String> inputs,
+    @JsonProperty("input_types") List<String> inputTypes,
+    @JsonProperty("split") List<String> split,
+    @JsonProperty("label") String label,
+    @JsonProperty("module") long module,
+    @JsonProperty("functions") List<String> functions,
+    @JsonProperty("group_key") String groupKey,
+    @JsonProperty("delta") boolean delta,
+    @JsonProperty("aggregates") int aggregates,
+    @JsonProperty("salts") List<Long> salts,
+    @JsonProperty("rows_per_message") int rowsPerMessage,
+    @JsonProperty("max_text_bytes") int maxTextBytes)
+    implements Serializable {
+
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  public TapPlan {
+    if (inputs.size() != inputTypes.size()) {
+      throw new IllegalArgumentException("tap " + key + ": inputs and input_types differ in size");
+    }
+    if (rowsPerMessage < 1) {
+      throw new IllegalArgumentException("tap " + key + ": rows_per_message must be positive");
+    }
+    Emission.Kind.of(kind); // refuses an unknown kind here, on the driver
+  }
+
+  public static TapPlan parse(String json) {
+    try {
+      return JSON.readValue(json, TapPlan.class);
+    } catch (java.io.IOException e) {
+      throw new IllegalArgumentException("not a tap plan: " + e.getMessage(), e);
+    }
+  }
+
+  /** Position of input {@code name} in the tap's struct. */
+  public int input(String name) {
+    int i = inputs.indexOf(name);
+    if (i < 0) {
+      throw new IllegalStateException("tap " + key + " has no input " + name);
+    }
+    return i;
+  }
+
+  /** Position of attribute {@code i} in the tap's struct (after the inputs). */
+  public int attribute(int i) {
+    return inputs.size() + i;
+  }
+
+  public int width() {
+    return inputs.size() + attributes.size();
+  }
+}

@@ -1,0 +1,62 @@
+package io.sparkprov.capture;
+
+import java.util.Map;
+import org.apache.spark.SparkContext;
+import org.apache.spark.sql.api.java.UDF1;
+import org.apache.spark.sql.expressions.UserDefinedFunction;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataTypes;
+
+/**
+ * What the Python capture agent calls (capture_agent/jvm.py, through py4j). An instance, made by
+ * reflection from whichever class loader holds the jar, so that py4j calls its methods on the
+ * object rather than looking the class up by name.
+ */
+public final class Taps {
+  /** The tap protocol this jar speaks; capture_agent/jvm.py refuses a jar of another. */
+  public static final int PROTOCOL = 1;
+
+  public Taps() {}
+
+  public int protocol() {
+    return PROTOCOL;
+  }
+
+  /** The capture point for {@code planJson} (a TapPlan), as a non-deterministic UDF. */
+  public UserDefinedFunction udf(String planJson, Sink sink, Counts counts) {
+    TapPlan plan = TapPlan.parse(planJson);
+    return functions.udf(new Tap(plan, sink, counts), DataTypes.BooleanType)
+        .asNondeterministic()
+        .withName("sparkprov_tap_" + plan.key());
+  }
+
+  public KafkaSink kafka(String topic, Map<String, String> settings, long timeoutMs) {
+    return new KafkaSink(topic, settings, timeoutMs);
+  }
+
+  public MemorySink memory(SparkContext sc) {
+    return new MemorySink(sc);
+  }
+
+  public Counts counts(SparkContext sc) {
+    return new Counts(sc);
+  }
+
+  /**
+   * A UDF of this jar that returns the tap protocol: capture_agent/jvm.py runs it in a one-row job
+   * at session start, which fails (a ClassNotFoundException inside) when the executors cannot
+   * load the jar.
+   */
+  public UserDefinedFunction probe() {
+    return functions.udf(new Probe(), DataTypes.IntegerType).asNondeterministic()
+        .withName("sparkprov_probe");
+  }
+
+  /** Loaded on an executor by {@link #probe}. */
+  static final class Probe implements UDF1<Long, Integer> {
+    @Override
+    public Integer call(Long x) {
+      return PROTOCOL;
+    }
+  }
+}

@@ -1,0 +1,90 @@
+package io.sparkprov.capture;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import org.apache.spark.sql.RowFactory;
+import org.junit.jupiter.api.Test;
+
+class EmissionTest {
+  private static TapPlan plan(String kind, List<String> inputs, List<String> types,
+      List<String> attributes, List<Long> salts) {
+    return new TapPlan(kind, "k#1", "run", "wf", "R", attributes, inputs, types, List.of("main"),
+        "", 0, List.of(), "", false, 0, salts, 4, 16);
+  }
+
+  /** An array column as Spark hands it to a Row: a Scala sequence. */
+  private static Object seq(Long... ids) {
+    return scala.jdk.javaapi.CollectionConverters.asScala(List.of(ids)).toSeq();
+  }
+
+  @Test
+  void deriveIsSparkprovDerivedsSplitmix64() {
+    // sparkprov.derived.derive([42, -7], salt_of("g#1", 0, "aggregate")), computed in Python.
+    long salt = 4829140041054893367L;
+    assertArrayEquals(new long[] {1282893880874711010L, -3008125388269249626L},
+        Emission.derive(new long[] {42, -7}, salt));
+  }
+
+  @Test
+  void anOuterJoinRowHasAnEdgeFromEachSideItHas() {
+    TapPlan join = plan("join", List.of("id", "left", "right"), List.of("id", "id", "id"),
+        List.of("name"), List.of());
+    Chunk chunk = new Chunk(join);
+    chunk.add(RowFactory.create(10L, 1L, 2L, "a"));
+    chunk.add(RowFactory.create(11L, 3L, null, null));
+    Emission e = Emission.of(join, chunk);
+    assertArrayEquals(new long[] {1, 3, 2}, e.src());
+    assertArrayEquals(new long[] {10, 11, 10}, e.dst());
+    assertEquals(2, e.nodeCount());
+    assertEquals(3, e.edgeCount());
+    assertEquals(Wire.Op.TIMES, e.nodes().get(0).op());
+    assertArrayEquals(new String[] {"a", null}, e.nodes().get(0).attributeValues().get(0));
+  }
+
+  @Test
+  void aSemiJoinRowWithSeveralMatchesGetsADerivedSum() {
+    TapPlan semi = plan("semi_join", List.of("id", "left", "witnesses"),
+        List.of("id", "id", "ids"), List.of(), List.of(7L));
+    Chunk chunk = new Chunk(semi);
+    chunk.add(RowFactory.create(10L, 1L, seq(5L)));
+    chunk.add(RowFactory.create(11L, 2L, seq(6L, 8L)));
+    Emission e = Emission.of(semi, chunk);
+    long sum = Emission.derive(11L, 7L);
+    assertArrayEquals(new long[] {1, 2, 5, sum, 6, 8}, e.src());
+    assertArrayEquals(new long[] {10, 11, 10, 11, sum, sum}, e.dst());
+    assertEquals(3, e.nodeCount()); // two TIMES rows and one PLUS
+  }
+
+  @Test
+  void aNullWhereEveryRowNeedsAnIdIsRefused() {
+    TapPlan plus = plan("plus", List.of("id", "parent"), List.of("id", "id"), List.of(),
+        List.of());
+    Chunk chunk = new Chunk(plus);
+    chunk.add(RowFactory.create(10L, null));
+    IllegalStateException e =
+        assertThrows(IllegalStateException.class, () -> Emission.of(plus, chunk));
+    assertTrue(e.getMessage().contains("parent"), e.getMessage());
+  }
+
+  @Test
+  void aTextOverTheLimitIsRefusedBeforeSending() {
+    TapPlan source = plan("source", List.of("id", "rowno"), List.of("id", "id"),
+        List.of("name"), List.of());
+    Chunk chunk = new Chunk(source);
+    chunk.add(RowFactory.create(10L, 0L, "x".repeat(17)));
+    LimitExceeded e = assertThrows(LimitExceeded.class, () -> Emission.of(source, chunk));
+    assertTrue(e.getMessage().contains("attribute_values"), e.getMessage());
+  }
+
+  @Test
+  void planKindsAndKeysAreChecked() {
+    assertThrows(IllegalArgumentException.class, () -> plan("sort", List.of("id"),
+        List.of("id"), List.of(), List.of()));
+    assertThrows(IllegalArgumentException.class,
+        () -> TapPlan.parse("{\"kind\": \"plus\", \"surprise\": 1}"));
+  }
+}

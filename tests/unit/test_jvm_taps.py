@@ -1,0 +1,196 @@
+"""The JVM capture points (capture_agent.jvm, io.sparkprov.capture) against the Python ones
+(capture_agent.taps): for every kind of capture point, the same job captured both ways emits the
+same nodes (ids, ops, labels, values, attributes, splits), the same edges and the same counts.
+Both emit through the in-memory emitter: no broker. Also the plan contract and the loading checks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from pyspark.sql import SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
+
+from capture_agent import ProvenanceSession
+from capture_agent.emitters import MemoryEmitter
+from capture_agent.jvm import PROTOCOL, TapPlan, check_spark_version, jar_path, plan_of
+from capture_agent.taps import GroupSpec, SemiJoinSpec, TapContext, salt_of
+from sparkprov.events import Batch, RunComplete, decode
+
+Job = Callable[[ProvenanceSession, SparkSession], list[Any]]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    from examples.spark import local_spark
+
+    session = local_spark("sparkprov-jvm-taps")
+    yield session
+    session.stop()
+
+
+def _captured(spark: SparkSession, capture: str, job: Job) -> tuple[list[Any], Any, Any, Any]:
+    emitter = MemoryEmitter(spark)
+    with ProvenanceSession(
+        spark, "jvm-taps", emitter=emitter, capture=capture, run_id="same-run", rows_per_message=3
+    ) as prov:
+        rows = job(prov, spark)
+        counts = prov.counts()
+    events = [decode(value) for _, value in emitter.messages()]
+    (complete,) = [e for e in events if isinstance(e, RunComplete)]
+    assert (complete.node_count, complete.edge_count) == counts
+    batches = [e for e in events if isinstance(e, Batch)]
+    nodes: dict[int, Any] = {}
+    edges: Counter[tuple[int, int]] = Counter()
+    compact = 0
+    for batch in batches:
+        compact += sum(len(m.members) for m in batch.members)
+        logical = batch.expanded()
+        for node in logical.rows():
+            nodes[node["id"]] = node
+        edges.update(zip(logical.edges["src"], logical.edges["dst"], strict=True))
+    return sorted(rows, key=repr), counts, (nodes, edges), compact
+
+
+def _same_both_ways(spark: SparkSession, job: Job) -> None:
+    py_rows, py_counts, (py_nodes, py_edges), py_compact = _captured(spark, "python", job)
+    jvm_rows, jvm_counts, (jvm_nodes, jvm_edges), jvm_compact = _captured(spark, "jvm", job)
+    assert jvm_rows == py_rows
+    assert py_nodes, "the job emitted nothing: the comparison would be empty"
+    assert jvm_nodes.keys() == py_nodes.keys()
+    for node_id, node in py_nodes.items():
+        assert jvm_nodes[node_id] == node
+    assert jvm_edges == py_edges
+    assert jvm_counts == py_counts
+    assert jvm_compact == py_compact
+
+
+PEOPLE = [(1, "Steve", 30, "NY"), (2, "Mark", 40, "NY"), (3, "Ann", None, "LA"), (4, "Zé", 50, "XX")]
+DEPTS = [("NY", "east"), ("LA", "west"), ("SF", "west")]
+
+
+def _people(prov: ProvenanceSession, spark: SparkSession) -> Any:
+    df = spark.createDataFrame(PEOPLE, "pid long, name string, age long, city string")
+    return prov.source(df, "People")
+
+
+def _depts(prov: ProvenanceSession, spark: SparkSession) -> Any:
+    return prov.source(spark.createDataFrame(DEPTS, ["city", "region"]), "Depts")
+
+
+def test_sources_joins_and_groups(spark) -> None:  # type: ignore[no-untyped-def]
+    def job(prov: ProvenanceSession, spark: SparkSession) -> list[Any]:
+        joined = _people(prov, spark).join(_depts(prov, spark), "city", "left")
+        totals = joined.groupBy("region").agg(F.sum("age").alias("s"), F.count("name").alias("n"))
+        return totals.named("Totals").collect()
+
+    _same_both_ways(spark, job)
+
+
+def test_outer_joins_keep_null_sides(spark) -> None:  # type: ignore[no-untyped-def]
+    def job(prov: ProvenanceSession, spark: SparkSession) -> list[Any]:
+        return _people(prov, spark).join(_depts(prov, spark), "city", "full").collect()
+
+    _same_both_ways(spark, job)
+
+
+def test_semi_joins_distinct_and_named_rows(spark) -> None:  # type: ignore[no-untyped-def]
+    def job(prov: ProvenanceSession, spark: SparkSession) -> list[Any]:
+        extra = prov.source(spark.createDataFrame([("NY",), ("NY",), ("LA",)], ["city"]), "Seen")
+        semi = _people(prov, spark).join(extra, "city", "left_semi").named("Semi").collect()
+        cities = _people(prov, spark).select("city").distinct().named("Cities").collect()
+        return semi + cities
+
+    _same_both_ways(spark, job)
+
+
+def test_windows_and_generators(spark) -> None:  # type: ignore[no-untyped-def]
+    def job(prov: ProvenanceSession, spark: SparkSession) -> list[Any]:
+        people = _people(prov, spark)
+        window = Window.partitionBy("city")
+        ranked = people.withColumn("total", F.sum("age").over(window)).named("W").collect()
+        df = spark.createDataFrame([("a", [1, 2, 2]), ("b", [])], "k string, items array<int>")
+        items = prov.source(df, "T").select("k", F.explode_outer("items").alias("item"))
+        return ranked + items.named("E").collect()
+
+    _same_both_ways(spark, job)
+
+
+def test_python_functions_are_black_boxes_on_both_paths(spark) -> None:  # type: ignore[no-untyped-def]
+    @F.udf(returnType=StringType())
+    def shout(name: str) -> str:
+        return name.upper()
+
+    def totals(pdf: pd.DataFrame) -> pd.DataFrame:
+        return pd.DataFrame({"city": [pdf["city"].iloc[0]], "n": [len(pdf)]})
+
+    def job(prov: ProvenanceSession, spark: SparkSession) -> list[Any]:
+        people = _people(prov, spark)
+        loud = people.withColumn("loud", shout("name")).named("Loud").collect()
+        grouped = people.groupBy("city").applyInPandas(totals, "city string, n long")
+        return loud + grouped.named("AP").collect()
+
+    _same_both_ways(spark, job)
+
+
+def test_modules_inputs_outputs_and_state(spark) -> None:  # type: ignore[no-untyped-def]
+    def job(prov: ProvenanceSession, spark: SparkSession) -> list[Any]:
+        with prov.module("dealer") as m:
+            people = m.input(_people(prov, spark), "In")
+            state = m.state(spark.createDataFrame([("NY", 1), ("NY", 1)], ["city", "w"]), "S")
+            out = m.output(people.join(state, "city"), "Out")
+            return out.collect()
+
+    _same_both_ways(spark, job)
+
+
+def test_plans_carry_the_salts_python_derives(spark) -> None:  # type: ignore[no-untyped-def]
+    ctx = TapContext(run_id="r", workflow="w", emitter=None, counts=None)
+    group = plan_of(GroupSpec(key="g#1", functions=("sum", "count")), ctx, ("main",))
+    assert group["kind"] == "group" and group["input_types"] == ["id", "text", "text"]
+    assert [s % 2**64 for s in group["salts"]] == [
+        int(salt_of("g#1", i, "aggregate")) for i in range(2)
+    ]
+    semi = plan_of(SemiJoinSpec(key="s#2"), ctx, ("main",))
+    assert semi["input_types"] == ["id", "id", "ids"]
+    assert semi["salts"][0] % 2**64 == int(salt_of("s#2", "plus"))
+    assert json.loads(json.dumps(group)) == group
+    assert set(TapPlan.__annotations__) == set(group)
+
+
+def test_the_java_record_reads_every_key_of_the_plan() -> None:
+    """The Java record (TapPlan.java) and the TypedDict name the same keys."""
+    source = Path(__file__).parents[2] / "capture_agent/jvm/src/main/java/io/sparkprov/capture"
+    java = (source / "TapPlan.java").read_text()
+    assert {k for k in TapPlan.__annotations__} == set(
+        part.split('"')[1] for part in java.split("@JsonProperty(")[1:]
+    )
+
+
+def test_unsupported_spark_versions_are_refused_by_name() -> None:
+    check_spark_version("4.3.0")
+    check_spark_version("4.0.1")
+    for version in ("3.5.3", "5.0.0"):
+        with pytest.raises(RuntimeError, match="supports Spark 4.0 to 4.3.*capture='python'"):
+            check_spark_version(version)
+
+
+def test_a_missing_jar_names_the_fix(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("SPARKPROV_CAPTURE_JAR", str(tmp_path / "nope.jar"))
+    with pytest.raises(RuntimeError, match="make setup"):
+        jar_path()
+
+
+def test_the_session_loads_the_jar_and_its_protocol_matches(spark) -> None:  # type: ignore[no-untyped-def]
+    with ProvenanceSession(spark, "jvm-taps", emitter=MemoryEmitter(spark)) as prov:
+        assert prov.capture_path == "jvm" and prov.capture.jvm is not None
+        assert prov.capture.jvm.protocol() == PROTOCOL
+    with pytest.raises(ValueError, match="'jvm' or 'python'"):
+        ProvenanceSession(spark, "jvm-taps", emitter=MemoryEmitter(spark), capture="scala")
