@@ -1,12 +1,16 @@
-"""Capture overhead: each workload with and without capture, in one process, alternating.
+"""Capture overhead: each workload plain and captured, in one process, the modes alternating.
 
-    python -m bench.capture_overhead [--pairs 3] [--warmup 1] [--workloads pipeline,cars,arctic]
+    python -m bench.capture_overhead [--pairs 3] [--warmup 1]
+        [--workloads pipeline,cars,arctic,tpch] [--modes plain,jvm,python]
 
-"With capture" includes publishing every lineage batch to the real Kafka of the local stack
-(topic ``sparkprov.bench``, which the ingest service does not consume, so ingest does not compete
-for the two cores) and waiting for the acknowledgements. "Without" is the same code with the kill
-switch (``ProvenanceSession(enabled=False)``: a constant id column, no taps). Prints the median
-ratio captured/plain per workload and writes JSON under bench/results/.
+"Captured" includes publishing every lineage batch to the real Kafka of the local stack (topic
+``sparkprov.bench``, which the ingest service does not consume, so ingest does not compete for
+the two cores) and waiting for the acknowledgements; ``jvm`` captures with the JVM taps
+(capture_agent.jvm, the default), ``python`` with the pandas UDF taps. "Plain" is the same code
+with the kill switch (``ProvenanceSession(enabled=False)``: a constant id column, no taps).
+``tpch`` runs all 22 TPC-H queries (bench.tpch, over tables generated once at ``--tpch-scale``
+and read from Parquet) and times their total. Prints the median ratio captured/plain per
+workload and mode and writes JSON under bench/results/, with the load average.
 """
 
 from __future__ import annotations
@@ -67,11 +71,39 @@ def pipeline(prov: ProvenanceSession, facts: str, dims: str) -> int:
     return len(result.named("RegionTotals").collect())
 
 
+def tpch_inputs(spark: SparkSession, folder: Path, scale: float) -> dict[str, str]:
+    """The eight TPC-H tables at ``scale``, generated once into Parquet (not timed)."""
+    from bench.tpch import tables
+
+    paths = {}
+    for name, df in tables(spark, scale=scale).items():
+        path = folder / f"tpch-{scale}" / f"{name}.parquet"
+        if not path.exists():
+            print(f"generating TPC-H {name} at SF {scale} ...", flush=True)
+            df.write.parquet(str(path))
+        paths[name] = str(path)
+    return paths
+
+
+def tpch(prov: ProvenanceSession, paths: dict[str, str]) -> int:
+    """All 22 TPC-H queries, each collected, over sources tracked once."""
+    from bench.tpch import QUERIES
+
+    spark = prov.spark
+    sources = {name: prov.source(spark.read.parquet(path), name) for name, path in paths.items()}
+    return sum(len(query(dict(sources)).collect()) for query in QUERIES.values())
+
+
 def timed(
-    spark: SparkSession, enabled: bool, body: Callable[[ProvenanceSession], Any]
+    spark: SparkSession, mode: str, body: Callable[[ProvenanceSession], Any]
 ) -> tuple[float, tuple[int, int]]:
+    """One run of ``body``: ``mode`` "plain" (the kill switch), "jvm" or "python" capture."""
     started = time.perf_counter()
-    with ProvenanceSession(spark, workflow="bench", topic=TOPIC, enabled=enabled) as prov:
+    enabled = mode != "plain"
+    capture = mode if enabled else None
+    with ProvenanceSession(
+        spark, workflow="bench", topic=TOPIC, enabled=enabled, capture=capture
+    ) as prov:
         body(prov)
     return time.perf_counter() - started, prov.counts()
 
@@ -82,7 +114,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--warmup", type=int, default=1, help="untimed plain+captured pairs first (per workload)"
     )
-    parser.add_argument("--workloads", default="pipeline,cars,arctic")
+    parser.add_argument("--workloads", default="pipeline,cars,arctic,tpch")
+    parser.add_argument("--modes", default="plain,jvm,python", help="plain must come first")
+    parser.add_argument("--tpch-scale", type=float, default=0.1)
+    parser.add_argument(
+        "--python-workloads",
+        default="pipeline,cars,arctic",
+        help="workloads also timed with the Python taps (when --modes has python)",
+    )
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--dim", type=int, default=100_000)
     parser.add_argument("--cars", type=int, default=20_000)
@@ -101,46 +140,57 @@ def main(argv: list[str] | None = None) -> int:
         "arctic": lambda prov: arctic.run(prov, 24, "dense", 6, "month", args.arctic_exec),
     }
     chosen = [w for w in args.workloads.split(",") if w]
+    if "tpch" in chosen:
+        paths = tpch_inputs(spark, data, args.tpch_scale)
+        workloads["tpch"] = lambda prov: tpch(prov, paths)
+    modes = [m for m in args.modes.split(",") if m]
+    if modes[0] != "plain" or len(modes) < 2:
+        parser.error("--modes starts with plain and names at least one capture mode")
     report: dict[str, Any] = {
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
         "kafka": os.environ.get(defaults.ENV_KAFKA_BOOTSTRAP, defaults.KAFKA_BOOTSTRAP),
         "pairs": args.pairs,
+        "load_average_before": os.getloadavg(),
         "workloads": {},
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"capture_overhead-{time.strftime('%Y%m%d-%H%M%S')}.json"
     report["arguments"] = vars(args)
+    python_workloads = set(args.python_workloads.split(","))
     for name in chosen:
         body = workloads[name]
+        these = [m for m in modes if m != "python" or name in python_workloads]
         for _ in range(args.warmup):  # JIT, Python workers, file cache
-            timed(spark, False, body)
-            timed(spark, True, body)
-        plain, captured, lineage = [], [], (0, 0)
+            for mode in these:
+                timed(spark, mode, body)
+        seconds: dict[str, list[float]] = {mode: [] for mode in these}
+        lineage: dict[str, tuple[int, int]] = {}
         for i in range(args.pairs):
-            order = (False, True) if i % 2 == 0 else (True, False)
-            for enabled in order:
-                seconds, counts = timed(spark, enabled, body)
-                (captured if enabled else plain).append(seconds)
-                if enabled:
-                    lineage = counts
+            order = these if i % 2 == 0 else list(reversed(these))
+            for mode in order:
+                elapsed, counts = timed(spark, mode, body)
+                seconds[mode].append(elapsed)
+                lineage[mode] = counts
             print(
-                f"  {name} pair {i + 1}: plain {plain[-1]:.2f}s captured {captured[-1]:.2f}s",
+                f"  {name} round {i + 1}: " + " ".join(f"{m} {seconds[m][-1]:.2f}s" for m in these),
                 flush=True,
             )
-        ratio = statistics.median(captured) / statistics.median(plain)
-        report["workloads"][name] = {
-            "plain_s": plain,
-            "captured_s": captured,
-            "median_plain_s": statistics.median(plain),
-            "median_captured_s": statistics.median(captured),
-            "ratio": ratio,
-            "lineage_nodes": lineage[0],
-            "lineage_edges": lineage[1],
+        plain = statistics.median(seconds["plain"])
+        entry: dict[str, Any] = {
+            "seconds": seconds,
+            "median_s": {m: statistics.median(v) for m, v in seconds.items()},
+            "ratio": {m: statistics.median(v) / plain for m, v in seconds.items() if m != "plain"},
+            "lineage": {m: {"nodes": n, "edges": e} for m, (n, e) in lineage.items()},
+            "load_average_after": os.getloadavg(),
         }
-        p, c = statistics.median(plain), statistics.median(captured)
+        report["workloads"][name] = entry
+        ratios = "  ".join(
+            f"{m} {entry['median_s'][m]:6.2f}s ratio {r:.2f}" for m, r in entry["ratio"].items()
+        )
+        nodes, edges = next(iter(lineage[m] for m in these if m != "plain"))
         print(
-            f"{name:9} plain {p:7.2f}s  captured {c:7.2f}s  ratio {ratio:.2f}"
-            f"  ({lineage[0]:,} nodes, {lineage[1]:,} edges)",
+            f"{name:9} plain {plain:6.2f}s  {ratios}  ({nodes:,} nodes, {edges:,} edges)"
+            f"  load {os.getloadavg()[0]:.2f}",
             flush=True,
         )
         out.write_text(json.dumps(report, indent=2))  # after each workload: a long run may stop

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from capture_agent.emitters import Emitter
@@ -83,6 +84,16 @@ class CaptureContext:
     def enabled(self) -> bool:
         """False when the kill switch is on: tracked operations run plain."""
         return self.emitter.enabled
+
+    def redirect_capture_points(self, emitter: Emitter) -> None:
+        """Capture points placed from now on emit through ``emitter``; the driver's own events
+        (markers, MODULE nodes) still go through the session's. For fault drills: executors
+        that lose the broker while the driver keeps it."""
+        self.tap = replace(self.tap, emitter=emitter)
+        if self.jvm is not None:
+            self._jvm_sink = emitter.jvm_sink(self.jvm)
+            if self._jvm_counts is None:
+                self._jvm_counts = self.jvm.counts()
 
     def jvm_counts(self) -> tuple[int, int]:
         """Nodes and edges the JVM capture points' completed tasks emitted."""

@@ -225,7 +225,7 @@ class JvmTaps:
         import pyspark
 
         sc = spark.sparkContext
-        key = id(sc._jsc)  # type: ignore[attr-defined]
+        key = id(sc._jsc)
         with cls._lock:
             taps = cls._loaded.get(key)
             if taps is None:
@@ -247,17 +247,17 @@ class JvmTaps:
 
     def counts(self) -> Any:
         """A fresh counts accumulator (io.sparkprov.capture.Counts) for one run."""
-        return self._taps.counts(self.spark.sparkContext._jsc.sc())  # type: ignore[attr-defined]
+        return self._taps.counts(self.spark.sparkContext._jsc.sc())
 
     def kafka_sink(self, config: PublisherConfig) -> Any:
-        jvm = self.spark.sparkContext._jvm  # type: ignore[attr-defined]
+        jvm: Any = self.spark.sparkContext._jvm
         settings = jvm.java.util.HashMap()
         for name, value in kafka_settings(config).items():
             settings.put(name, value)
         return self._taps.kafka(config.topic, settings, int(config.timeout_s * 1000))
 
     def memory_sink(self) -> Any:
-        return self._taps.memory(self.spark.sparkContext._jsc.sc())  # type: ignore[attr-defined]
+        return self._taps.memory(self.spark.sparkContext._jsc.sc())
 
     def column(self, plan: TapPlan, sink: Any, counts: Any, inputs: Column) -> Column:
         """The tap as a boolean column over the struct ``inputs`` (always true)."""
@@ -273,15 +273,15 @@ class JvmTaps:
 def _load(spark: SparkSession) -> Any:
     """The jar's ``Taps`` facade: from the classpath if the job shipped the jar (spark.jars),
     else added now to the driver's SQL class loader and, for the executors, to the context."""
-    jvm = spark.sparkContext._jvm  # type: ignore[attr-defined]
-    gateway = spark.sparkContext._gateway  # type: ignore[attr-defined]
-    shared = spark._jsparkSession.sharedState()  # type: ignore[attr-defined]
+    jvm: Any = spark.sparkContext._jvm
+    gateway: Any = spark.sparkContext._gateway
+    shared = spark._jsparkSession.sharedState()
     loader = shared.jarClassLoader()
     try:
         cls = jvm.java.lang.Class.forName(_CLASS, True, loader)
     except Exception:  # noqa: BLE001 - py4j wraps ClassNotFoundException
         path = jar_path()
-        spark.sparkContext._jsc.addJar(str(path))  # type: ignore[attr-defined]
+        spark.sparkContext._jsc.addJar(str(path))
         loader.addURL(jvm.java.io.File(str(path)).toURI().toURL())
         cls = jvm.java.lang.Class.forName(_CLASS, True, loader)
     no_types = gateway.new_array(jvm.java.lang.Class, 0)

@@ -18,11 +18,18 @@ import grpc
 
 from sparkprov.v1 import lineage_pb2, query_pb2, query_pb2_grpc
 
-__all__ = ["QueryClient", "RunNotComplete", "render_trace"]
+__all__ = ["QueryClient", "RunNotComplete", "TraceTruncated", "render_trace"]
+
+# The most nodes a witness trace may hold (the server's default maximum limit).
+_WITNESS_LIMIT = 1_000_000
 
 
 class RunNotComplete(TimeoutError):
     """The run was not fully ingested within the wait."""
+
+
+class TraceTruncated(RuntimeError):
+    """A trace cut at its node limit: a witness taken from it would miss rows."""
 
 
 class QueryClient:
@@ -108,6 +115,27 @@ class QueryClient:
     def forward_trace(self, node_ids: list[str], **options: int) -> query_pb2.TraceResponse:
         request = query_pb2.TraceRequest(node_ids=node_ids, **options)  # type: ignore[arg-type]
         return self.stub.ForwardTrace(request, timeout=self.timeout_s)  # type: ignore[no-any-return]
+
+    def witness(
+        self, node_ids: list[str], *, limit: int = _WITNESS_LIMIT
+    ) -> dict[str, list[dict[str, str]]]:
+        """The witness of ``node_ids``: the source rows their backward trace reaches, per
+        relation, each as the values its TOKEN node kept (attribute -> value as text; a null
+        value is absent). Re-running a job on just these rows of each source gives the nodes'
+        rows back (Titian's replay; ``capture_agent.replay.witness_frames`` turns them into
+        DataFrames). Module state tokens count as source rows of their state relation. Raises
+        :class:`TraceTruncated` rather than return part of a witness."""
+        trace = self.backward_trace(node_ids, limit=limit)
+        if trace.truncated:
+            raise TraceTruncated(
+                f"the backward trace of {len(node_ids)} node(s) holds more than {limit} nodes: "
+                "its witness would be partial; raise the limit or trace fewer nodes"
+            )
+        rows: dict[str, list[dict[str, str]]] = {}
+        for node in trace.nodes:
+            if node.op == lineage_pb2.OP_TOKEN:
+                rows.setdefault(node.relation, []).append(dict(node.attributes))
+        return rows
 
 
 class _BearerToken(

@@ -51,7 +51,7 @@ def test_broker_lost_during_the_run_fails_the_job_with_counts(spark, client) -> 
         # The broker goes away for the executors (the driver still reaches it, so the run is
         # marked failed in the store).
         lost = KafkaEmitter(replace(prov.emitter.config, bootstrap=address))  # type: ignore[attr-defined]
-        prov.capture.tap = replace(prov.capture.tap, emitter=lost)
+        prov.capture.redirect_capture_points(lost)
         started = time.monotonic()
         try:
             t.named("Again").collect()

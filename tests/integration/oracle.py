@@ -12,7 +12,6 @@ out (an anti join's or a difference's right side, which decided by absence) is c
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,8 +20,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from capture_agent import ProvenanceSession
+from capture_agent.replay import witness_frames
 from sparkprov.client import QueryClient
-from sparkprov.v1 import lineage_pb2, query_pb2
 
 __all__ = ["Checked", "check_by_reexecution"]
 
@@ -65,15 +64,6 @@ def _as_text(df: DataFrame) -> tuple[list[str], list[tuple[str | None, ...]]]:
     return columns, [tuple(r) for r in rows]
 
 
-def _witness(trace: query_pb2.TraceResponse, keys: Mapping[str, str]) -> dict[str, set[str]]:
-    """Source key values per relation among the trace's TOKEN nodes."""
-    out: dict[str, set[str]] = defaultdict(set)
-    for node in trace.nodes:
-        if node.op == lineage_pb2.OP_TOKEN and node.relation in keys:
-            out[node.relation].add(node.attributes[keys[node.relation]])
-    return out
-
-
 def check_by_reexecution(
     spark: SparkSession,
     client: QueryClient,
@@ -101,17 +91,9 @@ def check_by_reexecution(
     picked = nodes[::step][:max_rows]
     sizes = []
     for node in picked:
-        trace = client.stub.BackwardTrace(
-            query_pb2.TraceRequest(node_ids=[node.id], limit=_MAX_TRACE),
-            timeout=client.timeout_s,
-        )
-        assert not trace.truncated, f"trace of {node.id} cut at {len(trace.nodes)} nodes"
-        witness = _witness(trace, keys)
+        witness = client.witness([node.id], limit=_MAX_TRACE)
         sizes.append(sum(len(v) for v in witness.values()))
-        restricted = {
-            name: df.filter(F.col(keys[name]).cast("string").isin(sorted(witness.get(name, ()))))
-            for name, df in sources.items()
-        }
+        restricted = witness_frames(sources, witness, keys)
         with ProvenanceSession(spark, workflow=workflow, enabled=False) as plain:
             rerun = query({name: plain.source(df, name) for name, df in restricted.items()})
             _, again = _as_text(rerun.df)

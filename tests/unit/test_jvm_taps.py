@@ -72,7 +72,12 @@ def _same_both_ways(spark: SparkSession, job: Job) -> None:
     assert jvm_compact == py_compact
 
 
-PEOPLE = [(1, "Steve", 30, "NY"), (2, "Mark", 40, "NY"), (3, "Ann", None, "LA"), (4, "Zé", 50, "XX")]
+PEOPLE = [
+    (1, "Steve", 30, "NY"),
+    (2, "Mark", 40, "NY"),
+    (3, "Ann", None, "LA"),
+    (4, "Zé", 50, "XX"),
+]
 DEPTS = [("NY", "east"), ("LA", "west"), ("SF", "west")]
 
 

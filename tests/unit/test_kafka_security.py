@@ -104,7 +104,7 @@ def test_capture_and_ingest_give_every_client_the_same_security_arguments(
 ) -> None:
     for name, value in ENV.items():
         monkeypatch.setenv(name, value)
-    session = ProvenanceSession(_FakeSpark(), "wf")  # type: ignore[arg-type]
+    session = ProvenanceSession(_FakeSpark(), "wf", capture="python")  # type: ignore[arg-type]
     producer_for(session.emitter.config)  # type: ignore[attr-defined]
     settings = IngestSettings.from_env(ENV)
     kafka_consumer(settings)
@@ -127,7 +127,7 @@ def test_without_settings_every_client_is_plaintext(
 ) -> None:
     for name in ENV:
         monkeypatch.delenv(name, raising=False)
-    session = ProvenanceSession(_FakeSpark(), "wf")  # type: ignore[arg-type]
+    session = ProvenanceSession(_FakeSpark(), "wf", capture="python")  # type: ignore[arg-type]
     producer_for(session.emitter.config)  # type: ignore[attr-defined]
     settings = IngestSettings.from_env({})
     kafka_consumer(settings)
@@ -144,7 +144,9 @@ def test_a_session_argument_overrides_the_environment(
     for name, value in ENV.items():
         monkeypatch.setenv(name, value)
     given = KafkaSecurity(security_protocol="SSL", ssl_cafile="/other/ca.pem")
-    session = ProvenanceSession(_FakeSpark(), "wf", kafka_security=given)  # type: ignore[arg-type]
+    session = ProvenanceSession(  # type: ignore[arg-type]
+        _FakeSpark(), "wf", kafka_security=given, capture="python"
+    )
     producer_for(session.emitter.config)  # type: ignore[attr-defined]
     assert _security(made[0][1]) == {"security_protocol": "SSL", "ssl_cafile": "/other/ca.pem"}
 
@@ -197,3 +199,29 @@ def test_inconsistent_settings_are_refused(env: dict[str, str], message: str) ->
         KafkaSecurity.from_env(env)
     with pytest.raises(ValueError, match=message):
         IngestSettings.from_env(env)
+
+
+def test_the_jvm_taps_producer_gets_the_same_settings_in_javas_names() -> None:
+    """The JVM capture points' Kafka Java client (capture_agent.jvm.kafka_settings): the same
+    protocol, mechanism, credentials and PEM files, under the Java client's names (the JAAS entry
+    and the PEM key store are made on the JVM side: io.sparkprov.capture.Producers)."""
+    from capture_agent.jvm import kafka_settings
+
+    settings = kafka_settings(
+        PublisherConfig("broker-1:9093,broker-2:9093", "t", security=KafkaSecurity.from_env(ENV))
+    )
+    assert settings["bootstrap.servers"] == "broker-1:9093,broker-2:9093"
+    assert settings["acks"] == "all" and settings["enable.idempotence"] == "true"
+    assert {k: v for k, v in settings.items() if "ssl" in k or "sasl" in k or "security" in k} == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sparkprov.sasl.username": "lineage",
+        "sparkprov.sasl.password": "not-a-real-password",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": "/etc/kafka/ca.pem",
+        "sparkprov.ssl.certfile": "/etc/kafka/client.pem",
+        "sparkprov.ssl.keyfile": "/etc/kafka/client.key",
+    }
+    plaintext = kafka_settings(PublisherConfig("b:9092", "t"))
+    assert plaintext["security.protocol"] == "PLAINTEXT"
+    assert not any("sasl" in k or "ssl" in k for k in plaintext)

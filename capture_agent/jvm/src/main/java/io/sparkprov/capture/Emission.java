@@ -111,7 +111,7 @@ record Emission(
       for (String v : values) {
         if (v != null && v.length() * 3 > limit
             && v.getBytes(StandardCharsets.UTF_8).length > limit) {
-          throw new LimitExceeded(field + " of tap " + plan.key() + " holds a value of "
+          throw Failures.limit(field + " of tap " + plan.key() + " holds a value of "
               + v.getBytes(StandardCharsets.UTF_8).length + " bytes, over the limit of " + limit);
         }
       }

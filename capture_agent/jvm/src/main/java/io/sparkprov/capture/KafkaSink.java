@@ -22,8 +22,8 @@ public final class KafkaSink implements Sink {
     try {
       return Producers.of(settings).send(new ProducerRecord<>(topic, key, value));
     } catch (RuntimeException e) { // a timeout waiting for metadata or buffer space
-      throw new PublishError("could not hand lineage to Kafka at " + describe() + " within "
-          + timeoutMs + " ms: " + e, e);
+      throw Failures.publish("could not hand lineage to Kafka at " + describe() + " within "
+          + timeoutMs + " ms", e);
     }
   }
 

@@ -35,8 +35,7 @@ final class Producers {
     try {
       return new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer());
     } catch (RuntimeException e) {
-      throw new PublishError("no Kafka producer for " + settings.get("bootstrap.servers")
-          + ": " + e, e);
+      throw Failures.publish("no Kafka producer for " + settings.get("bootstrap.servers"), e);
     } finally {
       thread.setContextClassLoader(before);
     }
@@ -80,7 +79,7 @@ final class Producers {
     try {
       return java.nio.file.Files.readString(java.nio.file.Path.of(path));
     } catch (java.io.IOException e) {
-      throw new PublishError("cannot read the Kafka TLS file " + path + ": " + e, e);
+      throw Failures.publish("cannot read the Kafka TLS file " + path, e);
     }
   }
 

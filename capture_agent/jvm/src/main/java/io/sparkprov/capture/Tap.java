@@ -13,7 +13,8 @@ import org.apache.spark.sql.api.java.UDF1;
  * row's inputs are copied into the task's {@link Chunk}; a full chunk becomes one message (its
  * {@link Emission} in {@link Wire} format) handed to the {@link Sink}. When the task ends, the
  * last chunk is sent and every message of the task must be acknowledged, or the task fails with
- * a {@link PublishError}; then the task's counts go to the run's {@link Counts}. A retried task
+ * an error named PublishError ({@link Failures}); then the task's counts go to the run's
+ * {@link Counts}. A retried task
  * re-emits the same ids (they are Spark expressions of the data), which ingest stores once.
  */
 public final class Tap implements UDF1<Row, Boolean> {
@@ -127,11 +128,11 @@ public final class Tap implements UDF1<Row, Boolean> {
       }
     }
 
-    private PublishError error(Exception e) {
-      return new PublishError("lineage of tap " + plan.key() + " not acknowledged by "
+    private IllegalStateException error(Exception e) {
+      return Failures.publish("lineage of tap " + plan.key() + " not acknowledged by "
           + sink.describe() + " within " + sink.timeoutMs() + " ms: " + sent
           + " messages sent by this partition, " + acknowledged + " acknowledged, "
-          + (sent - acknowledged) + " unacknowledged: " + e, e);
+          + (sent - acknowledged) + " unacknowledged", e);
     }
   }
 }

@@ -76,8 +76,8 @@ class EmissionTest {
         List.of("name"), List.of());
     Chunk chunk = new Chunk(source);
     chunk.add(RowFactory.create(10L, 0L, "x".repeat(17)));
-    LimitExceeded e = assertThrows(LimitExceeded.class, () -> Emission.of(source, chunk));
-    assertTrue(e.getMessage().contains("attribute_values"), e.getMessage());
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Emission.of(source, chunk));
+    assertTrue(e.getMessage().startsWith("LimitExceeded: attribute_values"), e.getMessage());
   }
 
   @Test
