@@ -256,6 +256,10 @@ class JvmTaps:
             settings.put(name, value)
         return self._taps.kafka(config.topic, settings, int(config.timeout_s * 1000))
 
+    def discard_sink(self) -> Any:
+        """A sink that drops every message (profiles: bench/capture_profile_jvm.py)."""
+        return self._taps.discard()
+
     def memory_sink(self) -> Any:
         return self._taps.memory(self.spark.sparkContext._jsc.sc())
 

@@ -34,6 +34,10 @@ public final class Taps {
     return new KafkaSink(topic, settings, timeoutMs);
   }
 
+  public DiscardSink discard() {
+    return new DiscardSink();
+  }
+
   public MemorySink memory(SparkContext sc) {
     return new MemorySink(sc);
   }

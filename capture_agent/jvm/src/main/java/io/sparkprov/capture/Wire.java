@@ -1,11 +1,9 @@
 package io.sparkprov.capture;
 
-import com.google.protobuf.ByteString;
 import com.google.protobuf.CodedOutputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 /**
@@ -187,7 +185,7 @@ final class Wire {
 
     void repeatedString(int field, String value) {
       try {
-        out.writeBytes(field, ByteString.copyFrom(value, StandardCharsets.UTF_8));
+        out.writeString(field, value);
       } catch (IOException e) {
         throw new UncheckedIOException(e);
       }
