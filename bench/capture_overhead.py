@@ -85,12 +85,19 @@ def tpch_inputs(spark: SparkSession, folder: Path, scale: float) -> dict[str, st
     return paths
 
 
-def tpch(prov: ProvenanceSession, paths: dict[str, str]) -> int:
-    """All 22 TPC-H queries, each collected, over sources tracked once."""
-    from bench.tpch import QUERIES
+def tpch(prov: ProvenanceSession, paths: dict[str, str], values: str = "all") -> int:
+    """All 22 TPC-H queries, each collected, over sources tracked once. ``values``: what the
+    sources' TOKEN nodes keep, "all" their values or "key" their key column (enough for the
+    witness replay, and Parquet reads only the columns the queries use)."""
+    from bench.tpch import KEYS, QUERIES
 
     spark = prov.spark
-    sources = {name: prov.source(spark.read.parquet(path), name) for name, path in paths.items()}
+    sources = {
+        name: prov.source(
+            spark.read.parquet(path), name, values="all" if values == "all" else [KEYS[name]]
+        )
+        for name, path in paths.items()
+    }
     return sum(len(query(dict(sources)).collect()) for query in QUERIES.values())
 
 
@@ -117,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workloads", default="pipeline,cars,arctic,tpch")
     parser.add_argument("--modes", default="plain,jvm,python", help="plain must come first")
     parser.add_argument("--tpch-scale", type=float, default=0.1)
+    parser.add_argument("--tpch-values", choices=("all", "key"), default="all")
     parser.add_argument(
         "--python-workloads",
         default="pipeline,cars,arctic",
@@ -142,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [w for w in args.workloads.split(",") if w]
     if "tpch" in chosen:
         paths = tpch_inputs(spark, data, args.tpch_scale)
-        workloads["tpch"] = lambda prov: tpch(prov, paths)
+        workloads["tpch"] = lambda prov: tpch(prov, paths, args.tpch_values)
     modes = [m for m in args.modes.split(",") if m]
     if modes[0] != "plain" or len(modes) < 2:
         parser.error("--modes starts with plain and names at least one capture mode")

@@ -59,6 +59,9 @@ def run(spark: Any, stage: str, body: Callable[[ProvenanceSession], Any]) -> flo
     return time.perf_counter() - started
 
 
+_OURS_AND_SPARKS = ("io.sparkprov", "org.apache.spark.sql", "org.apache.spark.unsafe")
+
+
 def hottest(recording: Path, top: int = 25) -> dict[str, list[tuple[str, int]]]:
     """Top-of-stack and anywhere-on-stack counts of the recording's CPU samples."""
     printed = subprocess.run(
@@ -78,7 +81,9 @@ def hottest(recording: Path, top: int = 25) -> dict[str, list[tuple[str, int]]]:
         if frames:
             on_top[frames[0]] += 1
         for frame in set(frames):
-            if frame.startswith(("io.sparkprov", "org.apache.spark.sql", "org.apache.spark.unsafe")):
+            if frame.startswith(
+                ("io.sparkprov", "org.apache.spark.sql", "org.apache.spark.unsafe")
+            ):
                 anywhere[frame] += 1
     return {
         "samples": [("all", len(samples))],
@@ -119,8 +124,11 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.repeat):
             for stage in seconds:
                 if stage == "kafka" and args.jfr:
-                    subprocess.run(["jcmd", str(pid), "JFR.start", "name=sp", "settings=profile"], check=True,
-                                   capture_output=True)
+                    subprocess.run(
+                        ["jcmd", str(pid), "JFR.start", "name=sp", "settings=profile"],
+                        check=True,
+                        capture_output=True,
+                    )
                 seconds[stage].append(run(spark, stage, body))
                 if stage == "kafka" and args.jfr:
                     subprocess.run(
