@@ -12,11 +12,12 @@ a spec into a :class:`TapPlan` (the contract, a TypedDict here and the Java reco
 the JVM side runs it. The salts of derived ids are computed here, so both sides share
 ``sparkprov.derived``'s one definition.
 
-Loading: :class:`JvmTaps` makes the jar available to a running SparkContext (the driver's SQL
-class loader and ``SparkContext.addJar`` for the executors), checks the Spark version and the
-jar's protocol, and runs a one-row probe job so that executors that cannot load the jar fail the
-session at its start. On a cluster, the jar may instead be shipped with ``spark.jars`` (or
-``--jars``): it is then found on the classpath and not added again.
+Loading: :class:`JvmTaps` makes the jar available to a running SparkContext (a class loader of
+its own on the driver, once per JVM, and ``SparkContext.addJar`` for the executors of each
+context), checks the Spark version and the jar's protocol, and runs a one-row probe job per
+context, so that executors that cannot load the jar fail the session at its start. On a
+cluster, the jar may instead be shipped with ``spark.jars`` (or ``--jars``): it is then found on
+the classpath and not added again.
 """
 
 from __future__ import annotations
@@ -213,7 +214,13 @@ def kafka_settings(config: PublisherConfig) -> dict[str, str]:
 class JvmTaps:
     """The JVM taps of one SparkContext: the jar loaded on the driver and the executors."""
 
-    _loaded: dict[int, Any] = {}  # id of the JavaSparkContext -> the Taps facade
+    # The Taps facade, one per driver JVM: its classes are loaded once, by one class loader (py4j
+    # caches methods by class name, so a second copy of the classes would not be callable).
+    _facade_of_jvm: Any = None
+    # SparkContexts, by (application id, start time), whose executors have the jar and passed
+    # the probe. Not id() of the Python object: a SparkContext created after another was stopped
+    # may get a freed object's id.
+    _prepared: set[tuple[str, int]] = set()
     _lock = threading.Lock()
 
     def __init__(self, spark: SparkSession) -> None:
@@ -225,20 +232,24 @@ class JvmTaps:
         import pyspark
 
         sc = spark.sparkContext
-        key = id(sc._jsc)
+        key = (str(sc.applicationId), int(sc.startTime))
         with cls._lock:
-            taps = cls._loaded.get(key)
-            if taps is None:
+            if cls._facade_of_jvm is None:
                 check_spark_version(pyspark.__version__)
-                taps = _load(spark)
+                taps, shipped = _load(spark)
                 protocol = int(taps.protocol())
                 if protocol != PROTOCOL:
                     raise RuntimeError(
                         f"the capture jar speaks tap protocol {protocol}, this capture agent "
                         f"{PROTOCOL}: rebuild it with `make setup`"
                     )
+                cls._facade_of_jvm = (taps, shipped)
+            taps, shipped = cls._facade_of_jvm
+            if key not in cls._prepared:
+                if not shipped:  # the executors of this context get the jar from the driver
+                    sc._jsc.addJar(str(jar_path()))
                 _probe(spark, taps)
-                cls._loaded[key] = taps
+                cls._prepared.add(key)
             return taps
 
     def protocol(self) -> int:
@@ -274,23 +285,26 @@ class JvmTaps:
         return Column(udf.apply(_to_seq(sc, [inputs], _to_java_column)))
 
 
-def _load(spark: SparkSession) -> Any:
-    """The jar's ``Taps`` facade: from the classpath if the job shipped the jar (spark.jars),
-    else added now to the driver's SQL class loader and, for the executors, to the context."""
+def _load(spark: SparkSession) -> tuple[Any, bool]:
+    """The jar's ``Taps`` facade, and whether the job shipped the jar itself (``spark.jars``,
+    ``--jars``: then its classes are on the driver's classpath). Otherwise the driver loads them
+    from the jar with a class loader of their own, and each SparkContext adds the jar for its
+    executors (:meth:`JvmTaps._facade`)."""
     jvm: Any = spark.sparkContext._jvm
     gateway: Any = spark.sparkContext._gateway
-    shared = spark._jsparkSession.sharedState()
-    loader = shared.jarClassLoader()
+    context = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
     try:
-        cls = jvm.java.lang.Class.forName(_CLASS, True, loader)
+        cls = jvm.java.lang.Class.forName(_CLASS, True, context)
+        shipped = True
     except Exception:  # noqa: BLE001 - py4j wraps ClassNotFoundException
-        path = jar_path()
-        spark.sparkContext._jsc.addJar(str(path))
-        loader.addURL(jvm.java.io.File(str(path)).toURI().toURL())
+        urls = gateway.new_array(jvm.java.net.URL, 1)
+        urls[0] = jvm.java.io.File(str(jar_path())).toURI().toURL()
+        loader = jvm.java.net.URLClassLoader(urls, context)
         cls = jvm.java.lang.Class.forName(_CLASS, True, loader)
+        shipped = False
     no_types = gateway.new_array(jvm.java.lang.Class, 0)
     no_args = gateway.new_array(jvm.java.lang.Object, 0)
-    return cls.getDeclaredConstructor(no_types).newInstance(no_args)
+    return cls.getDeclaredConstructor(no_types).newInstance(no_args), shipped
 
 
 def _probe(spark: SparkSession, taps: Any) -> None:

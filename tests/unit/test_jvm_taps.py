@@ -199,3 +199,18 @@ def test_the_session_loads_the_jar_and_its_protocol_matches(spark) -> None:  # t
         assert prov.capture.jvm.protocol() == PROTOCOL
     with pytest.raises(ValueError, match="'jvm' or 'python'"):
         ProvenanceSession(spark, "jvm-taps", emitter=MemoryEmitter(spark), capture="scala")
+
+
+def test_a_new_spark_context_gets_the_jar_again() -> None:
+    """A SparkContext made after another was stopped (a new application) loads and probes the
+    jar itself: the facade is cached per application, never reused across them."""
+    from examples.spark import local_spark
+
+    for app in ("sparkprov-jvm-first", "sparkprov-jvm-second"):
+        spark = local_spark(app)
+        try:
+            with ProvenanceSession(spark, "jvm-taps", emitter=MemoryEmitter(spark)) as prov:
+                rows = prov.source(spark.createDataFrame([(1,)], ["k"]), "T").collect()
+            assert rows == [(1,)] and prov.counts() == (1, 0)
+        finally:
+            spark.stop()
