@@ -71,6 +71,17 @@ def pipeline(prov: ProvenanceSession, facts: str, dims: str) -> int:
     return len(result.named("RegionTotals").collect())
 
 
+def base_workloads(
+    facts: str, dims: str, n_cars: int, cars_exec: int, arctic_exec: int
+) -> dict[str, Callable[[ProvenanceSession], Any]]:
+    """The issue's workloads: the 1M-row pipeline, Lipstick's car dealerships and Arctic."""
+    return {
+        "pipeline": lambda prov: pipeline(prov, facts, dims),
+        "cars": lambda prov: cars.run(prov, n_cars, cars_exec, seed=1),
+        "arctic": lambda prov: arctic.run(prov, 24, "dense", 6, "month", arctic_exec),
+    }
+
+
 def tpch_inputs(spark: SparkSession, folder: Path, scale: float) -> dict[str, str]:
     """The eight TPC-H tables at ``scale``, generated once into Parquet (not timed)."""
     from bench.tpch import tables
@@ -142,11 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     data = Path(args.data)
     data.mkdir(parents=True, exist_ok=True)
     facts, dims = make_pipeline_inputs(spark, data, args.rows, args.dim)
-    workloads: dict[str, Callable[[ProvenanceSession], Any]] = {
-        "pipeline": lambda prov: pipeline(prov, facts, dims),
-        "cars": lambda prov: cars.run(prov, args.cars, args.cars_exec, seed=1),
-        "arctic": lambda prov: arctic.run(prov, 24, "dense", 6, "month", args.arctic_exec),
-    }
+    workloads = base_workloads(facts, dims, args.cars, args.cars_exec, args.arctic_exec)
     chosen = [w for w in args.workloads.split(",") if w]
     if "tpch" in chosen:
         paths = tpch_inputs(spark, data, args.tpch_scale)

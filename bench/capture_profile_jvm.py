@@ -30,12 +30,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.capture_overhead import RESULTS, TOPIC, make_pipeline_inputs, pipeline
+from bench.capture_overhead import RESULTS, TOPIC, base_workloads, make_pipeline_inputs
 from capture_agent import ProvenanceSession
 from capture_agent.emitters import KafkaEmitter
 from capture_agent.jvm import JvmTaps
 from capture_agent.publisher import PublisherConfig
-from examples import arctic, cars
 from sparkprov import defaults
 
 
@@ -109,11 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     data = Path(args.data)
     data.mkdir(parents=True, exist_ok=True)
     facts, dims = make_pipeline_inputs(spark, data, args.rows, args.dim)
-    workloads: dict[str, Callable[[ProvenanceSession], Any]] = {
-        "pipeline": lambda prov: pipeline(prov, facts, dims),
-        "cars": lambda prov: cars.run(prov, 20_000, 10, seed=1),
-        "arctic": lambda prov: arctic.run(prov, 24, "dense", 6, "month", 1),
-    }
+    workloads = base_workloads(facts, dims, 20_000, 10, 1)
     pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()  # type: ignore[union-attr]
     report: dict[str, Any] = {"load_average_before": os.getloadavg(), "workloads": {}}
     for name in args.workloads.split(","):

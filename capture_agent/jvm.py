@@ -192,9 +192,10 @@ def check_spark_version(version: str) -> None:
 def kafka_settings(config: PublisherConfig) -> dict[str, str]:
     """The Java producer's settings for ``config``, with the same bounds as the Python
     producer's (capture_agent.publisher): every wait ends after ``timeout_s``."""
-    bound_ms = int(config.timeout_s * 1000)
+    from capture_agent.publisher import producer_bounds
+
     linger_ms = 5
-    request_ms = min(30000, max(500, bound_ms // 2))
+    bound_ms, request_ms, delivery_ms = producer_bounds(config, linger_ms)
     settings = {
         "bootstrap.servers": config.bootstrap,
         "acks": "all",
@@ -204,7 +205,7 @@ def kafka_settings(config: PublisherConfig) -> dict[str, str]:
         "max.request.size": str(config.max_message_bytes),
         "max.block.ms": str(bound_ms),
         "request.timeout.ms": str(request_ms),
-        "delivery.timeout.ms": str(max(bound_ms, request_ms + linger_ms + 1)),
+        "delivery.timeout.ms": str(delivery_ms),
         "compression.type": os.environ.get("SPARKPROV_KAFKA_COMPRESSION", "none"),
     }
     settings.update(config.security.as_java_settings())

@@ -25,7 +25,7 @@ from typing import Any
 from capture_agent.errors import PublishError
 from sparkprov.kafka_security import KafkaSecurity
 
-__all__ = ["PartitionSender", "PublisherConfig", "producer_for"]
+__all__ = ["PartitionSender", "PublisherConfig", "producer_bounds", "producer_for"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,15 @@ class PublisherConfig:
     security: KafkaSecurity = field(default_factory=KafkaSecurity)
 
 
+def producer_bounds(config: PublisherConfig, linger_ms: int) -> tuple[int, int, int]:
+    """(bound, request, delivery) timeouts in ms of a producer lingering ``linger_ms``: every
+    wait ends after ``config.timeout_s``, and delivery exceeds linger + request as both Kafka
+    clients require. Shared by the Python producer here and the JVM taps' (capture_agent.jvm)."""
+    bound_ms = int(config.timeout_s * 1000)
+    request_ms = min(30000, max(500, bound_ms // 2))
+    return bound_ms, request_ms, max(bound_ms, request_ms + linger_ms + 1)
+
+
 def producer_for(config: PublisherConfig) -> Any:
     """The process-wide producer for this bootstrap address, these security settings and these
     bounds. The bounds are part of the key: a producer made for a session with a short
@@ -58,11 +67,8 @@ def producer_for(config: PublisherConfig) -> Any:
         if producer is None:
             from kafka import KafkaProducer  # lazy: imported on executors only when capturing
 
-            bound_ms = int(config.timeout_s * 1000)
             linger_ms = 20
-            # kafka-python requires delivery > linger + request timeouts.
-            request_ms = min(30000, max(500, bound_ms // 2))
-            delivery_ms = max(bound_ms, request_ms + linger_ms + 1)
+            bound_ms, request_ms, delivery_ms = producer_bounds(config, linger_ms)
             started = time.monotonic()
             try:
                 producer = KafkaProducer(

@@ -56,7 +56,7 @@ final class Chunk {
     size = 0;
   }
 
-  /** Copies one row of the tap's struct; returns its id (the "id" input), or null. */
+  /** Copies one row of the tap's struct into the columns. */
   void add(Row row) {
     int r = size;
     for (int i = 0; i < ids.length; i++) {

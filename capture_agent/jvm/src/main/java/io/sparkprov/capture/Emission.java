@@ -124,13 +124,17 @@ record Emission(
       edgeCount += from.length;
     }
 
-    private NodeBlock rowNodes(Op op, String label, long[] ids, String[] labels) {
+    private List<String[]> attributeColumns() {
       List<String[]> attributes = new ArrayList<>();
       for (int i = 0; i < plan.attributes().size(); i++) {
         attributes.add(chunk.attribute(i));
       }
-      return new NodeBlock(
-          op, ids, label, labels, plan.relation(), plan.attributes(), attributes, null, false);
+      return attributes;
+    }
+
+    private NodeBlock rowNodes(Op op, String label, long[] ids, String[] labels) {
+      return new NodeBlock(op, ids, label, labels, plan.relation(), plan.attributes(),
+          attributeColumns(), null, false);
     }
 
     void source() {
@@ -260,10 +264,16 @@ record Emission(
     void moduleRow() {
       long[] ids = chunk.ids("id");
       node(rowNodes(Op.TIMES, "·", ids, null));
+      timesOfModule(chunk.ids("parent"), ids);
+    }
+
+    /** The edges of TIMES nodes {@code ids} of a row and the module invocation: parent -> id,
+     * then module -> id. */
+    private void timesOfModule(long[] parents, long[] ids) {
       long[] module = new long[n];
       Arrays.fill(module, plan.module());
       LongList from = new LongList();
-      from.addAll(chunk.ids("parent"));
+      from.addAll(parents);
       from.addAll(module);
       LongList to = new LongList();
       to.addAll(ids);
@@ -277,23 +287,11 @@ record Emission(
       for (int r = 0; r < n; r++) {
         labels[r] = plan.relation() + "#" + String.format("%08x", tokens[r] & 0xFFFFFFFFL);
       }
-      List<String[]> attributes = new ArrayList<>();
-      for (int i = 0; i < plan.attributes().size(); i++) {
-        attributes.add(chunk.attribute(i));
-      }
       node(new NodeBlock(Op.TOKEN, tokens, "", labels, plan.relation(), plan.attributes(),
-          attributes, null, true));
+          attributeColumns(), null, true));
       long[] ids = chunk.ids("id");
       node(new NodeBlock(Op.TIMES, ids, "·", null, "", List.of(), List.of(), null, false));
-      long[] module = new long[n];
-      Arrays.fill(module, plan.module());
-      LongList from = new LongList();
-      from.addAll(tokens);
-      from.addAll(module);
-      LongList to = new LongList();
-      to.addAll(ids);
-      to.addAll(ids);
-      edge(from.toArray(), to.toArray());
+      timesOfModule(tokens, ids);
     }
 
     void member() {

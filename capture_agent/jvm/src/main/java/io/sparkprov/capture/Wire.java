@@ -91,6 +91,22 @@ final class Wire {
       long[] src,
       long[] dst,
       List<MemberBlock> members) {
+    try {
+      return event(plan, partition, sequence, nodes, src, dst, members);
+    } catch (IOException e) { // an in-memory stream: not expected
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private static byte[] event(
+      TapPlan plan,
+      int partition,
+      int sequence,
+      List<NodeBlock> nodes,
+      long[] src,
+      long[] dst,
+      List<MemberBlock> members)
+      throws IOException {
     Writer body = new Writer();
     body.string(BATCH_TAP, plan.key());
     body.int32(BATCH_PARTITION, partition);
@@ -115,7 +131,7 @@ final class Wire {
     return event.bytes();
   }
 
-  private static Writer node(NodeBlock block, List<String> split) {
+  private static Writer node(NodeBlock block, List<String> split) throws IOException {
     Writer w = new Writer();
     w.uint32(NODE_OP, block.op().number);
     w.fixed64s(NODE_IDS, block.ids());
@@ -136,7 +152,7 @@ final class Wire {
     return w;
   }
 
-  private static Writer member(MemberBlock block, List<String> split) {
+  private static Writer member(MemberBlock block, List<String> split) throws IOException {
     Writer w = new Writer();
     w.fixed64s(MEMBER_MEMBERS, block.members());
     w.fixed64s(MEMBER_GROUPS, block.groups());
@@ -153,7 +169,7 @@ final class Wire {
   }
 
   /** A StringColumn: nulls as "" plus their rows. */
-  private static Writer column(String[] values) {
+  private static Writer column(String[] values) throws IOException {
     Writer w = new Writer();
     int nulls = 0;
     for (String v : values) {
@@ -172,26 +188,25 @@ final class Wire {
     return w;
   }
 
-  /** One message's fields, written in the order given (the .proto's number order). */
+  /**
+   * One message's fields, written in the order given (the .proto's number order), into memory
+   * (the IOException of the stream API is caught once, by {@link #batch}).
+   */
   private static final class Writer {
     private final ByteArrayOutputStream buffer = new ByteArrayOutputStream(256);
     private final CodedOutputStream out = CodedOutputStream.newInstance(buffer, 4096);
 
-    void string(int field, String value) {
+    void string(int field, String value) throws IOException {
       if (value != null && !value.isEmpty()) {
         repeatedString(field, value);
       }
     }
 
-    void repeatedString(int field, String value) {
-      try {
-        out.writeString(field, value);
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
+    void repeatedString(int field, String value) throws IOException {
+      out.writeString(field, value);
     }
 
-    void strings(int field, String[] values) {
+    void strings(int field, String[] values) throws IOException {
       if (values != null) {
         for (String value : values) {
           repeatedString(field, value);
@@ -199,84 +214,56 @@ final class Wire {
       }
     }
 
-    void int32(int field, int value) {
-      try {
-        if (value != 0) {
-          out.writeInt32(field, value);
-        }
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
+    void int32(int field, int value) throws IOException {
+      if (value != 0) {
+        out.writeInt32(field, value);
       }
     }
 
-    void uint32(int field, int value) {
-      try {
-        if (value != 0) {
-          out.writeUInt32(field, value);
-        }
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
+    void uint32(int field, int value) throws IOException {
+      if (value != 0) {
+        out.writeUInt32(field, value);
       }
     }
 
-    void bool(int field, boolean value) {
-      try {
-        if (value) {
-          out.writeBool(field, true);
-        }
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
+    void bool(int field, boolean value) throws IOException {
+      if (value) {
+        out.writeBool(field, true);
       }
     }
 
-    void fixed64s(int field, long[] values) {
+    void fixed64s(int field, long[] values) throws IOException {
       if (values == null || values.length == 0) {
         return;
       }
-      try {
-        out.writeTag(field, com.google.protobuf.WireFormat.WIRETYPE_LENGTH_DELIMITED);
-        out.writeUInt32NoTag(values.length * 8);
-        for (long v : values) {
-          out.writeSFixed64NoTag(v);
-        }
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
+      out.writeTag(field, com.google.protobuf.WireFormat.WIRETYPE_LENGTH_DELIMITED);
+      out.writeUInt32NoTag(values.length * 8);
+      for (long v : values) {
+        out.writeSFixed64NoTag(v);
       }
     }
 
-    void packedUint32(int field, int[] values) {
-      try {
-        int size = 0;
-        for (int v : values) {
-          size += CodedOutputStream.computeUInt32SizeNoTag(v);
-        }
-        out.writeTag(field, com.google.protobuf.WireFormat.WIRETYPE_LENGTH_DELIMITED);
-        out.writeUInt32NoTag(size);
-        for (int v : values) {
-          out.writeUInt32NoTag(v);
-        }
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
+    void packedUint32(int field, int[] values) throws IOException {
+      int size = 0;
+      for (int v : values) {
+        size += CodedOutputStream.computeUInt32SizeNoTag(v);
+      }
+      out.writeTag(field, com.google.protobuf.WireFormat.WIRETYPE_LENGTH_DELIMITED);
+      out.writeUInt32NoTag(size);
+      for (int v : values) {
+        out.writeUInt32NoTag(v);
       }
     }
 
-    void message(int field, Writer inner) {
-      try {
-        byte[] bytes = inner.bytes();
-        out.writeTag(field, com.google.protobuf.WireFormat.WIRETYPE_LENGTH_DELIMITED);
-        out.writeUInt32NoTag(bytes.length);
-        out.writeRawBytes(bytes);
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
+    void message(int field, Writer inner) throws IOException {
+      byte[] bytes = inner.bytes();
+      out.writeTag(field, com.google.protobuf.WireFormat.WIRETYPE_LENGTH_DELIMITED);
+      out.writeUInt32NoTag(bytes.length);
+      out.writeRawBytes(bytes);
     }
 
-    byte[] bytes() {
-      try {
-        out.flush();
-      } catch (IOException e) {
-        throw new UncheckedIOException(e);
-      }
+    byte[] bytes() throws IOException {
+      out.flush();
       return buffer.toByteArray();
     }
   }
