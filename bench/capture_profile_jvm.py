@@ -6,8 +6,11 @@ taps that send to Kafka; optionally under Java Flight Recorder, with the hottest
 Stages (median of ``--repeat`` runs each, one process, the inputs of bench.capture_overhead):
 
 - ``plain``: the kill switch (constant id column, no taps);
-- ``discard``: the JVM taps, every message built and encoded, none sent (io.sparkprov.capture
-  .DiscardSink): Spark computing the ids and carrying them, plus the taps' own work;
+- ``call``: Spark computes the ids and every tap's input struct and calls the tap, which returns
+  at once (io.sparkprov.capture.DiscardSink with Step CALL);
+- ``copy``: ... and the tap copies each row into its chunk of primitive columns;
+- ``emit``: ... and each full chunk becomes its nodes, edges and members (Emission);
+- ``discard``: ... and is encoded as a LineageEvent (Wire), then dropped;
 - ``kafka``: the real taps (Kafka's Java client, acks=all, waiting for every acknowledgement).
 
 With ``--jfr``, the driver JVM (which runs the local executors) records CPU samples during the
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import json
 import os
 import statistics
@@ -38,18 +42,30 @@ from capture_agent.publisher import PublisherConfig
 from sparkprov import defaults
 
 
+# stage -> the DiscardSink step the taps stop after
+DISCARD_STEPS = {"call": "CALL", "copy": "COPY", "emit": "EMIT", "discard": "ENCODE"}
+STAGES = ("plain", *DISCARD_STEPS, "kafka")
+
+
+@dataclasses.dataclass(frozen=True)
 class DiscardEmitter(KafkaEmitter):
-    """Kafka for the driver's markers; the JVM taps encode and drop their messages."""
+    """Kafka for the driver's markers; the JVM taps stop after ``step`` and drop their rows."""
+
+    step: str = "ENCODE"
 
     def jvm_sink(self, taps: JvmTaps) -> Any:
-        return taps.discard_sink()
+        return taps.discard_sink(self.step)
 
 
 def run(spark: Any, stage: str, body: Callable[[ProvenanceSession], Any]) -> float:
     config = PublisherConfig(
         os.environ.get(defaults.ENV_KAFKA_BOOTSTRAP, defaults.KAFKA_BOOTSTRAP), TOPIC
     )
-    emitter = DiscardEmitter(config) if stage == "discard" else KafkaEmitter(config)
+    emitter = (
+        DiscardEmitter(config, DISCARD_STEPS[stage])
+        if stage in DISCARD_STEPS
+        else KafkaEmitter(config)
+    )
     started = time.perf_counter()
     with ProvenanceSession(
         spark, "bench", emitter=emitter, enabled=stage != "plain", capture="jvm"
@@ -113,9 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {"load_average_before": os.getloadavg(), "workloads": {}}
     for name in args.workloads.split(","):
         body = workloads[name]
-        for stage in ("plain", "discard", "kafka"):  # warm-up
+        for stage in STAGES:  # warm-up
             run(spark, stage, body)
-        seconds: dict[str, list[float]] = {"plain": [], "discard": [], "kafka": []}
+        seconds: dict[str, list[float]] = {stage: [] for stage in STAGES}
         for _ in range(args.repeat):
             for stage in seconds:
                 if stage == "kafka" and args.jfr:

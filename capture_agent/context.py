@@ -142,6 +142,8 @@ class CaptureContext:
 
         if not self.enabled:
             return F.lit(0).cast("long")
+        if self.jvm is not None:  # the same value, without hashing run and key on every row
+            return self.jvm.node_id(self.run_id, key, cols)
         return F.xxhash64(F.lit(self.run_id), F.lit(key), *cols)
 
     @staticmethod

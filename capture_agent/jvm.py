@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -268,22 +269,36 @@ class JvmTaps:
             settings.put(name, value)
         return self._taps.kafka(config.topic, settings, int(config.timeout_s * 1000))
 
-    def discard_sink(self) -> Any:
-        """A sink that drops every message (profiles: bench/capture_profile_jvm.py)."""
-        return self._taps.discard()
+    def discard_sink(self, stop_after: str = "ENCODE") -> Any:
+        """A sink that drops every message (profiles: bench/capture_profile_jvm.py); the taps
+        stop after ``stop_after``: CALL, COPY, EMIT or ENCODE (io.sparkprov.capture.DiscardSink)."""
+        return self._taps.discard(stop_after)
 
     def memory_sink(self) -> Any:
         return self._taps.memory(self.spark.sparkContext._jsc.sc())
 
+    def node_id(self, run_id: str, key: str, cols: Sequence[Column]) -> Column:
+        """``xxhash64(lit(run_id), lit(key), *cols)``, with the two constants hashed once, on
+        the driver, into the seed of ``xxhash64(*cols)`` (io.sparkprov.capture.NodeIds)."""
+        from pyspark.sql.classic.column import Column, _to_java_column
+
+        sc: Any = self.spark.sparkContext
+        columns = sc._gateway.new_array(sc._jvm.org.apache.spark.sql.Column, len(cols))
+        for i, c in enumerate(cols):
+            columns[i] = _to_java_column(c)
+        return Column(self._taps.nodeId(run_id, key, columns))
+
     def column(self, plan: TapPlan, sink: Any, counts: Any, inputs: Column) -> Column:
-        """The tap as a boolean column over the struct ``inputs`` (always true)."""
+        """The tap as a boolean column over the struct ``inputs`` (always true): a Catalyst
+        expression of the jar (io.sparkprov.capture.TapExpression), fused into whole-stage
+        codegen."""
         import json
 
-        from pyspark.sql.classic.column import Column, _to_java_column, _to_seq
+        from pyspark.sql.classic.column import Column, _to_java_column
 
-        udf = self._taps.udf(json.dumps(plan), sink, counts)
-        sc = self.spark.sparkContext
-        return Column(udf.apply(_to_seq(sc, [inputs], _to_java_column)))
+        return Column(
+            self._taps.column(json.dumps(plan), sink, counts, _to_java_column(inputs))
+        )
 
 
 def _load(spark: SparkSession) -> tuple[Any, bool]:

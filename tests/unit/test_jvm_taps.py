@@ -32,6 +32,9 @@ def spark() -> Iterator[SparkSession]:
     from examples.spark import local_spark
 
     session = local_spark("sparkprov-jvm-taps")
+    # The taps are fused into whole-stage codegen (io.sparkprov.capture.TapExpression): code
+    # that does not compile must fail the test, not fall back to the interpreted plan.
+    session.conf.set("spark.sql.codegen.fallback", "false")
     yield session
     session.stop()
 
@@ -191,6 +194,30 @@ def test_a_missing_jar_names_the_fix(monkeypatch, tmp_path) -> None:  # type: ig
     monkeypatch.setenv("SPARKPROV_CAPTURE_JAR", str(tmp_path / "nope.jar"))
     with pytest.raises(RuntimeError, match="make setup"):
         jar_path()
+
+
+def test_node_ids_are_spark_xxhash64_of_run_key_and_columns(spark) -> None:  # type: ignore[no-untyped-def]
+    """The JVM's node ids (xxhash64 seeded with the hash of run and key) equal
+    ``xxhash64(lit(run), lit(key), cols...)``, the Python taps' ids, for every column type and
+    null; and they differ per run and key."""
+    df = spark.createDataFrame(
+        [(1, "a", 2.5), (None, "Zé", None), (-(2**62), None, 0.1)], "n long, s string, x double"
+    )
+    with ProvenanceSession(spark, "jvm-taps", emitter=MemoryEmitter(spark)) as prov:
+        jvm = prov.capture.jvm
+        assert jvm is not None
+        cols = [F.col("n"), F.col("s"), F.col("x")]
+        got = df.select(
+            jvm.node_id("run-1", "op#3", cols).alias("jvm"),
+            F.xxhash64(F.lit("run-1"), F.lit("op#3"), *cols).alias("spark"),
+            jvm.node_id("run-2", "op#3", cols).alias("other_run"),
+            jvm.node_id("run-1", "op#4", [F.col("n")]).alias("other_key"),
+            F.xxhash64(F.lit("run-1"), F.lit("op#4"), F.col("n")).alias("spark_key"),
+        ).collect()
+    for row in got:
+        assert row.jvm == row.spark and row.other_key == row.spark_key
+        assert row.other_run != row.jvm
+    assert len({row.jvm for row in got}) == 3
 
 
 def test_the_session_loads_the_jar_and_its_protocol_matches(spark) -> None:  # type: ignore[no-untyped-def]

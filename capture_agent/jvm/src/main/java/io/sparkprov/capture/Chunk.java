@@ -2,6 +2,8 @@ package io.sparkprov.capture;
 
 import java.util.List;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.util.ArrayData;
 
 /**
  * Up to {@code capacity} rows of one tap's input struct, column by column, in primitive arrays:
@@ -73,6 +75,37 @@ final class Chunk {
       }
     }
     size = r + 1;
+  }
+
+  /** Copies one row of the tap's struct, in Spark's internal types, into the columns. */
+  void add(InternalRow row) {
+    int r = size;
+    for (int i = 0; i < ids.length; i++) {
+      if (ids[i] != null) {
+        boolean isNull = row.isNullAt(i);
+        nulls[i][r] = isNull;
+        ids[i][r] = isNull ? 0L : row.getLong(i);
+      } else if (texts[i] != null) {
+        texts[i][r] = row.isNullAt(i) ? null : row.getUTF8String(i).toString();
+      } else if (flags[i] != null) {
+        flags[i][r] = !row.isNullAt(i) && row.getBoolean(i);
+      } else {
+        arrays[i][r] = row.isNullAt(i) ? null : longs(row.getArray(i));
+      }
+    }
+    size = r + 1;
+  }
+
+  private static long[] longs(ArrayData values) {
+    int n = values.numElements();
+    long[] out = new long[n];
+    for (int k = 0; k < n; k++) {
+      if (values.isNullAt(k)) {
+        throw new IllegalStateException("an id array holds a null id");
+      }
+      out[k] = values.getLong(k);
+    }
+    return out;
   }
 
   private static long[] longs(List<Long> values) {

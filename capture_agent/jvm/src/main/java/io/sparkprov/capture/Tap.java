@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.api.java.UDF1;
@@ -17,7 +18,8 @@ import org.apache.spark.sql.api.java.UDF1;
  * {@link Counts}. A retried task
  * re-emits the same ids (they are Spark expressions of the data), which ingest stores once.
  */
-public final class Tap implements UDF1<Row, Boolean> {
+public final class Tap
+    implements UDF1<Row, Boolean>, Consumer<org.apache.spark.sql.catalyst.InternalRow> {
   private static final int MAX_UNACKNOWLEDGED = 32;
 
   private final TapPlan plan;
@@ -36,17 +38,30 @@ public final class Tap implements UDF1<Row, Boolean> {
     return plan;
   }
 
+  /** One row, as the UDF tap sees it (external types). */
   @Override
   public Boolean call(Row row) {
-    TaskState s = state;
-    if (s == null) {
-      s = start();
-    }
-    s.chunk.add(row);
-    if (s.chunk.full()) {
-      s.send();
+    TaskState s = taskState();
+    if (s.stopAfter != DiscardSink.Step.CALL) {
+      s.chunk.add(row);
+      s.sendIfFull();
     }
     return Boolean.TRUE;
+  }
+
+  /** One row, as the codegen tap ({@link TapExpression}) sees it (Spark's internal types). */
+  @Override
+  public void accept(org.apache.spark.sql.catalyst.InternalRow row) {
+    TaskState s = taskState();
+    if (s.stopAfter != DiscardSink.Step.CALL) {
+      s.chunk.add(row);
+      s.sendIfFull();
+    }
+  }
+
+  private TaskState taskState() {
+    TaskState s = state;
+    return s == null ? start() : s;
   }
 
   private TaskState start() {
@@ -68,6 +83,8 @@ public final class Tap implements UDF1<Row, Boolean> {
     final Chunk chunk = new Chunk(plan);
     final byte[] key;
     final int partition;
+    final DiscardSink.Step stopAfter =
+        sink instanceof DiscardSink discard ? discard.stopAfter() : DiscardSink.Step.ENCODE;
     final ArrayDeque<Future<?>> unacknowledged = new ArrayDeque<>();
     int sequence;
     long sent;
@@ -83,8 +100,22 @@ public final class Tap implements UDF1<Row, Boolean> {
           .getBytes(StandardCharsets.UTF_8);
     }
 
+    void sendIfFull() {
+      if (chunk.full()) {
+        send();
+      }
+    }
+
     void send() {
+      if (stopAfter == DiscardSink.Step.COPY) {
+        chunk.clear();
+        return;
+      }
       Emission e = Emission.of(plan, chunk);
+      if (stopAfter == DiscardSink.Step.EMIT) {
+        chunk.clear();
+        return;
+      }
       minId = Math.min(minId, chunk.minId());
       byte[] message = Wire.batch(plan, partition, sequence, e.nodes(), e.src(), e.dst(),
           e.members());

@@ -2,6 +2,8 @@ package io.sparkprov.capture;
 
 import java.util.Map;
 import org.apache.spark.SparkContext;
+import org.apache.spark.sql.Column;
+import org.apache.spark.sql.classic.ExpressionUtils;
 import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.expressions.UserDefinedFunction;
 import org.apache.spark.sql.functions;
@@ -30,12 +32,27 @@ public final class Taps {
         .withName("sparkprov_tap_" + plan.key());
   }
 
+  /**
+   * The capture point for {@code planJson} (a TapPlan) as a boolean column over the struct
+   * column {@code inputs}: a {@link TapExpression}, fused into whole-stage codegen.
+   */
+  public Column column(String planJson, Sink sink, Counts counts, Column inputs) {
+    Tap tap = new Tap(TapPlan.parse(planJson), sink, counts);
+    return ExpressionUtils.column(new TapExpression(ExpressionUtils.expression(inputs), tap));
+  }
+
+  /** A node id: {@code xxhash64(lit(run), lit(key), columns...)}, computed cheaper. */
+  public Column nodeId(String run, String key, Column[] columns) {
+    return NodeIds.column(run, key, columns);
+  }
+
   public KafkaSink kafka(String topic, Map<String, String> settings, long timeoutMs) {
     return new KafkaSink(topic, settings, timeoutMs);
   }
 
-  public DiscardSink discard() {
-    return new DiscardSink();
+  /** A sink for profiles: taps stop after {@code step} (a DiscardSink.Step's name). */
+  public DiscardSink discard(String step) {
+    return new DiscardSink(step);
   }
 
   public MemorySink memory(SparkContext sc) {

@@ -1,7 +1,7 @@
 package io.sparkprov.capture;
 
 import com.google.protobuf.CodedOutputStream;
-import java.io.ByteArrayOutputStream;
+import com.google.protobuf.WireFormat;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.List;
@@ -91,14 +91,16 @@ final class Wire {
       long[] src,
       long[] dst,
       List<MemberBlock> members) {
+    Fields event = w -> event(w, plan, partition, sequence, nodes, src, dst, members);
     try {
-      return event(plan, partition, sequence, nodes, src, dst, members);
-    } catch (IOException e) { // an in-memory stream: not expected
+      return Writer.encode(event);
+    } catch (IOException e) { // an array: not expected
       throw new UncheckedIOException(e);
     }
   }
 
-  private static byte[] event(
+  private static void event(
+      Writer w,
       TapPlan plan,
       int partition,
       int sequence,
@@ -107,32 +109,29 @@ final class Wire {
       long[] dst,
       List<MemberBlock> members)
       throws IOException {
-    Writer body = new Writer();
-    body.string(BATCH_TAP, plan.key());
-    body.int32(BATCH_PARTITION, partition);
-    body.int32(BATCH_SEQUENCE, sequence);
-    for (NodeBlock block : nodes) {
-      body.message(BATCH_NODES, node(block, plan.split()));
-    }
-    if (src != null) {
-      Writer edges = new Writer();
-      edges.fixed64s(EDGE_SRC, src);
-      edges.fixed64s(EDGE_DST, dst);
-      body.message(BATCH_EDGES, edges);
-    }
-    for (MemberBlock block : members) {
-      body.message(BATCH_MEMBERS, member(block, plan.split()));
-    }
-    Writer event = new Writer();
-    event.uint32(EVENT_SCHEMA_VERSION, SCHEMA_VERSION);
-    event.string(EVENT_RUN_ID, plan.runId());
-    event.string(EVENT_WORKFLOW, plan.workflow());
-    event.message(EVENT_BATCH, body);
-    return event.bytes();
+    w.uint32(EVENT_SCHEMA_VERSION, SCHEMA_VERSION);
+    w.string(EVENT_RUN_ID, plan.runId());
+    w.string(EVENT_WORKFLOW, plan.workflow());
+    w.message(EVENT_BATCH, body -> {
+      body.string(BATCH_TAP, plan.key());
+      body.int32(BATCH_PARTITION, partition);
+      body.int32(BATCH_SEQUENCE, sequence);
+      for (NodeBlock block : nodes) {
+        body.message(BATCH_NODES, n -> node(n, block, plan.split()));
+      }
+      if (src != null) {
+        body.message(BATCH_EDGES, edges -> {
+          edges.fixed64s(EDGE_SRC, src);
+          edges.fixed64s(EDGE_DST, dst);
+        });
+      }
+      for (MemberBlock block : members) {
+        body.message(BATCH_MEMBERS, m -> member(m, block, plan.split()));
+      }
+    });
   }
 
-  private static Writer node(NodeBlock block, List<String> split) throws IOException {
-    Writer w = new Writer();
+  private static void node(Writer w, NodeBlock block, List<String> split) throws IOException {
     w.uint32(NODE_OP, block.op().number);
     w.fixed64s(NODE_IDS, block.ids());
     w.string(NODE_LABEL, block.label());
@@ -142,35 +141,31 @@ final class Wire {
       w.string(NODE_ATTRIBUTE_NAMES, name);
     }
     for (String[] column : block.attributeValues()) {
-      w.message(NODE_ATTRIBUTE_VALUES, column(column));
+      w.message(NODE_ATTRIBUTE_VALUES, c -> column(c, column));
     }
     w.strings(NODE_VALUES, block.values());
     w.bool(NODE_SHARED, block.shared());
     for (String part : split) {
       w.string(NODE_SPLIT, part);
     }
-    return w;
   }
 
-  private static Writer member(MemberBlock block, List<String> split) throws IOException {
-    Writer w = new Writer();
+  private static void member(Writer w, MemberBlock block, List<String> split) throws IOException {
     w.fixed64s(MEMBER_MEMBERS, block.members());
     w.fixed64s(MEMBER_GROUPS, block.groups());
     w.string(MEMBER_GROUP_KEY, block.groupKey());
     w.bool(MEMBER_DELTA, block.delta());
     w.uint32(MEMBER_AGGREGATES, block.values().size());
     for (String[] column : block.values()) {
-      w.message(MEMBER_VALUES, column(column));
+      w.message(MEMBER_VALUES, c -> column(c, column));
     }
     for (String part : split) {
       w.string(MEMBER_SPLIT, part);
     }
-    return w;
   }
 
   /** A StringColumn: nulls as "" plus their rows. */
-  private static Writer column(String[] values) throws IOException {
-    Writer w = new Writer();
+  private static void column(Writer w, String[] values) throws IOException {
     int nulls = 0;
     for (String v : values) {
       w.repeatedString(COLUMN_VALUES, v == null ? "" : v);
@@ -185,16 +180,58 @@ final class Wire {
       }
       w.packedUint32(COLUMN_NULL_ROWS, rows);
     }
-    return w;
+  }
+
+  /** The fields of one message, written by {@code w} in the .proto's number order. */
+  @FunctionalInterface
+  private interface Fields {
+    void write(Writer w) throws IOException;
   }
 
   /**
-   * One message's fields, written in the order given (the .proto's number order), into memory
-   * (the IOException of the stream API is caught once, by {@link #batch}).
+   * Writes a message in two passes over the same {@link Fields}: the first only sums the sizes
+   * (protobuf's computeXxxSize) and notes each nested message's size in pre-order; the second
+   * writes into one array of exactly that size with protobuf's array encoder, taking the
+   * nested messages' length prefixes from the notes. No intermediate buffer, no copy.
    */
   private static final class Writer {
-    private final ByteArrayOutputStream buffer = new ByteArrayOutputStream(256);
-    private final CodedOutputStream out = CodedOutputStream.newInstance(buffer, 4096);
+    private final CodedOutputStream out; // null: the sizing pass
+    private final int[] sizes;
+    private int size;
+    private int next;
+    private SizeList notes;
+
+    private Writer(CodedOutputStream out, int[] sizes) {
+      this.out = out;
+      this.sizes = sizes;
+    }
+
+    static byte[] encode(Fields message) throws IOException {
+      Writer sizing = new Writer(null, null);
+      sizing.notes = new SizeList();
+      message.write(sizing);
+      byte[] bytes = new byte[sizing.size];
+      CodedOutputStream array = CodedOutputStream.newInstance(bytes);
+      message.write(new Writer(array, sizing.notes.toArray()));
+      array.checkNoSpaceLeft();
+      return bytes;
+    }
+
+    void message(int field, Fields inner) throws IOException {
+      if (out == null) {
+        int slot = notes.reserve();
+        int before = size;
+        inner.write(this);
+        int length = size - before;
+        notes.set(slot, length);
+        size += CodedOutputStream.computeTagSize(field)
+            + CodedOutputStream.computeUInt32SizeNoTag(length);
+        return;
+      }
+      out.writeTag(field, WireFormat.WIRETYPE_LENGTH_DELIMITED);
+      out.writeUInt32NoTag(sizes[next++]);
+      inner.write(this);
+    }
 
     void string(int field, String value) throws IOException {
       if (value != null && !value.isEmpty()) {
@@ -203,7 +240,11 @@ final class Wire {
     }
 
     void repeatedString(int field, String value) throws IOException {
-      out.writeString(field, value);
+      if (out == null) {
+        size += CodedOutputStream.computeStringSize(field, value);
+      } else {
+        out.writeString(field, value);
+      }
     }
 
     void strings(int field, String[] values) throws IOException {
@@ -215,19 +256,34 @@ final class Wire {
     }
 
     void int32(int field, int value) throws IOException {
-      if (value != 0) {
+      if (value == 0) {
+        return;
+      }
+      if (out == null) {
+        size += CodedOutputStream.computeInt32Size(field, value);
+      } else {
         out.writeInt32(field, value);
       }
     }
 
     void uint32(int field, int value) throws IOException {
-      if (value != 0) {
+      if (value == 0) {
+        return;
+      }
+      if (out == null) {
+        size += CodedOutputStream.computeUInt32Size(field, value);
+      } else {
         out.writeUInt32(field, value);
       }
     }
 
     void bool(int field, boolean value) throws IOException {
-      if (value) {
+      if (!value) {
+        return;
+      }
+      if (out == null) {
+        size += CodedOutputStream.computeBoolSize(field, true);
+      } else {
         out.writeBool(field, true);
       }
     }
@@ -236,35 +292,55 @@ final class Wire {
       if (values == null || values.length == 0) {
         return;
       }
-      out.writeTag(field, com.google.protobuf.WireFormat.WIRETYPE_LENGTH_DELIMITED);
-      out.writeUInt32NoTag(values.length * 8);
+      int length = values.length * 8;
+      if (out == null) {
+        size += CodedOutputStream.computeTagSize(field)
+            + CodedOutputStream.computeUInt32SizeNoTag(length) + length;
+        return;
+      }
+      out.writeTag(field, WireFormat.WIRETYPE_LENGTH_DELIMITED);
+      out.writeUInt32NoTag(length);
       for (long v : values) {
         out.writeSFixed64NoTag(v);
       }
     }
 
     void packedUint32(int field, int[] values) throws IOException {
-      int size = 0;
+      int length = 0;
       for (int v : values) {
-        size += CodedOutputStream.computeUInt32SizeNoTag(v);
+        length += CodedOutputStream.computeUInt32SizeNoTag(v);
       }
-      out.writeTag(field, com.google.protobuf.WireFormat.WIRETYPE_LENGTH_DELIMITED);
-      out.writeUInt32NoTag(size);
+      if (out == null) {
+        size += CodedOutputStream.computeTagSize(field)
+            + CodedOutputStream.computeUInt32SizeNoTag(length) + length;
+        return;
+      }
+      out.writeTag(field, WireFormat.WIRETYPE_LENGTH_DELIMITED);
+      out.writeUInt32NoTag(length);
       for (int v : values) {
         out.writeUInt32NoTag(v);
       }
     }
+  }
 
-    void message(int field, Writer inner) throws IOException {
-      byte[] bytes = inner.bytes();
-      out.writeTag(field, com.google.protobuf.WireFormat.WIRETYPE_LENGTH_DELIMITED);
-      out.writeUInt32NoTag(bytes.length);
-      out.writeRawBytes(bytes);
+  /** A growable list of ints: the nested messages' sizes, in pre-order. */
+  private static final class SizeList {
+    private int[] values = new int[64];
+    private int count;
+
+    int reserve() {
+      if (count == values.length) {
+        values = java.util.Arrays.copyOf(values, count * 2);
+      }
+      return count++;
     }
 
-    byte[] bytes() throws IOException {
-      out.flush();
-      return buffer.toByteArray();
+    void set(int slot, int value) {
+      values[slot] = value;
+    }
+
+    int[] toArray() {
+      return values;
     }
   }
 }
