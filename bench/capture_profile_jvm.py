@@ -41,7 +41,6 @@ from capture_agent.jvm import JvmTaps
 from capture_agent.publisher import PublisherConfig
 from sparkprov import defaults
 
-
 # stage -> the DiscardSink step the taps stop after
 DISCARD_STEPS = {"call": "CALL", "copy": "COPY", "emit": "EMIT", "discard": "ENCODE"}
 STAGES = ("plain", *DISCARD_STEPS, "kafka")

@@ -296,9 +296,7 @@ class JvmTaps:
 
         from pyspark.sql.classic.column import Column, _to_java_column
 
-        return Column(
-            self._taps.column(json.dumps(plan), sink, counts, _to_java_column(inputs))
-        )
+        return Column(self._taps.column(json.dumps(plan), sink, counts, _to_java_column(inputs)))
 
 
 def _load(spark: SparkSession) -> tuple[Any, bool]:
