@@ -1,5 +1,6 @@
 package io.sparkprov.capture;
 
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -13,7 +14,7 @@ final class Chunk {
   private final TapPlan plan;
   private final long[][] ids;
   private final boolean[][] nulls;
-  private final String[][] texts;
+  private final byte[][][] texts; // UTF-8, as Spark holds them
   private final boolean[][] flags;
   private final long[][][] arrays;
   private int size;
@@ -24,7 +25,7 @@ final class Chunk {
     int capacity = plan.rowsPerMessage();
     ids = new long[width][];
     nulls = new boolean[width][];
-    texts = new String[width][];
+    texts = new byte[width][][];
     flags = new boolean[width][];
     arrays = new long[width][][];
     for (int i = 0; i < width; i++) {
@@ -33,7 +34,7 @@ final class Chunk {
           ids[i] = new long[capacity];
           nulls[i] = new boolean[capacity];
         }
-        case "text" -> texts[i] = new String[capacity];
+        case "text" -> texts[i] = new byte[capacity][];
         case "flag" -> flags[i] = new boolean[capacity];
         case "ids" -> arrays[i] = new long[capacity][];
         default -> throw new IllegalArgumentException(
@@ -67,7 +68,7 @@ final class Chunk {
         nulls[i][r] = isNull;
         ids[i][r] = isNull ? 0L : row.getLong(i);
       } else if (texts[i] != null) {
-        texts[i][r] = row.isNullAt(i) ? null : row.getString(i);
+        texts[i][r] = row.isNullAt(i) ? null : row.getString(i).getBytes(StandardCharsets.UTF_8);
       } else if (flags[i] != null) {
         flags[i][r] = !row.isNullAt(i) && row.getBoolean(i);
       } else {
@@ -86,7 +87,7 @@ final class Chunk {
         nulls[i][r] = isNull;
         ids[i][r] = isNull ? 0L : row.getLong(i);
       } else if (texts[i] != null) {
-        texts[i][r] = row.isNullAt(i) ? null : row.getUTF8String(i).toString();
+        texts[i][r] = row.isNullAt(i) ? null : row.getUTF8String(i).getBytes();
       } else if (flags[i] != null) {
         flags[i][r] = !row.isNullAt(i) && row.getBoolean(i);
       } else {
@@ -141,11 +142,22 @@ final class Chunk {
     return nulls[plan.input(name)];
   }
 
+  /** The text column {@code name}, decoded (for the few texts that become labels). */
   String[] texts(String name) {
+    byte[][] column = texts[plan.input(name)];
+    String[] out = new String[size];
+    for (int r = 0; r < size; r++) {
+      out[r] = column[r] == null ? null : new String(column[r], StandardCharsets.UTF_8);
+    }
+    return out;
+  }
+
+  /** The text column {@code name} as UTF-8 bytes (written as they are). */
+  byte[][] textBytes(String name) {
     return java.util.Arrays.copyOf(texts[plan.input(name)], size);
   }
 
-  String[] attribute(int i) {
+  byte[][] attribute(int i) {
     return java.util.Arrays.copyOf(texts[plan.attribute(i)], size);
   }
 

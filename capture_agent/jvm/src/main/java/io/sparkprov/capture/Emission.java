@@ -95,8 +95,8 @@ record Emission(
       texts("label", new String[] {block.label()});
       texts("labels", block.labels());
       texts("values", block.values());
-      for (String[] column : block.attributeValues()) {
-        texts("attribute_values", column);
+      for (byte[][] column : block.attributeValues()) {
+        utf8("attribute_values", column);
       }
       nodes.add(block);
       nodeCount += block.shared() ? 0 : block.ids().length;
@@ -117,6 +117,17 @@ record Emission(
       }
     }
 
+    /** As {@link #texts}, for texts kept as UTF-8. */
+    private void utf8(String field, byte[][] values) {
+      int limit = plan.maxTextBytes();
+      for (byte[] v : values) {
+        if (v != null && v.length > limit) {
+          throw Failures.limit(field + " of tap " + plan.key() + " holds a value of "
+              + v.length + " bytes, over the limit of " + limit);
+        }
+      }
+    }
+
     private void edge(long[] from, long[] to) {
       edges = true;
       src.addAll(from);
@@ -124,8 +135,8 @@ record Emission(
       edgeCount += from.length;
     }
 
-    private List<String[]> attributeColumns() {
-      List<String[]> attributes = new ArrayList<>();
+    private List<byte[][]> attributeColumns() {
+      List<byte[][]> attributes = new ArrayList<>();
       for (int i = 0; i < plan.attributes().size(); i++) {
         attributes.add(chunk.attribute(i));
       }
@@ -297,12 +308,12 @@ record Emission(
     void member() {
       long[] ids = chunk.ids("id");
       long[] groups = chunk.ids("group");
-      List<String[]> values = new ArrayList<>();
+      List<byte[][]> values = new ArrayList<>();
       long present = 0;
       for (int i = 0; i < plan.aggregates(); i++) {
-        String[] column = chunk.texts("x" + i);
-        texts("values", column);
-        for (String v : column) {
+        byte[][] column = chunk.textBytes("x" + i);
+        utf8("values", column);
+        for (byte[] v : column) {
           present += v == null ? 0 : 1;
         }
         values.add(column);

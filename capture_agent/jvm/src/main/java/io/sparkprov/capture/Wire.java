@@ -73,13 +73,15 @@ final class Wire {
       String[] labels,
       String relation,
       List<String> attributeNames,
-      List<String[]> attributeValues,
+      List<byte[][]> attributeValues,
       String[] values,
       boolean shared) {}
 
   /** Group members in compact form (lineage.proto's MemberBlock). */
   record MemberBlock(
-      long[] members, long[] groups, String groupKey, boolean delta, List<String[]> values) {}
+      long[] members, long[] groups, String groupKey, boolean delta, List<byte[][]> values) {}
+
+  private static final byte[] EMPTY = new byte[0];
 
   private Wire() {}
 
@@ -140,7 +142,7 @@ final class Wire {
     for (String name : block.attributeNames()) {
       w.string(NODE_ATTRIBUTE_NAMES, name);
     }
-    for (String[] column : block.attributeValues()) {
+    for (byte[][] column : block.attributeValues()) {
       w.message(NODE_ATTRIBUTE_VALUES, c -> column(c, column));
     }
     w.strings(NODE_VALUES, block.values());
@@ -156,7 +158,7 @@ final class Wire {
     w.string(MEMBER_GROUP_KEY, block.groupKey());
     w.bool(MEMBER_DELTA, block.delta());
     w.uint32(MEMBER_AGGREGATES, block.values().size());
-    for (String[] column : block.values()) {
+    for (byte[][] column : block.values()) {
       w.message(MEMBER_VALUES, c -> column(c, column));
     }
     for (String part : split) {
@@ -164,11 +166,11 @@ final class Wire {
     }
   }
 
-  /** A StringColumn: nulls as "" plus their rows. */
-  private static void column(Writer w, String[] values) throws IOException {
+  /** A StringColumn of UTF-8 texts: nulls as "" plus their rows. */
+  private static void column(Writer w, byte[][] values) throws IOException {
     int nulls = 0;
-    for (String v : values) {
-      w.repeatedString(COLUMN_VALUES, v == null ? "" : v);
+    for (byte[] v : values) {
+      w.utf8(COLUMN_VALUES, v == null ? EMPTY : v);
       nulls += v == null ? 1 : 0;
     }
     if (nulls > 0) {
@@ -244,6 +246,15 @@ final class Wire {
         size += CodedOutputStream.computeStringSize(field, value);
       } else {
         out.writeString(field, value);
+      }
+    }
+
+    /** A string field from its UTF-8 bytes (the wire format of a string is its UTF-8). */
+    void utf8(int field, byte[] value) throws IOException {
+      if (out == null) {
+        size += CodedOutputStream.computeByteArraySize(field, value);
+      } else {
+        out.writeByteArray(field, value);
       }
     }
 

@@ -42,7 +42,8 @@ class EmissionTest {
     assertEquals(2, e.nodeCount());
     assertEquals(3, e.edgeCount());
     assertEquals(Wire.Op.TIMES, e.nodes().get(0).op());
-    assertArrayEquals(new String[] {"a", null}, e.nodes().get(0).attributeValues().get(0));
+    assertArrayEquals(new byte[][] {"a".getBytes(java.nio.charset.StandardCharsets.UTF_8), null},
+        e.nodes().get(0).attributeValues().get(0));
   }
 
   @Test
