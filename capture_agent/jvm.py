@@ -31,6 +31,7 @@ import numpy as np
 
 from capture_agent.errors import UnsupportedOperation
 from capture_agent.taps import (
+    AntiJoinSpec,
     BlackBoxGroupSpec,
     BlackBoxSpec,
     ExplodeSpec,
@@ -102,6 +103,7 @@ _KINDS: dict[type[TapSpec], str] = {
     BlackBoxGroupSpec: "black_box_group",
     JoinSpec: "join",
     SemiJoinSpec: "semi_join",
+    AntiJoinSpec: "anti_join",
     ExplodeSpec: "explode",
     ModuleRowSpec: "module_row",
     StateSpec: "state",
