@@ -20,6 +20,7 @@ from capture_agent.plans import inspect_projection
 from capture_agent.taps import (
     HIDDEN_PREFIX,
     ID,
+    AntiJoinSpec,
     BlackBoxSpec,
     ExplodeSpec,
     JoinSpec,
@@ -365,7 +366,8 @@ class TrackedFrame:
         side where an outer join found no partner). left semi: the kept row is a TIMES node of
         its left row and the sum of the right rows that matched it, r·(s1 + ... + sn), as the
         projection of the inner join is. left anti: the kept row's provenance passes through (no
-        right row decided; see docs/capture.md)."""
+        right row decided); an excluded row is recorded with one right row that matched it (an
+        EXCLUDED node: see docs/capture.md)."""
         from pyspark.sql import functions as F
 
         other = tracked_frame(other, "join")
@@ -378,6 +380,8 @@ class TrackedFrame:
         right = other._materialized().withColumnRenamed(ID, right_col)
         if kind == "left_semi" and self._ctx.enabled:
             return self._semi_join(right, on)
+        if kind == "left_anti" and self._ctx.enabled:
+            return self._anti_join(right, on)
         if kind in ("left_semi", "left_anti"):
             kept = self._materialized().join(right, on=on, how=kind)
             return self._derive(kept.drop(right_col))
@@ -418,6 +422,42 @@ class TrackedFrame:
         kept = kept.withColumn(ID, self._ctx.node_id(key, F.col(left_col)))
         hidden = {"left": F.col(left_col), "witnesses": F.col(witnesses)}
         return TrackedFrame(self._ctx, kept, SemiJoinSpec(key=key), hidden)
+
+    def _anti_join(self, right: DataFrame, on: str | list[str] | Column | None) -> TrackedFrame:
+        """A left anti join that also records the rows it excludes: every left row meets the
+        smallest id of the right rows that match it (a left outer join; joined on names, with
+        the right side's smallest id per key, so one row per left row), the capture point
+        records the rows with a match (AntiJoinSpec), and only the rows without one are kept,
+        with their provenance. Same rows and columns as Spark's anti join (keys first when
+        joined on names), in the same job."""
+        from pyspark.sql import functions as F
+
+        right_col = HIDDEN_PREFIX + "right"
+        match = HIDDEN_PREFIX + "match"
+        left = self._materialized()
+        names = [on] if isinstance(on, str) else on
+        if isinstance(names, list) and all(isinstance(n, str) for n in names):
+            smallest = right.groupBy(*names).agg(F.min(right_col).alias(match))
+            joined = left.join(smallest, on=names, how="left")
+        else:
+            row = HIDDEN_PREFIX + "row"
+            # The row number only tells rows apart (a union may repeat a provenance id).
+            left = left.withColumn(row, F.monotonically_increasing_id())
+            pairs = left.join(right, on=on, how="left")
+            columns = [c for c in left.columns if c != row]
+            joined = pairs.groupBy(left[row]).agg(
+                *[F.first(left[c]).alias(c) for c in columns],
+                F.min(right[right_col]).alias(match),
+            )
+            joined = joined.select(*columns, match)
+        key = self._ctx.next_key("antijoin")
+        hidden = {
+            "id": self._ctx.node_id(key, F.col(ID)),
+            "left": F.col(ID),
+            "right": F.col(match),
+        }
+        tapped = self._ctx.apply_tap(joined, AntiJoinSpec(key=key), hidden, self._ctx.split_for())
+        return self._derive(tapped.filter(F.col(match).isNull()).drop(match))
 
     def crossJoin(self, other: TrackedFrame) -> TrackedFrame:  # noqa: N802 - Spark's name
         return self.join(other, how="cross")

@@ -32,6 +32,7 @@ import numpy as np
 
 from capture_agent.errors import UnsupportedOperation
 from capture_agent.taps import (
+    AntiJoinSpec,
     BlackBoxGroupSpec,
     BlackBoxSpec,
     ExplodeSpec,
@@ -103,6 +104,7 @@ _KINDS: dict[type[TapSpec], str] = {
     BlackBoxGroupSpec: "black_box_group",
     JoinSpec: "join",
     SemiJoinSpec: "semi_join",
+    AntiJoinSpec: "anti_join",
     ExplodeSpec: "explode",
     ModuleRowSpec: "module_row",
     StateSpec: "state",

@@ -21,6 +21,7 @@ from sparkprov.derived import MemberColumns, derive, salt_of
 from sparkprov.events import EdgeColumns, NodeColumns, encode_batch
 
 __all__ = [
+    "AntiJoinSpec",
     "BlackBoxGroupSpec",
     "BlackBoxSpec",
     "ExplodeSpec",
@@ -284,6 +285,32 @@ class SemiJoinSpec(TapSpec):
         src = [id_column(pdf, "left"), flat[first[single]], sums, flat[np.repeat(~single, counts)]]
         dst = [ids, ids[single], ids[~single], np.repeat(sums, counts[~single])]
         return nodes, EdgeColumns(np.concatenate(src), np.concatenate(dst))
+
+
+EXCLUDED_LABEL = "▷"  # the anti join's symbol
+
+
+@dataclass(frozen=True)
+class AntiJoinSpec(TapSpec):
+    """Every left row of a left anti join, with the smallest id among the right rows that match
+    it (``right``, null where none does). A row without a match is kept and keeps its
+    provenance: nothing is emitted for it. An excluded row (one with a match) gets an EXCLUDED
+    node (``id``, derived from the left row), fed by the left row and that right row, whose
+    value is the right row's id as text (so a reader tells the two parents apart). The node has
+    no child: it is no output's provenance, it records why a row is *not* in the output
+    (docs/capture.md, "Semi and anti joins")."""
+
+    def hidden_inputs(self) -> tuple[str, ...]:
+        return ("id", "left", "right")
+
+    def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
+        present = _present(pdf, "right")
+        ids = id_column(pdf, "id")[present]
+        left = id_column(pdf, "left")[present]
+        right = id_column(pdf, "right", nullable=True)[present]
+        texts = [str(r) for r in right.tolist()]
+        nodes = [NodeColumns("EXCLUDED", ids, label=EXCLUDED_LABEL, values=texts)]
+        return nodes, EdgeColumns(np.concatenate([left, right]), np.concatenate([ids, ids]))
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,10 @@ from query_service.graph import Graph
 
 __all__ = ["AGGREGATES", "Recomputed", "aggregate", "depends_on", "propagate", "recompute"]
 
-# A node of these ops is removed as soon as it loses any incoming edge (joint use).
-_ALL_INPUTS = frozenset({"TIMES", "TENSOR"})
+# A node of these ops is removed as soon as it loses any incoming edge (joint use). An anti
+# join's EXCLUDED node stands for the pair (left row, the right row that matched it): it goes
+# with either. It has no child, so it changes no other node's fate (docs/capture.md).
+_ALL_INPUTS = frozenset({"TIMES", "TENSOR", "EXCLUDED"})
 AGGREGATES = ("COUNT", "SUM", "MIN", "MAX", "AVG")
 
 

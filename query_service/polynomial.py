@@ -48,7 +48,9 @@ __all__ = [
 T = TypeVar("T")
 
 VARIABLE_OPS = frozenset({"TOKEN", "MODULE"})
-_PRODUCT = frozenset({"TIMES", "TENSOR"})
+# EXCLUDED: an anti join's excluded left row with its match, the pair's product (as deletion
+# removes it with either); no node has one as an ancestor, so no other polynomial changes.
+_PRODUCT = frozenset({"TIMES", "TENSOR", "EXCLUDED"})
 _VALUE_OPS = frozenset({"AGGREGATE", "TENSOR", "VALUE"})
 MAX_WITNESSES = 10_000
 SHANNON_BUDGET = 200_000

@@ -121,21 +121,56 @@ class QueryClient:
     ) -> dict[str, list[dict[str, str]]]:
         """The witness of ``node_ids``: the source rows their backward trace reaches, per
         relation, each as the values its TOKEN node kept (attribute -> value as text; a null
-        value is absent). Re-running a job on just these rows of each source gives the nodes'
-        rows back (Titian's replay; ``capture_agent.replay.witness_frames`` turns them into
-        DataFrames). Module state tokens count as source rows of their state relation. Raises
-        :class:`TraceTruncated` rather than return part of a witness."""
-        trace = self.backward_trace(node_ids, limit=limit)
+        value is absent), closed under the anti joins' exclusions (below). Re-running a job on
+        just these rows of each source gives the nodes' rows back (Titian's replay;
+        ``capture_agent.replay.witness_frames`` turns them into DataFrames). Module state tokens
+        count as source rows of their state relation. Raises :class:`TraceTruncated` rather than
+        return part of a witness.
+
+        Closure: a positive provenance has no edge "kept because that row is absent", so a
+        witness row that reaches the left side of an anti join where a right row excluded it
+        would pass the anti join in the re-run, with the right row missing. Each such exclusion
+        is stored as an EXCLUDED node (fed by the left row and one right row that matched it,
+        whose id is its value; docs/capture.md): for every EXCLUDED node whose left parent the
+        witness rows reach (forward trace), the right row and its own backward sources join the
+        witness, until no new row does."""
+        tokens = self._tokens(self._trace(self.backward_trace, node_ids, limit))
+        matches: set[str] = set()
+        fresh = list(tokens)
+        while fresh:
+            forward = self._trace(self.forward_trace, fresh, limit)
+            excluded = {n.id: n.value for n in forward.nodes if n.op == lineage_pb2.OP_EXCLUDED}
+            found = {
+                excluded[e.dst]
+                for e in forward.edges
+                if e.dst in excluded and e.src != excluded[e.dst]  # the left parent
+            } - matches
+            if not found:
+                break
+            matches |= found
+            more = self._tokens(self._trace(self.backward_trace, sorted(found), limit))
+            fresh = [i for i in more if i not in tokens]
+            tokens.update(more)
+        rows: dict[str, list[dict[str, str]]] = {}
+        for node in tokens.values():
+            rows.setdefault(node.relation, []).append(dict(node.attributes))
+        return rows
+
+    @staticmethod
+    def _tokens(trace: query_pb2.TraceResponse) -> dict[str, query_pb2.Node]:
+        return {n.id: n for n in trace.nodes if n.op == lineage_pb2.OP_TOKEN}
+
+    @staticmethod
+    def _trace(
+        call: Callable[..., query_pb2.TraceResponse], node_ids: list[str], limit: int
+    ) -> query_pb2.TraceResponse:
+        trace = call(node_ids, limit=limit)
         if trace.truncated:
             raise TraceTruncated(
-                f"the backward trace of {len(node_ids)} node(s) holds more than {limit} nodes: "
-                "its witness would be partial; raise the limit or trace fewer nodes"
+                f"the trace of {len(node_ids)} node(s) holds more than {limit} nodes: "
+                "a witness taken from it would be partial; raise the limit or trace fewer nodes"
             )
-        rows: dict[str, list[dict[str, str]]] = {}
-        for node in trace.nodes:
-            if node.op == lineage_pb2.OP_TOKEN:
-                rows.setdefault(node.relation, []).append(dict(node.attributes))
-        return rows
+        return trace
 
 
 class _BearerToken(

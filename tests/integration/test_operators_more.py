@@ -51,6 +51,11 @@ def test_outer_semi_anti_and_cross_joins(spark, client, neo4j_driver) -> None:  
     assert graph.nodes[semi_row]["op"] == "TIMES" and graph.in_degree(semi_row) == 2
     (anti_row,) = _of(graph, "Anti")
     assert [r["k"] for r in anti] == ["a"] and _tokens(graph, anti_row) == {("L", "a")}
+    # anti: the excluded row b is an EXCLUDED node of it and its match (value: the match's id)
+    (excluded,) = [n for n, d in graph.nodes(data=True) if d.get("op") == "EXCLUDED"]
+    (match,) = [p for p in graph.predecessors(excluded) if graph.nodes[p]["relation"] == "R"]
+    assert graph.nodes[excluded]["value"] == str(match) and graph.out_degree(excluded) == 0
+    assert _tokens(graph, excluded) == {("L", "b"), ("R", "b")}
     assert len(cross) == 4 and all(graph.in_degree(n) == 2 for n in _of(graph, "Cross"))
 
 

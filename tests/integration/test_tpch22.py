@@ -19,13 +19,7 @@ MAX_ROWS = 3  # output rows the oracle traces back per query
 
 # Queries the capture agent does not run yet: query -> the exact failure (temporary).
 CAPTURE_FAILS: dict[str, str] = {}
-ORACLE_FAILS: dict[str, str] = {
-    # the witness of a row holds the customers the average came from, not the orders that kept
-    # them out by the anti join (NOT EXISTS): re-run on it, they count as customers without order
-    "q22": "AssertionError: re-running on the witness ({'customer': 38} rows) did not give back "
-    "{'cntrycode': '31', 'numcust': '2', 'totacctbal': '10173.79'}; it gave [..., "
-    "('31', '4', '29150.91')]",
-}
+ORACLE_FAILS: dict[str, str] = {}
 
 
 def _params(failing: dict[str, str]) -> list[Any]:

@@ -16,7 +16,7 @@ from query_service.graph import Graph, subgraph
 from query_service.model import NodeView
 from query_service.polynomial import boolean, polynomial
 
-OPS = ["PLUS", "TIMES", "DELTA", "TENSOR", "AGGREGATE", "BLACK_BOX"]
+OPS = ["PLUS", "TIMES", "DELTA", "TENSOR", "AGGREGATE", "BLACK_BOX", "EXCLUDED"]
 
 
 def view(i: int, op: str, label: str = "", value: str = "") -> NodeView:
@@ -46,7 +46,7 @@ def reference_deletion(graph: Graph, deleted: set[int]) -> set[int]:
             lost = parents & removed
             if not lost:
                 continue
-            if lost == parents or graph.op(n) in ("TIMES", "TENSOR"):
+            if lost == parents or graph.op(n) in ("TIMES", "TENSOR", "EXCLUDED"):
                 removed.add(n)
                 changed = True
     return removed

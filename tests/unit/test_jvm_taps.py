@@ -62,7 +62,8 @@ def _captured(spark: SparkSession, capture: str, job: Job) -> tuple[list[Any], A
     return sorted(rows, key=repr), counts, (nodes, edges), compact
 
 
-def _same_both_ways(spark: SparkSession, job: Job) -> None:
+def _same_both_ways(spark: SparkSession, job: Job) -> tuple[dict[int, Any], Counter[Any]]:
+    """Asserts the same rows, nodes, edges and counts both ways; returns the nodes and edges."""
     py_rows, py_counts, (py_nodes, py_edges), py_compact = _captured(spark, "python", job)
     jvm_rows, jvm_counts, (jvm_nodes, jvm_edges), jvm_compact = _captured(spark, "jvm", job)
     assert jvm_rows == py_rows
@@ -73,6 +74,7 @@ def _same_both_ways(spark: SparkSession, job: Job) -> None:
     assert jvm_edges == py_edges
     assert jvm_counts == py_counts
     assert jvm_compact == py_compact
+    return py_nodes, py_edges
 
 
 PEOPLE = [
@@ -117,6 +119,36 @@ def test_semi_joins_distinct_and_named_rows(spark) -> None:  # type: ignore[no-u
         return semi + cities
 
     _same_both_ways(spark, job)
+
+
+def test_anti_joins_record_their_excluded_rows(spark) -> None:  # type: ignore[no-untyped-def]
+    """Joined on names and on a condition: EXCLUDED nodes (value: the match's id) for the rows
+    a right row matched, nothing for the kept rows, alike on both paths."""
+
+    def job(prov: ProvenanceSession, spark: SparkSession) -> list[Any]:
+        df = spark.createDataFrame([("NY",), ("NY",), ("LA",), (None,)], "city string")
+        seen = prov.source(df, "Seen")
+        people = _people(prov, spark)
+        by_name = people.join(seen, "city", "left_anti").named("Anti").collect()
+        on = people.join(seen.withColumnRenamed("city", "c"), F.col("city") == F.col("c"), "anti")
+        return by_name + on.named("AntiOn").collect()
+
+    nodes, edges = _same_both_ways(spark, job)
+    tokens = {i: n for i, n in nodes.items() if n["op"] == "TOKEN"}
+    seen = {i: n["props"].get("a_city") for i, n in tokens.items() if n["relation"] == "Seen"}
+    people = {i: n["props"]["a_city"] for i, n in tokens.items() if n["relation"] == "People"}
+    excluded = {i: n for i, n in nodes.items() if n["op"] == "EXCLUDED"}
+    # NY, NY and LA are excluded, at both joins; XX is kept (the null city matches nothing)
+    assert len(excluded) == 6
+    for i, node in excluded.items():
+        assert node["label"] == "▷"
+        (left,) = [s for s, d in edges if d == i and s != int(node["value"])]
+        city = people[left]
+        matches = [s for s, c in seen.items() if c == city]
+        assert int(node["value"]) == min(matches) and edges[(min(matches), i)] == 1
+    assert sorted(people[s] for s, d in edges if d in excluded and s in people) == sorted(
+        ["NY", "NY", "LA"] * 2
+    )
 
 
 def test_windows_and_generators(spark) -> None:  # type: ignore[no-untyped-def]

@@ -17,8 +17,8 @@ record Emission(
     long edgeCount) {
 
   enum Kind {
-    SOURCE, PLUS, BLACK_BOX, BLACK_BOX_GROUP, JOIN, SEMI_JOIN, EXPLODE, MODULE_ROW, STATE, MEMBER,
-    WINDOW_ROW, GROUP;
+    SOURCE, PLUS, BLACK_BOX, BLACK_BOX_GROUP, JOIN, SEMI_JOIN, ANTI_JOIN, EXPLODE, MODULE_ROW,
+    STATE, MEMBER, WINDOW_ROW, GROUP;
 
     static Kind of(String name) {
       try {
@@ -40,6 +40,7 @@ record Emission(
       case BLACK_BOX_GROUP -> b.blackBoxGroup();
       case JOIN -> b.join();
       case SEMI_JOIN -> b.semiJoin();
+      case ANTI_JOIN -> b.antiJoin();
       case EXPLODE -> b.explode();
       case MODULE_ROW -> b.moduleRow();
       case STATE -> b.state();
@@ -242,6 +243,36 @@ record Emission(
         node(new NodeBlock(Op.PLUS, sums.toArray(), "+", null, "", List.of(), List.of(), null,
             false));
       }
+      edge(from.toArray(), to.toArray());
+    }
+
+    /** taps.py's AntiJoinSpec: an EXCLUDED node per left row with a match, fed by the left row
+     * and the match, its value the match's id; nothing for a kept row (no match). */
+    void antiJoin() {
+      long[] ids = chunk.ids("id");
+      long[] left = chunk.ids("left");
+      long[] right = chunk.rawIds("right");
+      boolean[] missing = chunk.nullMask("right");
+      LongList excluded = new LongList();
+      LongList from = new LongList();
+      LongList matches = new LongList();
+      List<String> texts = new ArrayList<>();
+      for (int r = 0; r < n; r++) {
+        if (!missing[r]) {
+          excluded.add(ids[r]);
+          from.add(left[r]);
+          matches.add(right[r]);
+          texts.add(Long.toString(right[r]));
+        }
+      }
+      long[] excludedIds = excluded.toArray();
+      node(new NodeBlock(Op.EXCLUDED, excludedIds, "▷", null, "", List.of(), List.of(),
+          texts.toArray(new String[0]), false));
+      // Edge order as taps.py's AntiJoinSpec: the left rows, then the matches.
+      from.addAll(matches.toArray());
+      LongList to = new LongList();
+      to.addAll(excludedIds);
+      to.addAll(excludedIds);
       edge(from.toArray(), to.toArray());
     }
 

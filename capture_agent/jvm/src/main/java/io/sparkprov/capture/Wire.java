@@ -56,7 +56,7 @@ final class Wire {
   /** Op numbers of lineage.proto's enum Op. */
   enum Op {
     TOKEN(1), PLUS(2), TIMES(3), DELTA(4), TENSOR(5), AGGREGATE(6), BLACK_BOX(7), MODULE(8),
-    VALUE(9);
+    VALUE(9), EXCLUDED(10);
 
     final int number;
 

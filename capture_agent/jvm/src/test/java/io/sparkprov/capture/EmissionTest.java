@@ -61,6 +61,24 @@ class EmissionTest {
   }
 
   @Test
+  void anAntiJoinRecordsItsExcludedRowsWithTheirMatch() {
+    TapPlan anti = plan("anti_join", List.of("id", "left", "right"), List.of("id", "id", "id"),
+        List.of(), List.of());
+    Chunk chunk = new Chunk(anti);
+    chunk.add(RowFactory.create(10L, 1L, -5L)); // excluded by the right row -5
+    chunk.add(RowFactory.create(11L, 2L, null)); // kept: nothing to emit
+    Emission e = Emission.of(anti, chunk);
+    assertArrayEquals(new long[] {1, -5}, e.src());
+    assertArrayEquals(new long[] {10, 10}, e.dst());
+    assertEquals(1, e.nodeCount());
+    assertEquals(2, e.edgeCount());
+    Wire.NodeBlock excluded = e.nodes().get(0);
+    assertEquals(Wire.Op.EXCLUDED, excluded.op());
+    assertArrayEquals(new long[] {10}, excluded.ids());
+    assertArrayEquals(new String[] {"-5"}, excluded.values());
+  }
+
+  @Test
   void aNullWhereEveryRowNeedsAnIdIsRefused() {
     TapPlan plus = plan("plus", List.of("id", "parent"), List.of("id", "id"), List.of(),
         List.of());
