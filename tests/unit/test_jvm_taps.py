@@ -245,9 +245,12 @@ def test_node_ids_are_spark_xxhash64_of_run_key_and_columns(spark) -> None:  # t
             jvm.node_id("run-2", "op#3", cols).alias("other_run"),
             jvm.node_id("run-1", "op#4", [F.col("n")]).alias("other_key"),
             F.xxhash64(F.lit("run-1"), F.lit("op#4"), F.col("n")).alias("spark_key"),
+            jvm.node_id("run-1", "op#5", []).alias("constant"),
+            F.xxhash64(F.lit("run-1"), F.lit("op#5")).alias("spark_constant"),
         ).collect()
     for row in got:
         assert row.jvm == row.spark and row.other_key == row.spark_key
+        assert row.constant == row.spark_constant
         assert row.other_run != row.jvm
     assert len({row.jvm for row in got}) == 3
 

@@ -7,6 +7,7 @@ import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.XXH64;
 import org.apache.spark.sql.catalyst.expressions.XxHash64;
 import org.apache.spark.sql.classic.ExpressionUtils;
+import org.apache.spark.sql.functions;
 import org.apache.spark.unsafe.types.UTF8String;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -34,6 +35,9 @@ final class NodeIds {
   }
 
   static Column column(String run, String key, Column[] columns) {
+    if (columns.length == 0) { // xxhash64(lit(run), lit(key)): a constant
+      return functions.lit(seed(run, key));
+    }
     List<Expression> children = new ArrayList<>(columns.length);
     for (Column c : columns) {
       children.add(ExpressionUtils.expression(c));
