@@ -1,7 +1,7 @@
 """The questions beyond traces: Subgraph, zoom views, deletion propagation, DependsOn and
 provenance polynomials. Each fetches the part of the stored graph its answer depends on (using
-the trace strategies, so CSProv applies), then answers in memory with the pure functions of
-graph, zoom, deletion and polynomial. Nothing here writes to Neo4j.
+the traces inside Neo4j, query_service.traces.run, so CSProv applies), then answers in memory
+with the pure functions of graph, zoom, deletion and polynomial. Nothing here writes to Neo4j.
 
 What each fetches:
 - Subgraph(n): n's ancestors and descendants (two traces), the parents of the descendants and
@@ -43,7 +43,7 @@ from query_service.polynomial import (
 )
 from query_service.polynomial import probability as prob
 from query_service.store import Store
-from query_service.traces import TraceQuery, trace
+from query_service.traces import TraceQuery, run
 from query_service.zoom import ZoomedView, invocations, zoom_in, zoom_out
 from sparkprov.limits import quote, quote_all
 
@@ -78,7 +78,7 @@ class Queries:
     def _closure(
         self, ids: list[int], direction: Direction, check: Callable[[], None], what: str
     ) -> TraceResult:
-        result = trace(
+        result = run(
             self._store, TraceQuery(ids, direction, limit=self._max, strategy=Strategy.AUTO), check
         )
         if result.truncated:
@@ -207,7 +207,7 @@ class Queries:
         query = TraceQuery(
             ids, Direction.FORWARD, limit=self._max, strategy=Strategy.AUTO, views=False
         )
-        down = trace(self._store, query, check)
+        down = run(self._store, query, check)
         if down.truncated:
             raise InvalidArgument(f"the deletion's forward closure has more than {self._max} nodes")
         check()
