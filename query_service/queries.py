@@ -6,9 +6,11 @@ with the pure functions of graph, zoom, deletion and polynomial. Nothing here wr
 What each fetches:
 - Subgraph(n): n's ancestors and descendants (two traces), the parents of the descendants and
   their children (two queries), then the views of the result and the edges among it.
-- Deletion and DependsOn: the forward closure of the deleted nodes (a trace) and every incoming
-  edge of the closure (one query): all that Definition 4.2 looks at; then the TENSOR values of
-  the aggregates it touches.
+- Deletion and DependsOn: propagated inside Neo4j in one call (``sparkprov.propagateDeletion``
+  over the forward closure: all that Definition 4.2 looks at), which also gives the surviving
+  TENSOR values of the aggregates it touches. On stores without the procedure (the unit tests'
+  fakes) and on zoomed-out views: the closure (a trace), every incoming edge of it (one query)
+  and the TENSOR values, then the pure functions of deletion.
 - Provenance(n): n's ancestry (a backward trace).
 - Zoom, and the other questions asked on a zoomed-out view: the run's whole graph.
 """
@@ -19,7 +21,13 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from query_service.deletion import Recomputed, propagate, recompute
+from query_service.deletion import (
+    Propagated,
+    Recomputed,
+    propagate,
+    recompute,
+    recompute_touched,
+)
 from query_service.graph import Graph, subgraph
 from query_service.model import (
     Direction,
@@ -43,7 +51,7 @@ from query_service.polynomial import (
 )
 from query_service.polynomial import probability as prob
 from query_service.store import Store
-from query_service.traces import TraceQuery, run
+from query_service.traces import AUTO_FETCH_MAX, TraceQuery, run
 from query_service.zoom import ZoomedView, invocations, zoom_in, zoom_out
 from sparkprov.limits import quote, quote_all
 
@@ -214,11 +222,22 @@ class Queries:
         views, into = self._store.closure_inputs(down.ids)
         return Graph.of(into, views)
 
+    def _propagated(self, ids: list[int], check: Callable[[], None]) -> Propagated:
+        """Definition 4.2 inside Neo4j, one round trip."""
+        check()
+        done = self._store.propagate_deletion(list(dict.fromkeys(ids)), self._max, AUTO_FETCH_MAX)
+        if done.truncated:
+            raise InvalidArgument(f"the deletion's forward closure has more than {self._max} nodes")
+        return done
+
     def delete(
         self, ids: list[int], modules: list[str], check: Callable[[], None] = _nothing
     ) -> Deletion:
         if not ids:
             raise InvalidArgument("node_ids must name at least one node")
+        if not modules and isinstance(self._store, Store):
+            done = self._propagated(ids, check)
+            return Deletion(done.removed, recompute_touched(done.touched))
         if modules:
             graph = self._view(ids, modules).graph
         else:
@@ -242,6 +261,9 @@ class Queries:
     ) -> bool:
         if not on:
             raise InvalidArgument("on_node_ids must name at least one node")
+        if not modules and isinstance(self._store, Store):
+            self._require([node_id])
+            return node_id in set(self._propagated(on, check).removed)
         if modules:
             graph = self._view([node_id, *on], modules).graph
         else:

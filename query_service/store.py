@@ -17,6 +17,7 @@ from typing import Any
 import neo4j
 
 from query_service import members
+from query_service.deletion import Propagated, Touched
 from query_service.members import Derived, DerivedCache, MemberEdge
 from query_service.model import (
     Direction,
@@ -158,6 +159,12 @@ CALL sparkprov.trace($ids, $direction, $strategy, $depth, $limit, $views, $auto_
 YIELD missing, ids, nodes, sources, targets, truncated, strategy, levels, reached, fetched, sets
 RETURN missing, ids, nodes, sources, targets, truncated, strategy, levels, reached, fetched, sets
 """
+# Deletion propagation in one round trip (Deletions.java).
+_PROPAGATE = """
+CALL sparkprov.propagateDeletion($ids, $limit, $auto_max)
+YIELD missing, truncated, removed, aggregates
+RETURN missing, truncated, removed, aggregates
+"""
 # The value each surviving member contributes to an aggregate: its TENSOR's VALUE parent.
 _TENSOR_VALUES = """
 UNWIND $ids AS i
@@ -292,6 +299,18 @@ class Store:
             sets_visited=r["sets"],
             extra={"nodes_reached": r["reached"]},
         )
+
+    def propagate_deletion(self, ids: list[int], limit: int, auto_fetch_max: int) -> Propagated:
+        """Definition 4.2 inside Neo4j (``sparkprov.propagateDeletion``) over the forward
+        closure of ``ids``, found with AUTO's strategy; raises NotFound for unknown ids."""
+        r = self._read(_PROPAGATE, ids=ids, limit=limit, auto_max=auto_fetch_max)[0]
+        if r["missing"]:
+            shown = ", ".join(str(i) for i in r["missing"][:10])
+            raise NotFound(f"unknown node id(s): {shown}")
+        touched = [
+            Touched(a["id"], a["label"], a["value"], list(a["values"])) for a in r["aggregates"]
+        ]
+        return Propagated(list(r["removed"]), touched, r["truncated"])
 
     def nodes(self, ids: Iterable[int]) -> dict[int, NodeView]:
         wanted = list(ids)

@@ -2,7 +2,10 @@
 reference (query_service.traces.trace) on a captured run with a join, an aggregation with null
 values (member edges) and a rollup (members of several groups): for a sample of nodes of every op
 (derived TENSOR and VALUE nodes included), every strategy and both directions, the same nodes,
-edges, views, chosen strategy and stats; with depth bounds and limits the same truncation."""
+edges, views, chosen strategy and stats; with depth bounds and limits the same truncation.
+Deletion propagation inside Neo4j (``sparkprov.propagateDeletion``) against deletion.py's pure
+functions on the Python closure: the same removed nodes in the same order, the same recomputed
+aggregates, the same DependsOn answers."""
 
 from __future__ import annotations
 
@@ -14,7 +17,10 @@ import pytest
 from pyspark.sql import functions as F
 
 from capture_agent import ProvenanceSession
-from query_service.model import Direction, Strategy, TraceResult
+from query_service.deletion import Recomputed, propagate, recompute
+from query_service.graph import Graph
+from query_service.model import Direction, InvalidArgument, NotFound, Strategy, TraceResult
+from query_service.queries import Queries
 from query_service.store import Store
 from query_service.traces import TraceQuery, run, trace
 from sparkprov.v1 import query_pb2
@@ -111,3 +117,46 @@ def test_grpc_traces_take_one_round_trip(captured, client) -> None:  # type: ign
         client.stub.ForwardTrace(query_pb2.TraceRequest(node_ids=["12345"]), timeout=30)
     assert failed.value.code() == grpc.StatusCode.NOT_FOUND
     assert "unknown node id(s): 12345" in failed.value.details()
+
+
+def _reference_deletion(store: Store, ids: list[int]) -> tuple[list[int], list[Recomputed]]:
+    """PropagateDeletion as the service answered before sparkprov.propagateDeletion: the
+    closure by the Python strategies, its in-edges, then deletion.py's pure functions."""
+    down = trace(store, TraceQuery(ids, Direction.FORWARD, views=False))
+    views, into = store.closure_inputs(down.ids)
+    graph = Graph.of(into, views)
+    removed = propagate(graph, ids)
+    gone = set(removed)
+    touched = sorted(
+        c
+        for n in removed
+        for c in graph.children.get(n, ())
+        if c not in gone and graph.op(c) == "AGGREGATE"
+    )
+    return removed, recompute(graph, removed, store.tensor_values(touched) if touched else {})
+
+
+def test_deletion_inside_neo4j_answers_as_the_python_reference(captured, store) -> None:  # type: ignore[no-untyped-def]
+    graph = captured
+    queries = Queries(store, max_nodes=100_000)
+    sample = _sample(graph)
+    recomputed = 0
+    for node in sample:
+        got = queries.delete([node], [])
+        removed, want = _reference_deletion(store, [node])
+        assert got.deleted == removed, node
+        assert got.recomputed == want, node
+        recomputed += len(want)
+    assert recomputed > 0
+    tokens = sorted(n for n, d in graph.nodes(data=True) if d.get("relation") == "Rows")
+    got = queries.delete(tokens[:6], [])
+    assert (got.deleted, got.recomputed) == _reference_deletion(store, tokens[:6])
+    outs = sorted(n for n, d in graph.nodes(data=True) if d.get("relation") == "Out")
+    for out in outs:
+        for on in (tokens[:1], tokens[:8], tokens):
+            removed, _ = _reference_deletion(store, on)
+            assert queries.depends_on(out, on, []) == (out in removed)
+    with pytest.raises(InvalidArgument):
+        Queries(store, max_nodes=2).delete(tokens[:1], [])
+    with pytest.raises(NotFound):
+        queries.delete([12345], [])

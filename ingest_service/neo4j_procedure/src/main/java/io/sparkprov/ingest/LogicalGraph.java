@@ -244,6 +244,16 @@ final class LogicalGraph {
     return record == null ? 1L : ((Number) record.getProperty("size", 1L)).longValue();
   }
 
+  /** The node's op ("" for a placeholder or an unknown id). */
+  String op(long id) {
+    Node n = stored(id);
+    if (n != null) {
+      return String.valueOf(n.getProperty("op", ""));
+    }
+    Derived d = resolve(id);
+    return d == null ? "" : d.op();
+  }
+
   /** The stored node that carries an id's ids: itself, or a derived node's member. */
   Node owner(long id) {
     Node n = stored(id);

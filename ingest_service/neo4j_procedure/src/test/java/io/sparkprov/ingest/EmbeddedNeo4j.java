@@ -66,6 +66,7 @@ final class EmbeddedNeo4j implements AutoCloseable {
     procedures.registerProcedure(Ingest.class);
     procedures.registerProcedure(Ids.class);
     procedures.registerProcedure(Traces.class);
+    procedures.registerProcedure(Deletions.class);
     procedures.registerFunction(Ids.class);
     for (String statement : SCHEMA) {
       db.executeTransactionally(statement);

@@ -32,15 +32,20 @@ class TraceProcedureTest {
       List.of("RECURSIVE", "COMPONENT", "CONNECTED_SET", "AUTO");
 
   private static EmbeddedNeo4j neo4j;
-  private static final long AGGREGATE = DerivedIds.derive(70, DerivedIds.salt(KEY, 0, "aggregate"));
-  private static final long T1 = derived(1, "tensor");
-  private static final long V1 = derived(1, "value");
-  private static final long T2 = derived(2, "tensor");
-  private static final long V2 = derived(2, "value");
+  static final long AGGREGATE = DerivedIds.derive(70, DerivedIds.salt(KEY, 0, "aggregate"));
+  static final long T1 = derived(1, "tensor");
+  static final long V1 = derived(1, "value");
+  static final long T2 = derived(2, "tensor");
+  static final long V2 = derived(2, "value");
 
   @BeforeEach
-  void writeGraph() throws Exception {
+  void emptyDatabase() throws Exception {
     neo4j = EmbeddedNeo4j.shared();
+    writeGraph(neo4j);
+  }
+
+  /** The graph of the class comment (also DeletionProcedureTest's). */
+  static void writeGraph(EmbeddedNeo4j neo4j) {
     List<Map<String, Object>> blocks =
         List.of(
             WriteProcedureTest.nodes("TOKEN", List.of(1L, 2L, 3L)),
