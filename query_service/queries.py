@@ -4,8 +4,9 @@ the traces inside Neo4j, query_service.traces.run, so CSProv applies), then answ
 with the pure functions of graph, zoom, deletion and polynomial. Nothing here writes to Neo4j.
 
 What each fetches:
-- Subgraph(n): n's ancestors and descendants (two traces), the parents of the descendants and
-  their children (two queries), then the views of the result and the edges among it.
+- Subgraph(n): inside Neo4j in one call (``sparkprov.subgraph``). On stores without it: n's
+  ancestors and descendants (two traces), the parents of the descendants and their children
+  (two queries), then the views of the result and the edges among it.
 - Deletion and DependsOn: propagated inside Neo4j in one call (``sparkprov.propagateDeletion``
   over the forward closure: all that Definition 4.2 looks at), which also gives the surviving
   TENSOR values of the aggregates it touches. On stores without the procedure (the unit tests'
@@ -122,6 +123,13 @@ class Queries:
     # -- Subgraph --------------------------------------------------------------------------
 
     def subgraph(self, node_id: int, limit: int, check: Callable[[], None]) -> TraceResult:
+        if isinstance(self._store, Store):  # inside Neo4j, one round trip
+            check()
+            return self._store.subgraph(node_id, limit, self._max, AUTO_FETCH_MAX)
+        return self.subgraph_here(node_id, limit, check)
+
+    def subgraph_here(self, node_id: int, limit: int, check: Callable[[], None]) -> TraceResult:
+        """Subgraph(n) assembled here from a few reads: the reference of sparkprov.subgraph."""
         self._require([node_id])
         up = self._closure([node_id], Direction.BACKWARD, check, "the ancestry")
         down = self._closure([node_id], Direction.FORWARD, check, "the descendants")

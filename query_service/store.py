@@ -22,6 +22,7 @@ from query_service.members import Derived, DerivedCache, MemberEdge
 from query_service.model import (
     Direction,
     EdgeView,
+    InvalidArgument,
     NodeView,
     NotFound,
     RunView,
@@ -159,6 +160,14 @@ CALL sparkprov.trace($ids, $direction, $strategy, $depth, $limit, $views, $auto_
 YIELD missing, ids, nodes, sources, targets, truncated, strategy, levels, reached, fetched, sets
 RETURN missing, ids, nodes, sources, targets, truncated, strategy, levels, reached, fetched, sets
 """
+# Subgraph(n) in one round trip (Subgraphs.java).
+_SUBGRAPH = """
+CALL sparkprov.subgraph($id, $limit, $max_nodes, $auto_max)
+YIELD missing, tooLarge, ids, nodes, sources, targets, truncated, strategy, levels, reached,
+      fetched, sets
+RETURN missing, tooLarge, ids, nodes, sources, targets, truncated, strategy, levels, reached,
+       fetched, sets
+"""
 # Deletion propagation in one round trip (Deletions.java).
 _PROPAGATE = """
 CALL sparkprov.propagateDeletion($ids, $limit, $auto_max)
@@ -287,6 +296,31 @@ class Store:
         if r["missing"]:
             shown = ", ".join(str(i) for i in r["missing"][:10])
             raise NotFound(f"unknown node id(s): {shown}")
+        return TraceResult(
+            nodes=[_view(m) for m in r["nodes"]],
+            ids=list(r["ids"]),
+            edges=[EdgeView(s, d) for s, d in zip(r["sources"], r["targets"], strict=True)],
+            truncated=r["truncated"],
+            strategy=Strategy[r["strategy"]],
+            levels=r["levels"],
+            queries=1,
+            edges_fetched=r["fetched"],
+            sets_visited=r["sets"],
+            extra={"nodes_reached": r["reached"]},
+        )
+
+    def subgraph(
+        self, node_id: int, limit: int, max_nodes: int, auto_fetch_max: int
+    ) -> TraceResult:
+        """Lipstick's Subgraph(n) inside Neo4j (``sparkprov.subgraph``); raises NotFound for an
+        unknown node and InvalidArgument when its ancestry or descendants exceed ``max_nodes``."""
+        r = self._read(
+            _SUBGRAPH, id=node_id, limit=limit, max_nodes=max_nodes, auto_max=auto_fetch_max
+        )[0]
+        if r["missing"]:
+            raise NotFound(f"unknown node id(s): {node_id}")
+        if r["tooLarge"]:
+            raise InvalidArgument(f"{r['tooLarge']} has more than {max_nodes} nodes")
         return TraceResult(
             nodes=[_view(m) for m in r["nodes"]],
             ids=list(r["ids"]),

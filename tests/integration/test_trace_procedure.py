@@ -5,7 +5,8 @@ values (member edges) and a rollup (members of several groups): for a sample of 
 edges, views, chosen strategy and stats; with depth bounds and limits the same truncation.
 Deletion propagation inside Neo4j (``sparkprov.propagateDeletion``) against deletion.py's pure
 functions on the Python closure: the same removed nodes in the same order, the same recomputed
-aggregates, the same DependsOn answers."""
+aggregates, the same DependsOn answers. Subgraph inside Neo4j (``sparkprov.subgraph``) against
+Queries.subgraph_here."""
 
 from __future__ import annotations
 
@@ -66,9 +67,10 @@ def _same(got: TraceResult, want: TraceResult, what: object) -> None:
     assert got.levels == want.levels, what
     assert got.extra == want.extra, what
     assert got.sets_visited == want.sets_visited, what
-    assert len(got.ids) == len(want.ids) and got.ids[0] == want.ids[0], what
+    ids, wanted = [n.id for n in got.nodes], [n.id for n in want.nodes]
+    assert len(ids) == len(wanted) and ids[0] == wanted[0], what
     if not want.truncated:  # a cut keeps nodes in traversal order, which may differ
-        assert set(got.ids) == set(want.ids), what
+        assert set(ids) == set(wanted), what
         assert {(e.src, e.dst) for e in got.edges} == {(e.src, e.dst) for e in want.edges}, what
         assert sorted(got.nodes, key=lambda v: v.id) == sorted(want.nodes, key=lambda v: v.id)
 
@@ -160,3 +162,17 @@ def test_deletion_inside_neo4j_answers_as_the_python_reference(captured, store) 
         Queries(store, max_nodes=2).delete(tokens[:1], [])
     with pytest.raises(NotFound):
         queries.delete([12345], [])
+
+
+def test_subgraph_inside_neo4j_answers_as_the_python_reference(captured, store) -> None:  # type: ignore[no-untyped-def]
+    graph = captured
+    queries = Queries(store, max_nodes=100_000)
+    for node in _sample(graph):
+        for limit in (100_000, 7):
+            got = queries.subgraph(node, limit, lambda: None)
+            want = queries.subgraph_here(node, limit, lambda: None)
+            _same(got, want, (node, limit))
+    with pytest.raises(InvalidArgument):
+        Queries(store, max_nodes=2).subgraph(_sample(graph)[0], 10, lambda: None)
+    with pytest.raises(NotFound):
+        queries.subgraph(12345, 10, lambda: None)

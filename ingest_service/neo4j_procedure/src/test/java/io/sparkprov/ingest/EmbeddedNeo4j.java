@@ -67,6 +67,7 @@ final class EmbeddedNeo4j implements AutoCloseable {
     procedures.registerProcedure(Ids.class);
     procedures.registerProcedure(Traces.class);
     procedures.registerProcedure(Deletions.class);
+    procedures.registerProcedure(Subgraphs.class);
     procedures.registerFunction(Ids.class);
     for (String statement : SCHEMA) {
       db.executeTransactionally(statement);
