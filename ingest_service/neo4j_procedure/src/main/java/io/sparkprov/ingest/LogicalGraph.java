@@ -51,7 +51,7 @@ final class LogicalGraph {
           long pair = DerivedIds.underive(id, salts.of(key.getKey(), i, kind));
           try (ResourceIterator<Relationship> rels =
               tx.findRelationships(FlushWriter.DERIVES, FlushWriter.PAIR, pair)) {
-            rels.forEachRemaining(r -> remember(MemberEdge.of(r)));
+            rels.forEachRemaining(r -> expand(MemberEdge.of(r)));
           }
           if (derived.containsKey(id)) {
             return derived.get(id);
@@ -108,12 +108,9 @@ final class LogicalGraph {
           n.getRelationships(Direction.OUTGOING, FlushWriter.DERIVES)) {
         for (Relationship r : rels) {
           out.add(new long[] {id, idOf(r.getEndNode())});
-          MemberEdge e = remember(MemberEdge.of(r));
-          if (e != null) {
-            for (Derived d : e.derived(salts)) {
-              if (d.isTensor()) {
-                out.add(new long[] {id, d.id()});
-              }
+          for (Derived d : expand(MemberEdge.of(r))) {
+            if (d.isTensor()) {
+              out.add(new long[] {id, d.id()});
             }
           }
         }
@@ -188,12 +185,9 @@ final class LogicalGraph {
           b.getRelationships(Direction.INCOMING, FlushWriter.DERIVES)) {
         for (Relationship r : rels) {
           out.add(new long[] {idOf(r.getStartNode()), bid});
-          MemberEdge e = remember(MemberEdge.of(r));
-          if (e != null) {
-            for (Derived d : e.derived(salts)) {
-              if (d.isTensor()) {
-                out.add(new long[] {d.id(), d.aggregate()});
-              }
+          for (Derived d : expand(MemberEdge.of(r))) {
+            if (d.isTensor()) {
+              out.add(new long[] {d.id(), d.aggregate()});
             }
           }
         }
@@ -203,13 +197,10 @@ final class LogicalGraph {
       try (ResourceIterable<Relationship> rels =
           a.getRelationships(Direction.OUTGOING, FlushWriter.DERIVES)) {
         for (Relationship r : rels) {
-          MemberEdge e = remember(MemberEdge.of(r));
-          if (e != null) {
-            for (Derived d : e.derived(salts)) {
-              if (d.isTensor()) {
-                out.add(new long[] {e.member(), d.id()});
-                out.add(new long[] {d.value(), d.id()});
-              }
+          for (Derived d : expand(MemberEdge.of(r))) {
+            if (d.isTensor()) {
+              out.add(new long[] {idOf(a), d.id()});
+              out.add(new long[] {d.value(), d.id()});
             }
           }
         }
@@ -314,22 +305,25 @@ final class LogicalGraph {
         a.getRelationships(Direction.OUTGOING, FlushWriter.DERIVES)) {
       for (Relationship r : rels) {
         out.add(new long[] {aid, idOf(r.getEndNode())});
-        MemberEdge e = remember(MemberEdge.of(r));
-        if (e != null) {
-          out.addAll(e.logicalEdges(salts));
+        for (Derived d : expand(MemberEdge.of(r))) {
+          if (d.isTensor()) {
+            out.add(new long[] {aid, d.id()});
+            out.add(new long[] {d.value(), d.id()});
+            out.add(new long[] {d.id(), d.aggregate()});
+          }
         }
       }
     }
   }
 
-  /** Keeps the edge's derived nodes for later look-ups; returns the edge. */
-  private MemberEdge remember(MemberEdge e) {
-    if (e != null) {
-      for (Derived d : e.derived(salts)) {
-        derived.put(d.id(), d);
-      }
+  /** A member edge's derived nodes (none for a plain edge), kept for later look-ups. */
+  private List<Derived> expand(MemberEdge e) {
+    if (e == null) {
+      return List.of();
     }
-    return e;
+    List<Derived> nodes = e.derived(salts);
+    nodes.forEach(d -> derived.put(d.id(), d));
+    return nodes;
   }
 
   private Map<String, Integer> memberKeys() {

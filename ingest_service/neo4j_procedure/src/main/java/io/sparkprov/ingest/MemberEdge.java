@@ -83,19 +83,6 @@ record MemberEdge(long member, long group, String key, String[] values) {
     return out;
   }
 
-  /** Its logical edges besides m -> g: m -> TENSOR, VALUE -> TENSOR, TENSOR -> AGGREGATE. */
-  List<long[]> logicalEdges(Salts salts) {
-    List<long[]> out = new ArrayList<>();
-    for (Derived d : derived(salts)) {
-      if (d.isTensor()) {
-        out.add(new long[] {member, d.id});
-        out.add(new long[] {d.value, d.id});
-        out.add(new long[] {d.id, d.aggregate});
-      }
-    }
-    return out;
-  }
-
   /** Which column's AGGREGATE {@code aggregate} is (null: none); members.aggregate_column. */
   Integer columnOf(long aggregate, Salts salts) {
     for (int i = 0; i < values.length; i++) {
