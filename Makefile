@@ -38,8 +38,9 @@ $(STACK_DIR)/lib/kafka/.fetched: stack/kafka/pom.xml
 	$(MVN) -f stack/kafka/pom.xml dependency:copy-dependencies -Dstack.dir=$(abspath $(STACK_DIR))
 	@touch $@
 
-# The local Neo4j: its jars and launcher (stack/neo4j), and the ingest procedure sparkprov.write
-# (ingest_service/neo4j_procedure, whose `package` runs its JUnit tests), both into plugins/.
+# The local Neo4j: its jars and launcher (stack/neo4j), and the plugin with the ingest procedure
+# sparkprov.write and the query service's sparkprov.trace (ingest_service/neo4j_procedure, whose
+# `package` runs its JUnit tests), both into plugins/.
 PROCEDURE := ingest_service/neo4j_procedure
 NEO4J_SOURCES := stack/neo4j/pom.xml $(wildcard stack/neo4j/src/main/java/io/sparkprov/stack/*.java) \
 	$(PROCEDURE)/pom.xml $(wildcard $(PROCEDURE)/src/main/java/io/sparkprov/ingest/*.java) \

@@ -1,7 +1,10 @@
 """Deletion propagation (Lipstick Definition 4.2, MODEL.md section 4) and DependsOn, in memory.
 
 The graph handed in must hold the forward closure of the deleted nodes and every in-edge of the
-closure's nodes: that is all Definition 4.2 looks at, and all the store fetches.
+closure's nodes: that is all Definition 4.2 looks at, and all the store fetches. The service
+propagates inside Neo4j (``sparkprov.propagateDeletion``, the same definition in Java, one round
+trip) and recomputes the aggregates it reports with :func:`recompute_touched`; these functions
+are its reference and run the zoomed-out views.
 """
 
 from __future__ import annotations
@@ -11,7 +14,17 @@ from dataclasses import dataclass
 
 from query_service.graph import Graph
 
-__all__ = ["AGGREGATES", "Recomputed", "aggregate", "depends_on", "propagate", "recompute"]
+__all__ = [
+    "AGGREGATES",
+    "Propagated",
+    "Recomputed",
+    "Touched",
+    "aggregate",
+    "depends_on",
+    "propagate",
+    "recompute",
+    "recompute_touched",
+]
 
 # A node of these ops is removed as soon as it loses any incoming edge (joint use). An anti
 # join's EXCLUDED node stands for the pair (left row, the right row that matched it): it goes
@@ -118,4 +131,37 @@ def recompute(
         out.append(
             Recomputed(node_id, function, view.value, aggregate(function, values), len(tensors))
         )
+    return out
+
+
+@dataclass(frozen=True)
+class Touched:
+    """A surviving AGGREGATE node that lost inputs, as ``sparkprov.propagateDeletion`` reports
+    it: its label (the function), its stored value, and its surviving TENSOR inputs' values in
+    TENSOR id order."""
+
+    node_id: int
+    label: str
+    value: str
+    values: list[str]
+
+
+@dataclass(frozen=True)
+class Propagated:
+    """A deletion propagated inside Neo4j: ``truncated`` when the forward closure was over the
+    limit (nothing else is then given)."""
+
+    removed: list[int]
+    touched: list[Touched]
+    truncated: bool = False
+
+
+def recompute_touched(touched: Iterable[Touched]) -> list[Recomputed]:
+    """:func:`recompute` from what the procedure reports of each touched aggregate."""
+    out = []
+    for t in touched:
+        function = t.label.upper()
+        if function in AGGREGATES:
+            new = aggregate(function, list(t.values))
+            out.append(Recomputed(t.node_id, function, t.value, new, len(t.values)))
     return out

@@ -1,14 +1,17 @@
 """The questions beyond traces: Subgraph, zoom views, deletion propagation, DependsOn and
 provenance polynomials. Each fetches the part of the stored graph its answer depends on (using
-the trace strategies, so CSProv applies), then answers in memory with the pure functions of
-graph, zoom, deletion and polynomial. Nothing here writes to Neo4j.
+the traces inside Neo4j, query_service.traces.run, so CSProv applies), then answers in memory
+with the pure functions of graph, zoom, deletion and polynomial. Nothing here writes to Neo4j.
 
 What each fetches:
-- Subgraph(n): n's ancestors and descendants (two traces), the parents of the descendants and
-  their children (two queries), then the views of the result and the edges among it.
-- Deletion and DependsOn: the forward closure of the deleted nodes (a trace) and every incoming
-  edge of the closure (one query): all that Definition 4.2 looks at; then the TENSOR values of
-  the aggregates it touches.
+- Subgraph(n): inside Neo4j in one call (``sparkprov.subgraph``). On stores without it: n's
+  ancestors and descendants (two traces), the parents of the descendants and their children
+  (two queries), then the views of the result and the edges among it.
+- Deletion and DependsOn: propagated inside Neo4j in one call (``sparkprov.propagateDeletion``
+  over the forward closure: all that Definition 4.2 looks at), which also gives the surviving
+  TENSOR values of the aggregates it touches. On stores without the procedure (the unit tests'
+  fakes) and on zoomed-out views: the closure (a trace), every incoming edge of it (one query)
+  and the TENSOR values, then the pure functions of deletion.
 - Provenance(n): n's ancestry (a backward trace).
 - Zoom, and the other questions asked on a zoomed-out view: the run's whole graph.
 """
@@ -19,7 +22,13 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from query_service.deletion import Recomputed, propagate, recompute
+from query_service.deletion import (
+    Propagated,
+    Recomputed,
+    propagate,
+    recompute,
+    recompute_touched,
+)
 from query_service.graph import Graph, subgraph
 from query_service.model import (
     Direction,
@@ -43,7 +52,7 @@ from query_service.polynomial import (
 )
 from query_service.polynomial import probability as prob
 from query_service.store import Store
-from query_service.traces import TraceQuery, trace
+from query_service.traces import AUTO_FETCH_MAX, TraceQuery, run
 from query_service.zoom import ZoomedView, invocations, zoom_in, zoom_out
 from sparkprov.limits import quote, quote_all
 
@@ -78,7 +87,7 @@ class Queries:
     def _closure(
         self, ids: list[int], direction: Direction, check: Callable[[], None], what: str
     ) -> TraceResult:
-        result = trace(
+        result = run(
             self._store, TraceQuery(ids, direction, limit=self._max, strategy=Strategy.AUTO), check
         )
         if result.truncated:
@@ -114,6 +123,13 @@ class Queries:
     # -- Subgraph --------------------------------------------------------------------------
 
     def subgraph(self, node_id: int, limit: int, check: Callable[[], None]) -> TraceResult:
+        if isinstance(self._store, Store):  # inside Neo4j, one round trip
+            check()
+            return self._store.subgraph(node_id, limit, self._max, AUTO_FETCH_MAX)
+        return self.subgraph_here(node_id, limit, check)
+
+    def subgraph_here(self, node_id: int, limit: int, check: Callable[[], None]) -> TraceResult:
+        """Subgraph(n) assembled here from a few reads: the reference of sparkprov.subgraph."""
         self._require([node_id])
         up = self._closure([node_id], Direction.BACKWARD, check, "the ancestry")
         down = self._closure([node_id], Direction.FORWARD, check, "the descendants")
@@ -207,18 +223,29 @@ class Queries:
         query = TraceQuery(
             ids, Direction.FORWARD, limit=self._max, strategy=Strategy.AUTO, views=False
         )
-        down = trace(self._store, query, check)
+        down = run(self._store, query, check)
         if down.truncated:
             raise InvalidArgument(f"the deletion's forward closure has more than {self._max} nodes")
         check()
         views, into = self._store.closure_inputs(down.ids)
         return Graph.of(into, views)
 
+    def _propagated(self, ids: list[int], check: Callable[[], None]) -> Propagated:
+        """Definition 4.2 inside Neo4j, one round trip."""
+        check()
+        done = self._store.propagate_deletion(list(dict.fromkeys(ids)), self._max, AUTO_FETCH_MAX)
+        if done.truncated:
+            raise InvalidArgument(f"the deletion's forward closure has more than {self._max} nodes")
+        return done
+
     def delete(
         self, ids: list[int], modules: list[str], check: Callable[[], None] = _nothing
     ) -> Deletion:
         if not ids:
             raise InvalidArgument("node_ids must name at least one node")
+        if not modules and isinstance(self._store, Store):
+            done = self._propagated(ids, check)
+            return Deletion(done.removed, recompute_touched(done.touched))
         if modules:
             graph = self._view(ids, modules).graph
         else:
@@ -242,6 +269,9 @@ class Queries:
     ) -> bool:
         if not on:
             raise InvalidArgument("on_node_ids must name at least one node")
+        if not modules and isinstance(self._store, Store):
+            self._require([node_id])
+            return node_id in set(self._propagated(on, check).removed)
         if modules:
             graph = self._view([node_id, *on], modules).graph
         else:

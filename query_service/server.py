@@ -33,7 +33,7 @@ from query_service.model import (
 from query_service.queries import Queries, provenance
 from query_service.settings import QuerySettings
 from query_service.store import Store
-from query_service.traces import trace
+from query_service.traces import run
 from sparkprov.limits import quote
 from sparkprov.v1 import query_pb2, query_pb2_grpc
 
@@ -61,6 +61,11 @@ def _errors(context: grpc.ServicerContext) -> Iterator[None]:
     except QueryError as e:
         context.abort(_CODES.get(type(e), grpc.StatusCode.INVALID_ARGUMENT), limits.message(str(e)))
     except _DeadlineExceeded:
+        context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline passed during the trace")
+    except neo4j.exceptions.ClientError as e:
+        # A trace inside Neo4j runs in a transaction bounded by the call's deadline.
+        if "TransactionTimedOut" not in (e.code or ""):
+            raise
         context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline passed during the trace")
     except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired) as e:
         log.warning("Neo4j unavailable: %s", e)
@@ -130,7 +135,7 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
             return self._queries.view_trace(
                 query.node_ids, direction, modules, query.limit, query.max_depth
             )
-        return trace(self._store, query, _deadline(context))
+        return run(self._store, query, _deadline(context), context.time_remaining())
 
     def BackwardTraceStream(  # noqa: N802
         self, request: query_pb2.TraceRequest, context: grpc.ServicerContext

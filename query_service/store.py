@@ -17,8 +17,18 @@ from typing import Any
 import neo4j
 
 from query_service import members
+from query_service.deletion import Propagated, Touched
 from query_service.members import Derived, DerivedCache, MemberEdge
-from query_service.model import NodeView, RunView
+from query_service.model import (
+    Direction,
+    EdgeView,
+    InvalidArgument,
+    NodeView,
+    NotFound,
+    RunView,
+    Strategy,
+    TraceResult,
+)
 from sparkprov.events import ATTRIBUTE_PREFIX
 from sparkprov.runtime import neo4j_driver
 
@@ -143,6 +153,27 @@ UNION
 MATCH (a:Node)-[r:DERIVES]->(b:Node {{run_id: $run}})
 RETURN {_EDGE}
 """
+# A whole trace in one round trip: the plugin's traversal (ingest_service/neo4j_procedure,
+# Traces.java) with the strategies of query_service.traces, views of the nodes included.
+_TRACE = """
+CALL sparkprov.trace($ids, $direction, $strategy, $depth, $limit, $views, $auto_max)
+YIELD missing, ids, nodes, sources, targets, truncated, strategy, levels, reached, fetched, sets
+RETURN missing, ids, nodes, sources, targets, truncated, strategy, levels, reached, fetched, sets
+"""
+# Subgraph(n) in one round trip (Subgraphs.java).
+_SUBGRAPH = """
+CALL sparkprov.subgraph($id, $limit, $max_nodes, $auto_max)
+YIELD missing, tooLarge, ids, nodes, sources, targets, truncated, strategy, levels, reached,
+      fetched, sets
+RETURN missing, tooLarge, ids, nodes, sources, targets, truncated, strategy, levels, reached,
+       fetched, sets
+"""
+# Deletion propagation in one round trip (Deletions.java).
+_PROPAGATE = """
+CALL sparkprov.propagateDeletion($ids, $limit, $auto_max)
+YIELD missing, truncated, removed, aggregates
+RETURN missing, truncated, removed, aggregates
+"""
 # The value each surviving member contributes to an aggregate: its TENSOR's VALUE parent.
 _TENSOR_VALUES = """
 UNWIND $ids AS i
@@ -170,6 +201,21 @@ def _node(record: neo4j.Record) -> NodeView:
         value=props.get("value") or "",
         component_id=record["component"],
         set_id=record["set"],
+    )
+
+
+def _view(m: Mapping[str, Any]) -> NodeView:
+    """A node view as sparkprov.trace returns it (the fields of NodeView, ids current)."""
+    return NodeView(
+        id=m["id"],
+        run_id=m["run_id"],
+        op=m["op"],
+        label=m["label"],
+        relation=m["relation"],
+        attributes=dict(m["attributes"]),
+        value=m["value"],
+        component_id=m["component"],
+        set_id=m["set"],
     )
 
 
@@ -217,6 +263,88 @@ class Store:
             query, parameters_=params, routing_=neo4j.RoutingControl.READ
         )
         return records
+
+    def trace(
+        self,
+        node_ids: list[int],
+        direction: Direction,
+        strategy: Strategy,
+        max_depth: int,
+        limit: int,
+        *,
+        views: bool = True,
+        auto_fetch_max: int,
+        timeout_s: float | None = None,
+    ) -> TraceResult:
+        """A whole trace inside Neo4j (``sparkprov.trace``), in one round trip; ``timeout_s``
+        bounds its transaction. Raises NotFound for unknown seeds."""
+        query = neo4j.Query(_TRACE, timeout=timeout_s)
+        records, _, _ = self._driver.execute_query(
+            query,
+            parameters_={
+                "ids": node_ids,
+                "direction": direction.name,
+                "strategy": strategy.name,
+                "depth": max_depth,
+                "limit": limit,
+                "views": views,
+                "auto_max": auto_fetch_max,
+            },
+            routing_=neo4j.RoutingControl.READ,
+        )
+        r = records[0]
+        if r["missing"]:
+            shown = ", ".join(str(i) for i in r["missing"][:10])
+            raise NotFound(f"unknown node id(s): {shown}")
+        return TraceResult(
+            nodes=[_view(m) for m in r["nodes"]],
+            ids=list(r["ids"]),
+            edges=[EdgeView(s, d) for s, d in zip(r["sources"], r["targets"], strict=True)],
+            truncated=r["truncated"],
+            strategy=Strategy[r["strategy"]],
+            levels=r["levels"],
+            queries=1,
+            edges_fetched=r["fetched"],
+            sets_visited=r["sets"],
+            extra={"nodes_reached": r["reached"]},
+        )
+
+    def subgraph(
+        self, node_id: int, limit: int, max_nodes: int, auto_fetch_max: int
+    ) -> TraceResult:
+        """Lipstick's Subgraph(n) inside Neo4j (``sparkprov.subgraph``); raises NotFound for an
+        unknown node and InvalidArgument when its ancestry or descendants exceed ``max_nodes``."""
+        r = self._read(
+            _SUBGRAPH, id=node_id, limit=limit, max_nodes=max_nodes, auto_max=auto_fetch_max
+        )[0]
+        if r["missing"]:
+            raise NotFound(f"unknown node id(s): {node_id}")
+        if r["tooLarge"]:
+            raise InvalidArgument(f"{r['tooLarge']} has more than {max_nodes} nodes")
+        return TraceResult(
+            nodes=[_view(m) for m in r["nodes"]],
+            ids=list(r["ids"]),
+            edges=[EdgeView(s, d) for s, d in zip(r["sources"], r["targets"], strict=True)],
+            truncated=r["truncated"],
+            strategy=Strategy[r["strategy"]],
+            levels=r["levels"],
+            queries=1,
+            edges_fetched=r["fetched"],
+            sets_visited=r["sets"],
+            extra={"nodes_reached": r["reached"]},
+        )
+
+    def propagate_deletion(self, ids: list[int], limit: int, auto_fetch_max: int) -> Propagated:
+        """Definition 4.2 inside Neo4j (``sparkprov.propagateDeletion``) over the forward
+        closure of ``ids``, found with AUTO's strategy; raises NotFound for unknown ids."""
+        r = self._read(_PROPAGATE, ids=ids, limit=limit, auto_max=auto_fetch_max)[0]
+        if r["missing"]:
+            shown = ", ".join(str(i) for i in r["missing"][:10])
+            raise NotFound(f"unknown node id(s): {shown}")
+        touched = [
+            Touched(a["id"], a["label"], a["value"], list(a["values"])) for a in r["aggregates"]
+        ]
+        return Propagated(list(r["removed"]), touched, r["truncated"])
 
     def nodes(self, ids: Iterable[int]) -> dict[int, NodeView]:
         wanted = list(ids)

@@ -8,6 +8,11 @@ source (forward) lies in one of those sets, and traverses in memory (CSProv, Alg
 picks per query from the stored sizes (see :func:`_auto`). All return the same nodes and edges:
 unit tests check it against networkx, integration tests on the real ingest's ids.
 
+The service runs them inside Neo4j (:func:`run`: the plugin's ``sparkprov.trace``, the same
+strategies in Java, one round trip per trace); :func:`trace` here is their reference, which the
+integration tests compare the procedure with, and what runs on stores without the procedure
+(the unit tests' fakes).
+
 CONNECTED_SET relies on ingest's invariant that every ancestor of a node lies in its set-lineage;
 for a run whose ingest is incomplete (edges stored before their end's record), set dependencies
 of the missing ends are not recorded yet, so use RECURSIVE or COMPONENT on incomplete runs.
@@ -31,7 +36,7 @@ from query_service.model import (
 )
 from query_service.store import Store
 
-__all__ = ["AUTO_FETCH_MAX", "TraceQuery", "trace"]
+__all__ = ["AUTO_FETCH_MAX", "TraceQuery", "run", "trace"]
 
 
 @dataclass(frozen=True)
@@ -123,9 +128,39 @@ class _Component(_Expander):
         return [edge for n in frontier for edge in self._next.get(n, ())]
 
 
+def run(
+    store: Store,
+    query: TraceQuery,
+    check_deadline: Callable[[], None] = lambda: None,
+    timeout_s: float | None = None,
+) -> TraceResult:
+    """The service's trace: inside Neo4j in one call of ``sparkprov.trace`` (its transaction
+    bounded by ``timeout_s``, the caller's remaining deadline) on a :class:`Store`; on any
+    other store (the unit tests' fakes), :func:`trace`."""
+    if not isinstance(store, Store):
+        return trace(store, query, check_deadline)
+    started = time.perf_counter()
+    if not query.node_ids:
+        raise InvalidArgument("node_ids must name at least one node")
+    check_deadline()
+    result = store.trace(
+        list(dict.fromkeys(query.node_ids)),
+        query.direction,
+        query.strategy,
+        query.max_depth,
+        query.limit,
+        views=query.views,
+        auto_fetch_max=AUTO_FETCH_MAX,
+        timeout_s=timeout_s,
+    )
+    result.millis = (time.perf_counter() - started) * 1000
+    return result
+
+
 def trace(
     store: Store, query: TraceQuery, check_deadline: Callable[[], None] = lambda: None
 ) -> TraceResult:
+    """The strategies in Python, a few queries per trace (see the module's docstring)."""
     started = time.perf_counter()
     if not query.node_ids:
         raise InvalidArgument("node_ids must name at least one node")

@@ -65,6 +65,9 @@ final class EmbeddedNeo4j implements AutoCloseable {
         ((GraphDatabaseAPI) db).getDependencyResolver().resolveDependency(GlobalProcedures.class);
     procedures.registerProcedure(Ingest.class);
     procedures.registerProcedure(Ids.class);
+    procedures.registerProcedure(Traces.class);
+    procedures.registerProcedure(Deletions.class);
+    procedures.registerProcedure(Subgraphs.class);
     procedures.registerFunction(Ids.class);
     for (String statement : SCHEMA) {
       db.executeTransactionally(statement);
