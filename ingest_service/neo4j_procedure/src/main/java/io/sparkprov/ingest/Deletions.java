@@ -25,7 +25,8 @@ import org.neo4j.procedure.Procedure;
  * (Lipstick Definition 4.2, ../shared/MODEL.md section 4) over the logical graph in one call, as
  * query_service/deletion.py's {@code propagate} computes it on the forward closure: remove the
  * nodes, then, level by level and each removed node's children in id order, every node that had
- * incoming edges and lost all of them, or is TIMES or TENSOR and lost any. Nothing is written.
+ * incoming edges and lost all of them, or is TIMES, TENSOR or EXCLUDED (an anti join's excluded
+ * row with its match: the pair's product) and lost any. Nothing is written.
  *
  * <p>One row: {@code missing} (unknown ids; nothing else then), {@code truncated} (the forward
  * closure, found with AUTO's strategy, has more than {@code limit} nodes; nothing else then),
@@ -34,7 +35,7 @@ import org.neo4j.procedure.Procedure;
  * surviving TENSOR inputs in TENSOR id order, which the service recomputes the aggregate from.
  */
 public final class Deletions {
-  private static final Set<String> ALL_INPUTS = Set.of("TIMES", "TENSOR");
+  private static final Set<String> ALL_INPUTS = Set.of("TIMES", "TENSOR", "EXCLUDED");
 
   @Context public Transaction tx;
 

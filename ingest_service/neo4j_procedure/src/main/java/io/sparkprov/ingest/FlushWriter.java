@@ -297,17 +297,25 @@ final class FlushWriter {
   }
 
   /**
-   * Makes sure each group key of the call has its {@code :MemberKey} (the first block's number
-   * of aggregated columns is kept), so that the query service can list the keys it derives
-   * TENSOR and VALUE nodes for.
+   * Makes sure each group key of the call has its {@code :MemberKey} with the largest number of
+   * aggregated columns any block of the key had, so that the query service can list the keys
+   * (and columns) it derives TENSOR and VALUE nodes for. Keys name a capture point within its
+   * run ("group#3"), so runs share them with different numbers of columns: keeping the first
+   * run's number would hide the derived nodes of the later runs' extra columns.
    */
   private void registerMemberKeys(List<MemberBlock> blocks) {
-    Set<String> seen = new HashSet<>();
+    Map<String, Integer> columns = new HashMap<>();
     for (MemberBlock block : blocks) {
-      if (seen.add(block.groupKey()) && tx.findNode(MEMBER_KEY, KEY, block.groupKey()) == null) {
-        Node key = tx.createNode(MEMBER_KEY);
-        key.setProperty(KEY, block.groupKey());
-        key.setProperty(AGGREGATES, (long) block.aggregates());
+      columns.merge(block.groupKey(), block.aggregates(), Math::max);
+    }
+    for (Map.Entry<String, Integer> entry : columns.entrySet()) {
+      Node key = tx.findNode(MEMBER_KEY, KEY, entry.getKey());
+      if (key == null) {
+        key = tx.createNode(MEMBER_KEY);
+        key.setProperty(KEY, entry.getKey());
+        key.setProperty(AGGREGATES, (long) entry.getValue());
+      } else if (((Number) key.getProperty(AGGREGATES, 0L)).intValue() < entry.getValue()) {
+        key.setProperty(AGGREGATES, (long) entry.getValue());
       }
     }
   }
