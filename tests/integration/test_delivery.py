@@ -40,7 +40,8 @@ def _assert_exact(graph, run, nodes, edges):  # type: ignore[no-untyped-def]
 def test_sigkill_of_ingest_mid_run_loses_and_duplicates_nothing(  # type: ignore[no-untyped-def]
     stack, spark, client, neo4j_driver
 ):
-    df = spark.range(8000).withColumn("k", F.col("id") % 40).withColumn("v", F.col("id") * 3)
+    # big enough that ingest stores it in several flushes, so the kill lands mid-run
+    df = spark.range(60_000).withColumn("k", F.col("id") % 40).withColumn("v", F.col("id") * 3)
     result: dict = {}
 
     def job() -> None:
@@ -59,10 +60,14 @@ def test_sigkill_of_ingest_mid_run_loses_and_duplicates_nothing(  # type: ignore
         time.sleep(0.05)
     stored_at_kill, complete_at_kill = _stored(neo4j_driver, result["run"])
     stack.kill("ingest")  # SIGKILL: no flush, no commit, possibly mid-transaction
-    worker.join()
-    nodes, edges = result["counts"]
-    assert not complete_at_kill and stored_at_kill < nodes + edges
-    stack.start("ingest")
+    try:
+        worker.join()
+        nodes, edges = result["counts"]
+        assert not complete_at_kill and stored_at_kill < nodes + edges, (
+            f"the kill came after the run was stored ({stored_at_kill} of {nodes + edges})"
+        )
+    finally:  # the later tests need the ingest, whatever this one found
+        stack.start("ingest")
 
     run = client.wait_for_run(result["run"], timeout_s=600)
     _assert_exact(run_graph(neo4j_driver, result["run"]), run, nodes, edges)
