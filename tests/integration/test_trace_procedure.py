@@ -174,8 +174,10 @@ def test_deletion_inside_neo4j_answers_as_the_python_reference(captured, store) 
         for on in (tokens[:1], tokens[:8], tokens):
             removed, _ = _reference_deletion(store, on)
             assert queries.depends_on(out, on, []) == (out in removed)
+    widest = max(tokens, key=lambda n: len(nx.descendants(graph, n)))
+    assert len(nx.descendants(graph, widest)) > 2
     with pytest.raises(InvalidArgument):
-        Queries(store, max_nodes=2).delete(tokens[:1], [])
+        Queries(store, max_nodes=2).delete([widest], [])
     with pytest.raises(NotFound):
         queries.delete([12345], [])
 
@@ -188,7 +190,10 @@ def test_subgraph_inside_neo4j_answers_as_the_python_reference(captured, store) 
             got = queries.subgraph(node, limit, lambda: None)
             want = queries.subgraph_here(node, limit, lambda: None)
             _same(got, want, (node, limit))
+    # the node with the largest subgraph: any sampled node may have a small one (an anti join's
+    # excluded row, say), which would not be too large
+    widest = max(graph.nodes, key=lambda n: len(nx.ancestors(graph, n) | nx.descendants(graph, n)))
     with pytest.raises(InvalidArgument):
-        Queries(store, max_nodes=2).subgraph(_sample(graph)[0], 10, lambda: None)
+        Queries(store, max_nodes=2).subgraph(widest, 10, lambda: None)
     with pytest.raises(NotFound):
         queries.subgraph(12345, 10, lambda: None)
