@@ -219,6 +219,22 @@ def _view(m: Mapping[str, Any]) -> NodeView:
     )
 
 
+def _procedure_result(r: neo4j.Record) -> TraceResult:
+    """The TraceResult of one row of sparkprov.trace or sparkprov.subgraph (one round trip)."""
+    return TraceResult(
+        nodes=[_view(m) for m in r["nodes"]],
+        ids=list(r["ids"]),
+        edges=[EdgeView(s, d) for s, d in zip(r["sources"], r["targets"], strict=True)],
+        truncated=r["truncated"],
+        strategy=Strategy[r["strategy"]],
+        levels=r["levels"],
+        queries=1,
+        edges_fetched=r["fetched"],
+        sets_visited=r["sets"],
+        extra={"nodes_reached": r["reached"]},
+    )
+
+
 def _member_edge(r: Mapping[str, Any]) -> MemberEdge:
     return MemberEdge.of(r["src"], r["dst"], r["key"], r["vals"] or [], r["nulls"])
 
@@ -296,18 +312,7 @@ class Store:
         if r["missing"]:
             shown = ", ".join(str(i) for i in r["missing"][:10])
             raise NotFound(f"unknown node id(s): {shown}")
-        return TraceResult(
-            nodes=[_view(m) for m in r["nodes"]],
-            ids=list(r["ids"]),
-            edges=[EdgeView(s, d) for s, d in zip(r["sources"], r["targets"], strict=True)],
-            truncated=r["truncated"],
-            strategy=Strategy[r["strategy"]],
-            levels=r["levels"],
-            queries=1,
-            edges_fetched=r["fetched"],
-            sets_visited=r["sets"],
-            extra={"nodes_reached": r["reached"]},
-        )
+        return _procedure_result(r)
 
     def subgraph(
         self, node_id: int, limit: int, max_nodes: int, auto_fetch_max: int
@@ -321,18 +326,7 @@ class Store:
             raise NotFound(f"unknown node id(s): {node_id}")
         if r["tooLarge"]:
             raise InvalidArgument(f"{r['tooLarge']} has more than {max_nodes} nodes")
-        return TraceResult(
-            nodes=[_view(m) for m in r["nodes"]],
-            ids=list(r["ids"]),
-            edges=[EdgeView(s, d) for s, d in zip(r["sources"], r["targets"], strict=True)],
-            truncated=r["truncated"],
-            strategy=Strategy[r["strategy"]],
-            levels=r["levels"],
-            queries=1,
-            edges_fetched=r["fetched"],
-            sets_visited=r["sets"],
-            extra={"nodes_reached": r["reached"]},
-        )
+        return _procedure_result(r)
 
     def propagate_deletion(self, ids: list[int], limit: int, auto_fetch_max: int) -> Propagated:
         """Definition 4.2 inside Neo4j (``sparkprov.propagateDeletion``) over the forward
