@@ -32,13 +32,13 @@ from sparkprov.events import (
     encode_run_started,
 )
 
-__all__ = ["Graph", "RELATIONS", "generate", "publish", "split_of"]
+__all__ = ["Graph", "RELATIONS", "SHAPES", "generate", "publish", "split_of"]
 
 RELATIONS = [f"R{i:02d}" for i in range(25)]
 WORKFLOW = "text-curation"
 CHUNK = 2048
-# Edges per node, measured on generated graphs: records = nodes * (1 + EDGES_PER_NODE).
-EDGES_PER_NODE = 0.87
+# Edges per node of each shape, measured on generated graphs: records = nodes * (1 + it).
+SHAPES = {"csprov": 0.98, "uniform": 0.87}
 _LABELS = {"TOKEN": "", "PLUS": "+", "TIMES": "·", "DELTA": "δ"}
 
 
@@ -81,21 +81,27 @@ class Graph:
         return list(zip(self.ids[self.src].tolist(), self.ids[self.dst].tolist(), strict=True))
 
 
-def generate_reported(records: int, seed: int = 7) -> Graph:
+def generate_reported(records: int, seed: int = 7, shape: str = "csprov") -> Graph:
     """:func:`generate`, telling stderr what it made and how long it took."""
     started = time.monotonic()
-    graph = generate(records, seed)
+    graph = generate(records, seed, shape)
     print(
-        f"generated {graph.nodes:,} nodes, {graph.edges:,} edges "
+        f"generated {graph.nodes:,} nodes, {graph.edges:,} edges ({shape}) "
         f"in {time.monotonic() - started:.1f}s",
         file=sys.stderr,
     )
     return graph
 
 
-def generate(records: int, seed: int = 7) -> Graph:
+def generate(records: int, seed: int = 7, shape: str = "csprov") -> Graph:
+    """A graph of about ``records`` nodes + edges. ``shape``: ``csprov`` (a row's parents are the
+    rows it joins with by key, as in the paper's workflow: small connected sets, small
+    set-lineages) or ``uniform`` (a row's parents drawn from anywhere in the preceding relations of
+    its component: one connected set per split, the adversarial case for CONNECTED_SET)."""
+    if shape not in SHAPES:
+        raise ValueError(f"shape {shape!r}: one of {', '.join(SHAPES)}")
     rng = np.random.default_rng(seed)
-    n = max(10, int(records / (1 + EDGES_PER_NODE)))
+    n = max(10, int(records / (1 + SHAPES[shape])))
     large = [int(n * f) for f in (0.18, 0.14, 0.10)]
     sizes = list(large)
     rest = n - sum(large)
@@ -105,13 +111,31 @@ def generate(records: int, seed: int = 7) -> Graph:
         small = np.append(small, rest - small.sum())
     sizes += small.tolist()
     sizes_arr = np.array([s for s in sizes if s > 0], dtype=np.int64)
+    if shape == "uniform":
+        relation, component, src, dst = _windowed(rng, sizes_arr, large=3)
+    else:
+        relation, component, src, dst = _keyed(rng, sizes_arr, large=3)
+    pairs = np.unique(np.stack([src, dst], axis=1), axis=0)
+    ids = rng.integers(1, 2**63 - 1, size=len(relation), dtype=np.int64)
+    if len(np.unique(ids)) != len(ids):  # vanishingly rare; a different seed avoids it
+        raise ValueError(f"seed {seed} drew a duplicate id; try another seed")
+    return Graph(ids, relation, component, pairs[:, 0], pairs[:, 1])
+
+
+def _windowed(
+    rng: np.random.Generator, sizes_arr: np.ndarray, large: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Components of these sizes (the first ``large`` span all relations, the others a few
+    consecutive ones); a node's parents drawn from its component's preceding relations, about
+    two relations' worth; a few hubs in the large components."""
+    n = int(sizes_arr.sum())
     comps = len(sizes_arr)
     component = np.repeat(np.arange(comps), sizes_arr)
     starts = np.concatenate([[0], np.cumsum(sizes_arr)[:-1]])
 
     # Relations: large components span all 25; small ones a few consecutive relations.
     is_large = np.zeros(comps, dtype=bool)
-    is_large[:3] = True
+    is_large[:large] = True
     first = np.where(is_large, 0, rng.integers(0, 21, comps))
     span = np.where(is_large, 25, rng.integers(2, 6, comps))
     relation = first[component] + (rng.random(n) * span[component]).astype(np.int64)
@@ -144,13 +168,98 @@ def generate(records: int, seed: int = 7) -> Graph:
         k = int(rng.integers(100, 451))
         srcs.append(compstart[hub] + rng.choice(relstart[hub] - compstart[hub], k, replace=False))
         dsts.append(np.full(k, hub))
-    src = np.concatenate(srcs)
-    dst = np.concatenate(dsts)
-    pairs = np.unique(np.stack([src, dst], axis=1), axis=0)
-    ids = rng.integers(1, 2**63 - 1, size=n, dtype=np.int64)
-    if len(np.unique(ids)) != n:  # vanishingly rare; a different seed avoids it
-        raise ValueError(f"seed {seed} drew a duplicate id; try another seed")
-    return Graph(ids, relation, component, pairs[:, 0], pairs[:, 1])
+    return relation, component, np.concatenate(srcs), np.concatenate(dsts)
+
+
+# The keyed shape: splits' first relations, and rows per relation that share a join key.
+_SEGMENT_STARTS = (0, 8, 16, 20)  # sp1, sp2, sp4 (in sp3), sp5 (in sp3): split_of's parts
+_GROUP_ROWS = 3
+
+
+def _keyed(
+    rng: np.random.Generator, sizes_arr: np.ndarray, large: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The small components as :func:`_windowed` makes them; the ``large`` first ones keyed.
+
+    In a large component each relation holds the same number of rows, and each row a join key
+    (``_GROUP_ROWS`` rows of a relation share one). Within a split a row's parents are rows of the
+    previous relation (sometimes the one before) with its key, so a split's connected sets are its
+    key groups. At a split's first relation the workflow joins on another key: each key group
+    joins with 1-3 key groups of the previous split, always the same ones, so the component is
+    connected across splits while a row's set-lineage stays a few dozen small sets. A few hub rows
+    (100-450 parents from earlier splits, as an aggregate over many groups) give the large
+    lineages; their parents lie in other splits, so they merge no sets."""
+    small_rel, small_comp, small_src, small_dst = _windowed(rng, sizes_arr[large:], large=0)
+    relations, components, srcs, dsts = [], [], [], []
+    base = 0
+    for c, size in enumerate(sizes_arr[:large].tolist()):
+        rel, s, d = _keyed_component(rng, int(size), base)
+        relations.append(rel)
+        components.append(np.full(len(rel), c, dtype=np.int64))
+        srcs.append(s)
+        dsts.append(d)
+        base += len(rel)
+    relations.append(small_rel)
+    components.append(small_comp + large)
+    srcs.append(small_src + base)
+    dsts.append(small_dst + base)
+    return (
+        np.concatenate(relations),
+        np.concatenate(components),
+        np.concatenate(srcs),
+        np.concatenate(dsts),
+    )
+
+
+def _keyed_component(
+    rng: np.random.Generator, size: int, base: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    per = max(_GROUP_ROWS, size // len(RELATIONS))
+    keys = max(1, per // _GROUP_ROWS)
+    relation = np.repeat(np.arange(len(RELATIONS)), per)
+    row = np.arange(per)
+    key = row % keys  # rows of a relation with key k: k, k + keys, k + 2 * keys, ...
+    rows_of_key = (per - key + keys - 1) // keys
+
+    def pick(r: int, want_key: np.ndarray) -> np.ndarray:
+        """Positions of random rows of relation ``r`` with these keys."""
+        count = (per - want_key + keys - 1) // keys
+        t = (rng.random(len(want_key)) * count).astype(np.int64)
+        return base + r * per + want_key + keys * t
+
+    srcs, dsts = [], []
+    starts = set(_SEGMENT_STARTS)
+    for r in range(1, len(RELATIONS)):
+        child = base + r * per + row
+        if r in starts:
+            # Each key group joins with the same 1-3 groups of the previous split.
+            joins = rng.integers(0, keys, size=(keys, 3))
+            fanout = rng.integers(1, 4, size=keys)
+            for j in range(3):
+                take = fanout[key] > j
+                srcs.append(pick(r - 1, joins[key[take], j]))
+                dsts.append(child[take])
+            continue
+        srcs.append(pick(r - 1, key))
+        dsts.append(child)
+        second = rng.random(per) < 0.3
+        srcs.append(pick(r - 1, key[second]))
+        dsts.append(child[second])
+        if r - 1 not in starts:
+            skip = rng.random(per) < 0.1
+            srcs.append(pick(r - 2, key[skip]))
+            dsts.append(child[skip])
+    del rows_of_key
+    # Hubs: rows of the later splits aggregating 100-450 rows of earlier splits.
+    hubs = max(1, size // 10000)
+    for _ in range(hubs):
+        r = int(rng.integers(8, len(RELATIONS)))
+        first = max(s for s in _SEGMENT_STARTS if s <= r)
+        k = min(int(rng.integers(100, 451)), first * per)
+        hub = base + r * per + int(rng.integers(0, per))
+        srcs.append(base + rng.choice(first * per, k, replace=False))
+        dsts.append(np.full(k, hub))
+    return relation, np.concatenate(srcs), np.concatenate(dsts)
 
 
 class Progress:

@@ -1,11 +1,14 @@
 """Query latency: the CSProv paper's query classes through the real gRPC query service, every
 trace strategy side by side, plus Neo4j's own variable-length traversal and PropagateDeletion.
 
-    python -m bench.query_latency [--records 1000000] [--repeats 5] [--reuse] [--keep]
-        [--folder .stack-qbench] [--kafka-port 19092] [--controller-port 19093]
-        [--bolt-port 17687] [--grpc-port 50151] [--ingest-http-port 19464]
+    python -m bench.query_latency [--records 1000000] [--shape csprov|uniform] [--repeats 5]
+        [--reuse] [--keep] [--folder .stack-qbench] [--kafka-port 49092]
+        [--controller-port 49093] [--bolt-port 47687] [--grpc-port 50151]
+        [--ingest-http-port 49464]
 
-Loading: a CSProv-shaped graph of ``--records`` nodes+edges (bench.gen, ``--seed``) is published
+Loading: a graph of ``--records`` nodes+edges (bench.gen, ``--seed``; ``--shape csprov``, the
+paper's workload where a row's parents are the rows it joins with by key, or ``uniform``, parents
+drawn from anywhere in the component: the adversarial case for connected sets) is published
 to Kafka and stored by the real ingest service (bench.stack.ingest), in a stack of its own
 (folder and ports above; the jars come from .stack, so run `make setup` first). ``--reuse``
 skips generation and loading when the folder already holds the loaded graph of that size and
@@ -34,6 +37,7 @@ evaluated in memory. Prints medians and ratios, writes JSON under bench/results/
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -41,6 +45,7 @@ import shutil
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +53,7 @@ import grpc
 import neo4j
 import numpy as np
 
-from bench.gen import Graph, Progress, generate_reported
+from bench.gen import SHAPES, Graph, Progress, generate_reported
 from bench.stack import RESULTS, ROOT, IngestOptions, Ports, bench_stack, busy_ports, ingest
 from localstack.stack import Stack
 from query_service.deletion import propagate
@@ -374,9 +379,13 @@ def summarise(samples: dict[str, dict[int, Sample]], ids: list[int]) -> dict[str
     for method, per_node in samples.items():
         everything = [ms for s in per_node.values() for ms in s.millis]
         server = [ms for s in per_node.values() for ms in s.server_millis]
+        stats = [s.stats for s in per_node.values() if s.stats]
         out[method] = {
             "median_ms": _median(everything),
             "server_median_ms": _median(server),
+            # What the strategy read: edges fetched, and (CONNECTED_SET) its set-lineage's sets.
+            "edges_fetched_median": _median([s["edges_fetched"] for s in stats if "levels" in s]),
+            "sets_visited_median": _median([s["sets_visited"] for s in stats if "levels" in s]),
             "timeouts": sum(s.timeouts for s in per_node.values()),
             "per_node": {
                 str(i): {
@@ -430,24 +439,34 @@ def load(
     return result
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def graph_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments of a loaded graph's stack (this benchmark's and bench.query_load's)."""
     parser.add_argument("--records", type=int, default=1_000_000, help="nodes + edges")
     parser.add_argument("--seed", type=int, default=7, help="graph and query choice")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--per-class", type=int, default=10)
+    parser.add_argument(
+        "--shape",
+        choices=sorted(SHAPES),
+        default="csprov",
+        help="csprov: parents by join key (the paper's workload); uniform: the adversarial case",
+    )
     parser.add_argument("--reuse", action="store_true", help="keep a loaded graph of this size")
     parser.add_argument("--keep", action="store_true", help="leave the stack running")
-    parser.add_argument("--cypher-timeout", type=float, default=60.0)
     parser.add_argument("--timeout", type=float, default=4 * 3600, help="loading, seconds")
     parser.add_argument("--folder", default=".stack-qbench")
-    parser.add_argument("--kafka-port", type=int, default=19092)
-    parser.add_argument("--controller-port", type=int, default=19093)
-    parser.add_argument("--bolt-port", type=int, default=17687)
+    parser.add_argument("--kafka-port", type=int, default=49092)
+    parser.add_argument("--controller-port", type=int, default=49093)
+    parser.add_argument("--bolt-port", type=int, default=47687)
     parser.add_argument("--grpc-port", type=int, default=50151)
-    parser.add_argument("--ingest-http-port", type=int, default=19464)
-    args = parser.parse_args(argv)
+    parser.add_argument("--ingest-http-port", type=int, default=49464)
 
+
+@contextlib.contextmanager
+def loaded_graph(
+    args: argparse.Namespace, report: dict[str, Any]
+) -> Iterator[tuple[Stack, Graph, neo4j.Driver, list[str]]]:
+    """The stack of ``args.folder`` with the generated graph loaded through ingest (or reused,
+    with ``--reuse``), Neo4j up and Kafka down; yields the stack, the graph in memory, a driver
+    and the names of the processes started (stopped on exit unless ``--keep``)."""
     ports = Ports(
         args.kafka_port, args.controller_port, args.bolt_port, args.grpc_port, args.ingest_http_port
     )
@@ -466,12 +485,11 @@ def main(argv: list[str] | None = None) -> int:
     marker = stack.dir / MARKER
     previous = json.loads(marker.read_text()) if marker.exists() else {}
     reuse = (
-        args.reuse and previous.get("records") == args.records and previous.get("seed") == args.seed
+        args.reuse
+        and previous.get("records") == args.records
+        and previous.get("seed") == args.seed
+        and previous.get("shape", "uniform") == args.shape
     )
-    report: dict[str, Any] = {
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
-        "arguments": vars(args),
-    }
     started: list[str] = []
     try:
         if not reuse:
@@ -484,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
             started += stack.up(("kafka", "neo4j"))
         else:
             started += stack.up(("neo4j",))
-        graph = generate_reported(args.records, args.seed)
+        graph = generate_reported(args.records, args.seed, args.shape)
         driver = neo4j.GraphDatabase.driver(
             stack.settings.neo4j_uri, auth=None, notifications_min_severity="OFF"
         )
@@ -497,6 +515,7 @@ def main(argv: list[str] | None = None) -> int:
                 loaded = {
                     "records": args.records,
                     "seed": args.seed,
+                    "shape": args.shape,
                     "run_id": result["run_id"],
                     "ingest": result,
                 }
@@ -505,6 +524,7 @@ def main(argv: list[str] | None = None) -> int:
                     stack.down(("kafka",))
                     started.remove("kafka")
             report["graph"] = {
+                "shape": args.shape,
                 "nodes": graph.nodes,
                 "edges": graph.edges,
                 "records": graph.nodes + graph.edges,
@@ -514,15 +534,37 @@ def main(argv: list[str] | None = None) -> int:
                 "loaded_records_per_s": loaded["ingest"]["records_per_s"],
                 "reused": reuse,
             }
-            report["failures"] = measure(args, stack, graph, driver, report, started)
+            yield stack, graph, driver, started
     finally:
         if not args.keep:
             stack.down(tuple(n for n in Stack.ORDER if n in started))
 
+
+def machine() -> dict[str, Any]:
+    """What a result was measured on, the load average included (benchmarks run alone)."""
+    return {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "loadavg_before": list(os.getloadavg()),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    graph_arguments(parser)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--per-class", type=int, default=10)
+    parser.add_argument("--cypher-timeout", type=float, default=60.0)
+    args = parser.parse_args(argv)
+    report: dict[str, Any] = {"machine": machine(), "arguments": vars(args)}
+    with loaded_graph(args, report) as (stack, graph, driver, started):
+        report["failures"] = measure(args, stack, graph, driver, report, started)
+    report["machine"]["loadavg_after"] = list(os.getloadavg())
+
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = (
-        RESULTS
-        / f"query_latency-{args.records // 1_000_000}M-{time.strftime('%Y%m%d-%H%M%S')}.json"
+        RESULTS / f"query_latency-{args.records // 1_000_000}M-{args.shape}-"
+        f"{time.strftime('%Y%m%d-%H%M%S')}.json"
     )
     out.write_text(json.dumps(report, indent=2))
     print_report(report)
@@ -624,6 +666,15 @@ def print_report(report: dict[str, Any]) -> None:
         row = "".join(f"{_fmt(c['methods'][m]['median_ms']):>15}" for m in methods)
         lineage = f"ancestors {min(c['ancestors'])}-{max(c['ancestors'])}"
         print(f"{cls:8}{row}   {lineage}{'' if c['in_band'] else ' (band empty: closest)'}")
+    print(
+        f"\nmedian edges read per trace (set-lineage: CONNECTED_SET's sets)\n{'class':8}"
+        + "".join(f"{m:>15}" for m in STRATEGIES)
+        + f"{'sets':>10}"
+    )
+    for cls, c in report["classes"].items():
+        ms = c["methods"]
+        row = "".join(f"{_fmt(ms[m]['edges_fetched_median']):>15}" for m in STRATEGIES)
+        print(f"{cls:8}{row}{_fmt(ms['CONNECTED_SET']['sets_visited_median']):>10}")
     print("\nratios")
     for cls, r in report["ratios"].items():
         print(f"{cls:8}" + "   ".join(f"{k} {v:.2f}" for k, v in r.items()))

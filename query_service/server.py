@@ -72,6 +72,20 @@ def _errors(context: grpc.ServicerContext) -> Iterator[None]:
         context.abort(grpc.StatusCode.UNAVAILABLE, limits.message(f"graph store unavailable: {e}"))
 
 
+# Past this, a remaining time is no deadline: gRPC reports a call sent without one as ~2^63 ns.
+_NO_DEADLINE_S = 7 * 24 * 3600.0
+
+
+def transaction_timeout(context: grpc.ServicerContext) -> float | None:
+    """The caller's remaining deadline in seconds, to bound the Neo4j transaction with; None when
+    the call has no deadline (passing gRPC's "infinite" remaining time on made Neo4j's driver
+    reject the call: its timeout in milliseconds is out of range)."""
+    remaining = context.time_remaining()
+    if remaining is None or remaining > _NO_DEADLINE_S:
+        return None
+    return max(0.0, remaining)
+
+
 def _deadline(context: grpc.ServicerContext) -> Callable[[], None]:
     def check() -> None:
         remaining = context.time_remaining()
@@ -135,7 +149,7 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
             return self._queries.view_trace(
                 query.node_ids, direction, modules, query.limit, query.max_depth
             )
-        return run(self._store, query, _deadline(context), context.time_remaining())
+        return run(self._store, query, _deadline(context), transaction_timeout(context))
 
     def BackwardTraceStream(  # noqa: N802
         self, request: query_pb2.TraceRequest, context: grpc.ServicerContext

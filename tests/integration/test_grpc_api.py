@@ -120,3 +120,15 @@ def test_health_and_reflection(stack) -> None:  # type: ignore[no-untyped-def]
         replies = list(stub.ServerReflectionInfo(iter([request]), timeout=5))
         names = {s.name for s in replies[0].list_services_response.service}
         assert "sparkprov.v1.ProvenanceQuery" in names
+
+
+def test_calls_without_a_deadline(client, run_id) -> None:  # type: ignore[no-untyped-def]
+    """A client that sets no deadline (grpcurl's default) gets its answer: the service once
+    passed gRPC's "infinite" remaining time to Neo4j as a transaction timeout and failed."""
+    row = client.find_nodes(run_id, "AvgAge", {"City": "NY"})[0]
+    request = query_pb2.TraceRequest(node_ids=[str(row.id)])
+    for strategy in (0, 1, 2, 3):
+        request.strategy = strategy
+        reply = client.stub.BackwardTrace(request)  # no timeout
+        assert str(row.id) in {n.id for n in reply.nodes}
+        assert len(reply.nodes) > 1

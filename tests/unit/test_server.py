@@ -8,7 +8,7 @@ import networkx as nx
 import pytest
 
 from query_service import limits
-from query_service.server import ProvenanceQueryServicer
+from query_service.server import ProvenanceQueryServicer, transaction_timeout
 from query_service.settings import QuerySettings
 from sparkprov.v1 import query_pb2
 
@@ -130,3 +130,13 @@ def test_status_texts_are_capped() -> None:
     assert limits.message("short") == "short"
     capped = limits.message("é" * 10_000)
     assert len(capped.encode()) <= limits.MAX_MESSAGE_BYTES and capped.endswith("...")
+
+
+@pytest.mark.parametrize(
+    ("remaining", "expected"),
+    [(None, None), (9.2e18, None), (30.0, 30.0), (-1.0, 0.0)],
+)
+def test_transaction_timeout_is_the_callers_deadline(
+    remaining: float | None, expected: float | None
+) -> None:
+    assert transaction_timeout(FakeContext(remaining)) == expected  # type: ignore[arg-type]
