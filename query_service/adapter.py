@@ -35,6 +35,7 @@ __all__ = [
     "semiring",
     "trace_query",
     "trace_response",
+    "with_millis",
 ]
 
 
@@ -97,6 +98,16 @@ def trace_response(result: TraceResult) -> query_pb2.TraceResponse:
             nodes_reached=result.extra.get("nodes_reached", len(result.nodes)),
             edges_returned=len(result.edges),
         ),
+    )
+
+
+def with_millis(encoded: bytes, millis: float) -> bytes:
+    """A serialized TraceResponse with its ``stats.millis`` set: a second ``stats`` field merges
+    into the first when parsed (protobuf's rule for embedded messages), so it is appended rather
+    than the message rebuilt."""
+    return (
+        encoded
+        + query_pb2.TraceResponse(stats=query_pb2.TraceStats(millis=millis)).SerializeToString()
     )
 
 

@@ -17,6 +17,7 @@ from typing import TypeVar
 
 import grpc
 import neo4j
+from google.protobuf.message import Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
@@ -33,7 +34,7 @@ from query_service.model import (
 from query_service.queries import Queries, provenance
 from query_service.settings import QuerySettings
 from query_service.store import Store
-from query_service.traces import run
+from query_service.traces import run, run_encoded
 from sparkprov.limits import quote
 from sparkprov.v1 import query_pb2, query_pb2_grpc
 
@@ -83,7 +84,7 @@ def transaction_timeout(context: grpc.ServicerContext) -> float | None:
     remaining = context.time_remaining()
     if remaining is None or remaining > _NO_DEADLINE_S:
         return None
-    return max(0.0, remaining)
+    return max(0.0, float(remaining))
 
 
 def _deadline(context: grpc.ServicerContext) -> Callable[[], None]:
@@ -122,18 +123,29 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
 
     def BackwardTrace(  # noqa: N802
         self, request: query_pb2.TraceRequest, context: grpc.ServicerContext
-    ) -> query_pb2.TraceResponse:
+    ) -> query_pb2.TraceResponse | bytes:
         return self._trace(request, context, Direction.BACKWARD)
 
     def ForwardTrace(  # noqa: N802
         self, request: query_pb2.TraceRequest, context: grpc.ServicerContext
-    ) -> query_pb2.TraceResponse:
+    ) -> query_pb2.TraceResponse | bytes:
         return self._trace(request, context, Direction.FORWARD)
 
     def _trace(
         self, request: query_pb2.TraceRequest, context: grpc.ServicerContext, direction: Direction
-    ) -> query_pb2.TraceResponse:
+    ) -> query_pb2.TraceResponse | bytes:
+        """The trace as the plugin serialized it when it can (see add_servicer), else built."""
         with _errors(context):
+            if not request.zoomed_out_modules:
+                limits.check(request)
+                query = adapter.trace_query(
+                    request, direction, self._settings.default_limit, self._settings.max_limit
+                )
+                done = run_encoded(
+                    self._store, query, _deadline(context), transaction_timeout(context)
+                )
+                if done is not None:
+                    return adapter.with_millis(*done)
             return adapter.trace_response(self._run_trace(request, context, direction))
         raise AssertionError("unreachable")
 
@@ -280,6 +292,34 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
         raise AssertionError("unreachable")
 
 
+def _serialize(response: Message | bytes) -> bytes:
+    """A response as gRPC sends it: bytes already serialized (a trace the plugin wrote) as they
+    are, a message serialized."""
+    return response if isinstance(response, bytes) else response.SerializeToString()
+
+
+def add_servicer(servicer: ProvenanceQueryServicer, server: grpc.Server) -> None:
+    """The generated add_ProvenanceQueryServicer_to_server, but with :func:`_serialize` for the
+    responses, so a method may answer with bytes serialized elsewhere (query.proto's contract)."""
+    service = query_pb2.DESCRIPTOR.services_by_name["ProvenanceQuery"]
+    handlers = {}
+    for method in service.methods:
+        request_type = getattr(query_pb2, method.input_type.name)
+        make = (
+            grpc.unary_stream_rpc_method_handler
+            if method.server_streaming
+            else grpc.unary_unary_rpc_method_handler
+        )
+        handlers[method.name] = make(
+            getattr(servicer, method.name),
+            request_deserializer=request_type.FromString,
+            response_serializer=_serialize,
+        )
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(service.full_name, handlers),)
+    )
+
+
 def _tls_credentials(settings: QuerySettings) -> grpc.ServerCredentials:
     """The certificate and key files, read once at start (a renewed certificate needs a
     restart). Clients are not asked for certificates: they authenticate with the bearer token."""
@@ -294,9 +334,7 @@ def create_server(settings: QuerySettings, store: Store) -> tuple[grpc.Server, i
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=settings.max_workers), interceptors=interceptors
     )
-    query_pb2_grpc.add_ProvenanceQueryServicer_to_server(
-        ProvenanceQueryServicer(store, settings), server
-    )
+    add_servicer(ProvenanceQueryServicer(store, settings), server)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     service_name = query_pb2.DESCRIPTOR.services_by_name["ProvenanceQuery"].full_name

@@ -36,7 +36,7 @@ from query_service.model import (
 )
 from query_service.store import Store
 
-__all__ = ["AUTO_FETCH_MAX", "TraceQuery", "run", "trace"]
+__all__ = ["AUTO_FETCH_MAX", "TraceQuery", "run", "run_encoded", "trace"]
 
 
 @dataclass(frozen=True)
@@ -155,6 +155,32 @@ def run(
     )
     result.millis = (time.perf_counter() - started) * 1000
     return result
+
+
+def run_encoded(
+    store: Store,
+    query: TraceQuery,
+    check_deadline: Callable[[], None] = lambda: None,
+    timeout_s: float | None = None,
+) -> tuple[bytes, float] | None:
+    """:func:`run` as the plugin's serialized ``TraceResponse`` and the milliseconds it took, for
+    the service to pass on as it is; None on any other store than :class:`Store`."""
+    if not isinstance(store, Store):
+        return None
+    started = time.perf_counter()
+    if not query.node_ids:
+        raise InvalidArgument("node_ids must name at least one node")
+    check_deadline()
+    encoded = store.trace_encoded(
+        list(dict.fromkeys(query.node_ids)),
+        query.direction,
+        query.strategy,
+        query.max_depth,
+        query.limit,
+        auto_fetch_max=AUTO_FETCH_MAX,
+        timeout_s=timeout_s,
+    )
+    return encoded, (time.perf_counter() - started) * 1000
 
 
 def trace(

@@ -18,12 +18,13 @@ import pytest
 from pyspark.sql import functions as F
 
 from capture_agent import ProvenanceSession
+from query_service import adapter
 from query_service.deletion import Recomputed, propagate, recompute
 from query_service.graph import Graph
 from query_service.model import Direction, InvalidArgument, NotFound, Strategy, TraceResult
 from query_service.queries import Queries
 from query_service.store import Store
-from query_service.traces import TraceQuery, run, trace
+from query_service.traces import TraceQuery, run, run_encoded, trace
 from sparkprov.v1 import query_pb2
 
 from .graph import run_graph
@@ -113,6 +114,31 @@ def test_depth_bounds_and_limits_cut_the_same(captured, store) -> None:  # type:
                 got, want = run(store, query), trace(store, query)
                 _same(got, want, (direction, depth, limit, strategy))
                 truncated += got.truncated
+    assert truncated > 0
+
+
+def test_the_encoded_trace_is_the_message_the_service_builds(captured, store) -> None:  # type: ignore[no-untyped-def]
+    """The plugin's TraceResponse bytes (TraceMessage.java, what gRPC clients receive) against
+    query_service/adapter.py's message built from the same trace's rows: both sides of
+    query.proto's contract, for every op, strategy, direction, and cut traces."""
+    graph = captured
+    outs = sorted(n for n, d in graph.nodes(data=True) if d.get("relation") == "Out")
+    queries = [
+        TraceQuery([node], direction, strategy=strategy)
+        for node in _sample(graph)
+        for direction in Direction
+        for strategy in STRATEGIES
+    ] + [TraceQuery(outs, Direction.BACKWARD, 2, 4, s) for s in STRATEGIES]
+    truncated = 0
+    for query in queries:
+        built = adapter.trace_response(run(store, query))
+        done = run_encoded(store, query)
+        assert done is not None
+        encoded = query_pb2.TraceResponse.FromString(adapter.with_millis(*done))
+        assert encoded.stats.millis > 0
+        encoded.stats.millis = built.stats.millis = 0
+        assert encoded == built, query
+        truncated += encoded.truncated
     assert truncated > 0
 
 

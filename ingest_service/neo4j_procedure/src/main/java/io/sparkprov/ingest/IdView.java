@@ -54,7 +54,12 @@ final class IdView {
 
   /** A reader's view: each component's theta as stored on its root. */
   static IdView reader(Transaction tx) {
-    return new IdView(tx, id -> tx.findNode(FlushWriter.NODE, "id", id), DEFAULT_THETA, true);
+    return reader(tx, id -> tx.findNode(FlushWriter.NODE, "id", id));
+  }
+
+  /** A reader's view that finds nodes by id with {@code nodes} (a caller's cache, say). */
+  static IdView reader(Transaction tx, LongFunction<Node> nodes) {
+    return new IdView(tx, nodes, DEFAULT_THETA, true);
   }
 
   Node nodeById(long id) {
@@ -81,7 +86,15 @@ final class IdView {
   }
 
   SetOf set(Node n) {
-    long theta = thetaOf(n);
+    return setUnder(n, thetaOf(n));
+  }
+
+  /** The node's set, its component (root) known: its theta is read from there. */
+  SetOf set(Node n, long component) {
+    return setUnder(n, perComponent ? components.theta(component, theta) : theta);
+  }
+
+  private SetOf setUnder(Node n, long theta) {
     int depth = depth(n);
     for (int k = 0; k < depth; k++) {
       long root = levelRoot(n, k);

@@ -2,6 +2,7 @@ package io.sparkprov.ingest;
 
 import io.sparkprov.ingest.MemberEdge.Derived;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -28,15 +29,30 @@ final class LogicalGraph {
   final IdView ids;
   private final MemberEdge.Salts salts = new MemberEdge.Salts();
   private final Map<Long, Derived> derived = new HashMap<>();
+  // Stored nodes by id (null: none), from index seeks and from the relationships walked: a trace
+  // reads each node's view after reaching it, and seeks cost more than the walk.
+  private final Map<Long, Node> nodes = new HashMap<>();
   private Map<String, Integer> keys;
 
   LogicalGraph(Transaction tx) {
     this.tx = tx;
-    this.ids = IdView.reader(tx);
+    this.ids = IdView.reader(tx, this::stored);
   }
 
   Node stored(long id) {
-    return tx.findNode(FlushWriter.NODE, "id", id);
+    if (nodes.containsKey(id)) {
+      return nodes.get(id);
+    }
+    Node n = tx.findNode(FlushWriter.NODE, "id", id);
+    nodes.put(id, n);
+    return n;
+  }
+
+  /** A stored node's id, remembering the node for {@link #stored}. */
+  private long seen(Node n) {
+    long id = idOf(n);
+    nodes.putIfAbsent(id, n);
+    return id;
   }
 
   /** The derived node with this id, or null (neither stored nor derived: unknown). */
@@ -82,7 +98,7 @@ final class LogicalGraph {
       try (ResourceIterable<Relationship> rels =
           n.getRelationships(Direction.INCOMING, FlushWriter.DERIVES)) {
         for (Relationship r : rels) {
-          out.add(new long[] {idOf(r.getStartNode()), id});
+          out.add(new long[] {seen(r.getStartNode()), id});
         }
       }
       if ("AGGREGATE".equals(n.getProperty("op", null))) {
@@ -107,7 +123,7 @@ final class LogicalGraph {
       try (ResourceIterable<Relationship> rels =
           n.getRelationships(Direction.OUTGOING, FlushWriter.DERIVES)) {
         for (Relationship r : rels) {
-          out.add(new long[] {id, idOf(r.getEndNode())});
+          out.add(new long[] {id, seen(r.getEndNode())});
           for (Derived d : expand(MemberEdge.of(r))) {
             if (d.isTensor()) {
               out.add(new long[] {id, d.id()});
@@ -255,43 +271,115 @@ final class LogicalGraph {
     return d == null ? null : stored(d.edge().member());
   }
 
-  /** The node's view, as query_service/store.py builds its NodeView; null for unknown ids. */
+  /** The node's view as a map (NodeView.asMap); null for unknown ids. */
   Map<String, Object> view(long id) {
+    NodeView v = node(id);
+    return v == null ? null : v.asMap();
+  }
+
+  /** The node's view, as query_service/store.py builds its NodeView; null for unknown ids. */
+  NodeView node(long id) {
+    Node carrier = owner(id);
+    if (carrier == null) {
+      return resolve(id) == null ? null : node(id, null, null, null);
+    }
+    return node(id, carrier.getAllProperties(), ids.component(carrier), ids.set(carrier).id());
+  }
+
+  /**
+   * The views of a trace's nodes, whose edges are {@code edges}: ids are looked up once per group
+   * of nodes that must share them, not once per node. Every node of a trace is connected to a
+   * seed, so when the seeds share a component all nodes do (its ids are the weakly connected
+   * components, MODEL.md section 5); and two nodes joined by an edge whose carriers have the same
+   * split path lie in the same connected set at every level, so they share their set.
+   */
+  List<NodeView> nodes(List<Long> traceIds, List<long[]> edges, List<Long> seeds) {
+    // Each carrier's properties are read once (property reads are most of a view's cost).
+    Map<Long, Long> carrierOf = new HashMap<>();
+    Map<Long, Map<String, Object>> props = new HashMap<>();
+    for (long id : traceIds) {
+      Long carrier = carrierId(id);
+      if (carrier != null && stored(carrier) != null) {
+        carrierOf.put(id, carrier);
+        props.computeIfAbsent(carrier, c -> stored(c).getAllProperties());
+      }
+    }
+    Long shared = sharedComponent(seeds);
+    UnionFind sameSet = new UnionFind();
+    for (long[] e : edges) {
+      Long a = carrierOf.get(e[0]);
+      Long b = carrierOf.get(e[1]);
+      if (a != null && b != null && Arrays.equals(split(props.get(a)), split(props.get(b)))) {
+        sameSet.union(a, b);
+      }
+    }
+    Map<Long, Long> setOfGroup = new HashMap<>();
+    List<NodeView> out = new ArrayList<>(traceIds.size());
+    for (long id : traceIds) {
+      Long carrier = carrierOf.get(id);
+      if (carrier == null) {
+        out.add(node(id));
+        continue;
+      }
+      Node c = stored(carrier);
+      long component = shared != null ? shared : ids.component(c);
+      Long set =
+          setOfGroup.computeIfAbsent(sameSet.find(carrier), g -> ids.set(c, component).id());
+      out.add(node(id, props.get(carrier), component, set));
+    }
+    return out;
+  }
+
+  /** The id of the stored node that carries an id's ids (itself, or a derived node's member). */
+  private Long carrierId(long id) {
+    if (stored(id) != null) {
+      return id;
+    }
+    Derived d = resolve(id);
+    return d == null ? null : d.edge().member();
+  }
+
+  private static String[] split(Map<String, Object> props) {
+    Object v = props.get("split");
+    return v instanceof String[] names ? names : new String[0];
+  }
+
+  /** The component all seeds lie in, or null when they lie in several (or one is unknown). */
+  private Long sharedComponent(List<Long> seeds) {
+    Long shared = null;
+    for (long seed : seeds) {
+      Node carrier = owner(seed);
+      if (carrier == null) {
+        return null;
+      }
+      long c = ids.component(carrier);
+      if (shared != null && shared != c) {
+        return null;
+      }
+      shared = c;
+    }
+    return shared;
+  }
+
+  /** A view from the carrier's properties ({@code carrierProps}: null for none). */
+  private NodeView node(long id, Map<String, Object> carrierProps, Long component, Long set) {
+    String runId = carrierProps == null ? "" : text(carrierProps, "run_id");
     Node n = stored(id);
     if (n != null) {
-      Map<String, Object> attributes = new LinkedHashMap<>();
-      Map<String, Object> props = n.getAllProperties();
+      Map<String, Object> props = carrierProps != null ? carrierProps : n.getAllProperties();
+      Map<String, String> attributes = new LinkedHashMap<>();
       props.forEach(
           (k, v) -> {
             if (k.startsWith("a_")) {
               attributes.put(k.substring(2), String.valueOf(v));
             }
           });
-      return view(
-          id, n, text(props, "op"), text(props, "label"), text(props, "relation"),
-          text(props, "value"), attributes);
+      return new NodeView(id, runId, text(props, "op"), text(props, "label"),
+          text(props, "relation"), attributes, text(props, "value"), component, set);
     }
     Derived d = resolve(id);
-    if (d == null) {
-      return null;
-    }
-    return view(id, stored(d.edge().member()), d.op(), d.label(), "",
-        d.isTensor() ? "" : d.text(), Map.of());
-  }
-
-  private Map<String, Object> view(long id, Node carrier, String op, String label,
-      String relation, String value, Map<String, Object> attributes) {
-    Map<String, Object> out = new HashMap<>();
-    out.put("id", id);
-    out.put("op", op);
-    out.put("label", label);
-    out.put("relation", relation);
-    out.put("value", value);
-    out.put("attributes", attributes);
-    out.put("run_id", carrier == null ? "" : text(carrier.getAllProperties(), "run_id"));
-    out.put("component", carrier == null ? null : ids.component(carrier));
-    out.put("set", carrier == null ? null : ids.set(carrier).id());
-    return out;
+    return new NodeView(id, runId, d.op(), d.label(), "", Map.of(),
+        d.isTensor() ? "" : d.text(), component, set);
   }
 
   private static String text(Map<String, Object> props, String key) {

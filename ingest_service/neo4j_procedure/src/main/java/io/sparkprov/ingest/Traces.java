@@ -45,6 +45,8 @@ public final class Traces {
     public long reached;
     public long fetched;
     public long sets;
+    /** With {@code encoded}: the trace as query.proto's TraceResponse bytes (TraceMessage). */
+    public byte[] response;
   }
 
   @Procedure(name = "sparkprov.trace", mode = Mode.READ)
@@ -58,7 +60,8 @@ public final class Traces {
       @Name(value = "maxDepth", defaultValue = "0") long maxDepth,
       @Name(value = "limit", defaultValue = "100000") long limit,
       @Name(value = "views", defaultValue = "true") boolean views,
-      @Name(value = "autoFetchMax", defaultValue = "2000") long autoFetchMax) {
+      @Name(value = "autoFetchMax", defaultValue = "2000") long autoFetchMax,
+      @Name(value = "encoded", defaultValue = "false") boolean encoded) {
     boolean backward = backward(direction);
     if (!STRATEGIES.contains(strategy)) {
       throw new IllegalArgumentException("unknown strategy " + strategy);
@@ -75,16 +78,25 @@ public final class Traces {
     }
     Plan plan = new Planner(graph, seeds, backward, maxDepth, autoFetchMax).plan(strategy);
     Traversal.Outcome outcome = Traversal.run(seeds, backward, maxDepth, limit, plan.expander());
-    row.ids = outcome.ids();
-    row.nodes = views ? outcome.ids().stream().map(graph::view).toList() : List.of();
-    row.sources = outcome.edges().stream().map(e -> e[0]).toList();
-    row.targets = outcome.edges().stream().map(e -> e[1]).toList();
+    List<NodeView> nodes = views || encoded
+        ? graph.nodes(outcome.ids(), outcome.edges(), seeds)
+        : List.of();
     row.truncated = outcome.truncated();
     row.strategy = plan.strategy();
     row.levels = outcome.levels();
     row.reached = outcome.reached();
     row.fetched = plan.expander().fetched();
     row.sets = plan.sets();
+    if (encoded) {
+      TraceMessage.Stats stats = new TraceMessage.Stats(
+          row.strategy, row.levels, row.fetched, row.sets, row.reached);
+      row.response = TraceMessage.encode(nodes, outcome.edges(), row.truncated, stats);
+      return Stream.of(emptyLists(row));
+    }
+    row.ids = outcome.ids();
+    row.nodes = nodes.stream().map(NodeView::asMap).toList();
+    row.sources = outcome.edges().stream().map(e -> e[0]).toList();
+    row.targets = outcome.edges().stream().map(e -> e[1]).toList();
     return Stream.of(row);
   }
 
@@ -97,11 +109,16 @@ public final class Traces {
   }
 
   private static Row empty(Row row) {
+    emptyLists(row);
+    row.strategy = "";
+    return row;
+  }
+
+  private static Row emptyLists(Row row) {
     row.ids = List.of();
     row.nodes = List.of();
     row.sources = List.of();
     row.targets = List.of();
-    row.strategy = "";
     return row;
   }
 
