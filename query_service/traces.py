@@ -258,10 +258,15 @@ def trace(
 
 
 # AUTO fetches a whole component (COMPONENT) or a whole set-lineage (CONNECTED_SET) only when it
-# holds at most this many nodes; past that, a level query per depth (RECURSIVE) reads less. On the
-# 1M benchmark graph a fetched edge costs ~55 us and a level query ~4 ms (bench/README.md), and a
-# large component's set-lineage is often most of the component.
-AUTO_FETCH_MAX = 2_000
+# holds at most this many nodes; past that, RECURSIVE reads less. With the traversal inside Neo4j
+# (sparkprov.trace) a level costs no round trip, so RECURSIVE reads exactly the lineage's edges
+# and nothing else, while COMPONENT reads the whole component and CONNECTED_SET every member of
+# the set-lineage (a superset of the lineage): RECURSIVE reads the least on every graph, and was
+# the fastest strategy in every query class of bench/query_latency.py at 1M records on both
+# generators (bench/README.md). So 0: AUTO runs RECURSIVE without walking anything to decide.
+# (Over a loop of round trips, a level query cost ~4 ms against ~55 us per fetched edge, and 2,000
+# was the break-even; the threshold stays a setting so that trade-off can be restored.)
+AUTO_FETCH_MAX = 0
 
 
 def _seed_sets(seeds: Iterable[NodeView]) -> list[int]:
@@ -276,7 +281,7 @@ def _auto(
     CONNECTED_SET when the set-lineage (walked on the small SET_DEP graph, and handed on so it
     is not walked twice) is small; else RECURSIVE. A small depth limit goes RECURSIVE at once.
     Returns the strategy, the walked set-lineage if any, and the queries spent deciding."""
-    if 0 < query.max_depth <= 2:
+    if 0 < query.max_depth <= 2 or AUTO_FETCH_MAX <= 0:
         return Strategy.RECURSIVE, None, 0
     components = sorted({n.component_id for n in seeds if n.component_id is not None})
     if not components:

@@ -152,10 +152,11 @@ public final class Traces {
 
     /**
      * COMPONENT when the seeds' components are small; else CONNECTED_SET when the set-lineage is
-     * small; else RECURSIVE. A small depth limit goes RECURSIVE at once.
+     * small; else RECURSIVE. A small depth limit, or no fetch allowed (the service's setting,
+     * traces.AUTO_FETCH_MAX), goes RECURSIVE at once.
      */
     private Plan auto() {
-      if (maxDepth > 0 && maxDepth <= 2) {
+      if ((maxDepth > 0 && maxDepth <= 2) || autoFetchMax <= 0) {
         return recursive();
       }
       Set<Long> components = components();
