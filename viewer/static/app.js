@@ -61,10 +61,13 @@ function fail(error) {
 // -- the graph ----------------------------------------------------------------------------
 
 function nodeText(n) {
-  const lines = [n.relation ? `${n.op} · ${n.relation}` : `${n.op} ${n.label}`];
+  let head = `${n.op} ${n.label}`;
+  if (n.relation) head = `${n.op} · ${n.relation}`;
+  else if (n.op === "AGGREGATE") head = n.op;
+  const lines = [head];
   if (n.relation && n.op === "TOKEN") lines.push(n.label);
   if (n.op === "AGGREGATE") lines.push(`${n.label} = ${n.value}`);
-  else if (n.value && !n.relation) lines.push(n.value);
+  else if (n.value && !n.relation && n.value !== n.label) lines.push(n.value);
   for (const [k, v] of Object.entries(n.attributes || {})) lines.push(`${k}=${v}`);
   return lines.join("\n");
 }
@@ -89,7 +92,7 @@ const cy = cytoscape({
       "border-width": 4, "background-blacken": 0.1 } },
     { selector: "node.recomputed", style: { "border-color": "#ffd400", "border-width": 5,
       "border-style": "double" } },
-    { selector: "node.kept", style: { opacity: 0.45 } },
+    { selector: "node.kept", style: { opacity: 0.55 } },
     { selector: "edge", style: {
       width: 1.5, "line-color": "#999", "target-arrow-color": "#999",
       "target-arrow-shape": "triangle", "curve-style": "bezier" } },
