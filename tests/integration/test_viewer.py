@@ -143,9 +143,7 @@ def test_viewer_draws_the_grpc_trace_and_a_deletion(
     assert page.evaluate("() => window.viewer.cy.nodes(':selected').map(n => n.id())") == [steve]
     page.click("#delete")
     page.locator("#deletion .removed").wait_for()
-    expected = stub.PropagateDeletion(
-        query_pb2.DeletionRequest(node_ids=[steve]), timeout=30
-    )
+    expected = stub.PropagateDeletion(query_pb2.DeletionRequest(node_ids=[steve]), timeout=30)
     deleted = set(expected.deleted_node_ids)
     drawn = _drawn(page)
     shown_deleted = {i for i, n in drawn.items() if "deleted" in n["classes"]}
