@@ -187,6 +187,61 @@ def test_viewer_opens_a_node_from_the_url_and_expands_level_by_level(
     assert len(_drawn(page)) > len(drawn)
 
 
+@pytest.fixture(scope="module")
+def dealer_run(spark, client):  # type: ignore[no-untyped-def]
+    """Lipstick's Example 2.3: one invocation of the dealer1 module."""
+    from capture_agent import ProvenanceSession
+    from examples.cars import DealerState, dealer
+
+    state = DealerState(cars=[("C1", "Accord"), ("C2", "Civic"), ("C3", "Civic")])
+    with ProvenanceSession(spark, workflow="viewer-dealer") as prov:
+        request = prov.source(
+            spark.createDataFrame(
+                [("P1", "B1", "Civic")], "UserId string, BidId string, Model string"
+            ),
+            "BidRequest",
+        )
+        bids, num_cars = dealer(prov, "dealer1", request, state)
+        num_cars.collect()
+        bids.collect()
+    client.wait_for_run(prov.run_id)
+    return prov.run_id
+
+
+def test_viewer_collapses_a_module_to_its_zoomed_out_view(stack, stub, dealer_run, page) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"http://{stack.settings.viewer_addr}/#run={dealer_run}")
+    page.wait_for_function("window.viewer && window.viewer.ready")
+    page.fill("#depth", "0")  # every level: the bid's trace runs deeper than the default
+    page.fill("#relation", "Bids")
+    page.click("#search")
+    page.locator("tr.result").first.wait_for()
+    (bid,) = _find(stub, dealer_run, "Bids")
+    page.click(f"tr.result[data-node-id='{bid.id}']")
+    page.wait_for_function("(id) => window.viewer.state.roots[0] === id", arg=bid.id)
+    page.wait_for_function("() => window.viewer.cy.nodes().length > 4")
+    whole = _drawn(page)
+    assert set(whole) == {n.id for n in _backward(stub, bid.id).nodes}
+
+    collapse = page.get_by_label("collapse dealer1")
+    collapse.check()
+    page.wait_for_function(
+        "(n) => window.viewer.cy.nodes().length < n && window.viewer.state.zoomed.length === 1",
+        arg=len(whole),
+    )
+    request = query_pb2.TraceRequest(node_ids=[bid.id], zoomed_out_modules=["dealer1"])
+    zoomed = stub.BackwardTrace(request, timeout=30)
+    view = stub.ZoomOut(query_pb2.ZoomRequest(run_id=dealer_run, modules=["dealer1"]), timeout=30)
+    drawn = _drawn(page)
+    assert set(drawn) == {n.id for n in zoomed.nodes} == {n.id for n in view.nodes}
+    assert _drawn_edges(page) == {(e.src, e.dst) for e in zoomed.edges}
+    (module,) = view.zoomed_node_ids
+    assert drawn[module]["op"] == "MODULE" and drawn[module]["label"] == "dealer1"
+
+    collapse.uncheck()
+    page.wait_for_function("(n) => window.viewer.cy.nodes().length === n", arg=len(whole))
+    assert set(_drawn(page)) == set(whole)
+
+
 def _position(page: Any, node_id: str) -> dict[str, float]:
     x, y = page.evaluate(
         "(id) => { const p = window.viewer.cy.getElementById(id).renderedPosition();"

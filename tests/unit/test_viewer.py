@@ -181,3 +181,17 @@ def test_neo4j_conf_turns_on_http_and_advertises_bolt() -> None:
     assert "server.http.listen_address=127.0.0.1:7474\n" in text
     assert "server.bolt.advertised_address=127.0.0.1:27687\n" in text
     assert "server.http" not in Neo4jConfig().conf_text()
+
+
+def test_make_demo_ends_with_where_to_look() -> None:
+    from examples.people import where_to_look
+
+    text = where_to_look(
+        "run1",
+        "-42",
+        {"SPARKPROV_VIEWER_ADDR": "127.0.0.1:28090", "SPARKPROV_NEO4J_HTTP_ADDR": "h:1"},
+    )
+    assert "http://127.0.0.1:28090/#run=run1" in text
+    assert "http://127.0.0.1:28090/#node=-42" in text
+    assert "http://h:1/browser/" in text
+    assert "sparkprov trace back -- -42" in text
