@@ -404,8 +404,10 @@ class Stack:
                 driver.verify_connectivity()
         except Exception:  # noqa: BLE001 - not ready yet
             return False
-        # The HTTP connector (Neo4j Browser, the transactional endpoint) starts with Bolt.
-        return _http_ok(f"http://{self.settings.neo4j_http_addr}/")
+        # The HTTP connector (Neo4j Browser, the transactional endpoint) starts with Bolt; an
+        # empty address leaves it off (the benchmarks' private stacks).
+        addr = self.settings.neo4j_http_addr
+        return not addr or _http_ok(f"http://{addr}/")
 
     # -- our services ---------------------------------------------------------------------
 

@@ -195,3 +195,12 @@ def test_make_demo_ends_with_where_to_look() -> None:
     assert "http://127.0.0.1:28090/#node=-42" in text
     assert "http://h:1/browser/" in text
     assert "sparkprov trace back -- -42" in text
+
+
+def test_an_empty_neo4j_http_address_leaves_http_off(tmp_path: Path) -> None:
+    from localstack import Stack, StackSettings
+
+    settings = StackSettings.from_env(tmp_path, {"SPARKPROV_NEO4J_HTTP_ADDR": ""})
+    assert settings.neo4j_http_addr == ""
+    Stack(settings)._neo4j_prepare()  # noqa: SLF001 - the file the launcher reads
+    assert "server.http" not in (tmp_path / "neo4j" / "neo4j.conf").read_text()

@@ -86,8 +86,8 @@ const cy = cytoscape({
     { selector: "node.root", style: { "border-width": 3, "border-color": "#111" } },
     { selector: "node.frontier", style: { "border-style": "dashed", "border-width": 3,
       "border-color": "#111" } },
-    { selector: "node:selected", style: { "overlay-color": "#1f6feb", "overlay-opacity": 0.3,
-      "overlay-padding": 4 } },
+    { selector: "node:selected", style: { "underlay-color": "#1f6feb", "underlay-opacity": 0.45,
+      "underlay-padding": 7, "underlay-shape": "round-rectangle" } },
     { selector: "node.deleted", style: { "background-color": "#b00020", "border-color": "#4a000d",
       "border-width": 4, "background-blacken": 0.1 } },
     { selector: "node.recomputed", style: { "border-color": "#ffd400", "border-width": 5,
@@ -287,7 +287,7 @@ async function showDeletion() {
     const node = cy.getElementById(r.node_id);
     if (node.nonempty()) node.removeClass("kept").addClass("recomputed");
     items.push(`<li>${escape(r.function)} ${escape(r.old_value)} → <b>${escape(r.new_value)}`
-      + `</b> (${r.inputs} inputs left)</li>`);
+      + `</b> (${r.inputs} input${r.inputs === 1 ? "" : "s"} left)</li>`);
   }
   const drawn = cy.nodes(".deleted").length;
   $("deletion").innerHTML = `<p class=removed>${answer.deleted.length} nodes removed`
