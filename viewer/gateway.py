@@ -44,11 +44,14 @@ class GatewayError(Exception):
 
 
 class Gateway:
-    def __init__(self, address: str, token: str = "", timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, address: str, token: str = "", timeout_s: float = 30.0, *, stub: Any = None
+    ) -> None:
+        """``stub``: what answers the calls instead of a channel to ``address`` (tests)."""
         self._channel = grpc.insecure_channel(
             address, options=[("grpc.max_receive_message_length", -1)]
         )
-        self._stub = query_pb2_grpc.ProvenanceQueryStub(self._channel)
+        self._stub = stub or query_pb2_grpc.ProvenanceQueryStub(self._channel)
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self._timeout_s = timeout_s
 
@@ -104,7 +107,9 @@ class Gateway:
         edges = [(e.src, e.dst) for e in reply.edges]
         levels = cut(list(node_ids), edges, backward, depth)
         kept = [n for n in reply.nodes if n.id in levels.levels]
-        truncated = reply.truncated and (depth == 0 or len(reply.nodes) > len(kept))
+        # The service returns a trace level by level: when the limit cut it past the drawn
+        # levels (some node beyond them came back), the drawn levels are whole.
+        truncated = reply.truncated and len(kept) == len(reply.nodes)
         if len(kept) > max_nodes:
             kept, truncated = kept[:max_nodes], True
         ids = {n.id for n in kept}

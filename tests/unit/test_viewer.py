@@ -204,3 +204,68 @@ def test_an_empty_neo4j_http_address_leaves_http_off(tmp_path: Path) -> None:
     assert settings.neo4j_http_addr == ""
     Stack(settings)._neo4j_prepare()  # noqa: SLF001 - the file the launcher reads
     assert "server.http" not in (tmp_path / "neo4j" / "neo4j.conf").read_text()
+
+
+class FakeStub:
+    """BackwardTrace over a chain 0 <- 1 <- 2 <- ... <- 9, cut where the request says."""
+
+    def __init__(self) -> None:
+        self.requests: list[Any] = []
+
+    def BackwardTrace(self, request: Any, timeout: float, metadata: Any) -> Any:  # noqa: N802
+        from sparkprov.v1 import lineage_pb2, query_pb2
+
+        self.requests.append((request, metadata))
+        depth = request.max_depth or 9
+        ids = [str(i) for i in range(min(depth, 9) + 1)][: request.limit]
+        return query_pb2.TraceResponse(
+            nodes=[query_pb2.Node(id=i, op=lineage_pb2.OP_PLUS, label="+") for i in ids],
+            edges=[query_pb2.Edge(src=b, dst=a) for a, b in zip(ids, ids[1:], strict=False)],
+            truncated=len(ids) == request.limit,
+        )
+
+    def FindNodes(self, request: Any, timeout: float, metadata: Any) -> Any:  # noqa: N802
+        import grpc
+
+        class Missing(grpc.RpcError):
+            def code(self) -> grpc.StatusCode:
+                return grpc.StatusCode.NOT_FOUND
+
+            def details(self) -> str:
+                return "unknown run 'x'"
+
+        raise Missing()
+
+
+def test_gateway_asks_one_level_more_and_returns_the_frontier() -> None:
+    from viewer.gateway import Gateway
+
+    stub = FakeStub()
+    gateway = Gateway("127.0.0.1:1", token="t", stub=stub)
+    trace = gateway.trace(["0"], backward=True, depth=3, max_nodes=100)
+    request, metadata = stub.requests[-1]
+    assert (request.max_depth, request.limit) == (4, 101)
+    assert metadata == (("authorization", "Bearer t"),)
+    assert [(n["id"], n["level"], n["frontier"]) for n in trace["nodes"]] == [
+        ("0", 0, False),
+        ("1", 1, False),
+        ("2", 2, False),
+        ("3", 3, True),
+    ]
+    assert {(e["src"], e["dst"]) for e in trace["edges"]} == {("1", "0"), ("2", "1"), ("3", "2")}
+    assert trace["nodes"][0]["op"] == "PLUS" and not trace["truncated"]
+
+    # The node cap cuts before the levels do: at most max_nodes come back, marked truncated.
+    capped = gateway.trace(["0"], backward=True, depth=0, max_nodes=4)
+    assert len(capped["nodes"]) == 4 and capped["truncated"]
+    capped = gateway.trace(["0"], backward=True, depth=3, max_nodes=3)
+    assert len(capped["nodes"]) == 3 and capped["truncated"]
+    # The limit cut the level past the drawn ones only: the drawn levels are whole.
+    whole = gateway.trace(["0"], backward=True, depth=2, max_nodes=3)
+    assert len(whole["nodes"]) == 3 and not whole["truncated"]
+    assert [n["id"] for n in whole["nodes"] if n["frontier"]] == ["2"]
+
+    with pytest.raises(GatewayError) as error:
+        gateway.find("x", "R", {}, 10)
+    assert error.value.status == 404 and "NOT_FOUND" in error.value.message
+    gateway.close()

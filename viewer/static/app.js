@@ -160,6 +160,11 @@ async function drawTrace(nodeIds) {
 }
 
 async function expand(nodeId) {
+  // Expanding adds at most `nodes` per click; past the server's cap the page stops growing.
+  if (cy.nodes().length >= state.config.max_nodes) {
+    throw new Error(`${cy.nodes().length} nodes drawn already (at most ${state.config.max_nodes}):`
+      + " trace from a node further up instead");
+  }
   status("expanding…");
   const trace = await api("/api/trace?" + traceParams([nodeId]));
   addTrace(trace, nodeId);
