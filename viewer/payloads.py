@@ -1,8 +1,8 @@
 """The one place that turns ``sparkprov.v1`` protobuf messages into the JSON the page reads.
 
-A node is ``{"id", "op", "label", "relation", "attributes", "value"}`` with ``op`` the name
-without its ``OP_`` prefix (``DELTA``, ``AGGREGATE``, ...); a run, a deletion and a recomputed
-aggregate likewise keep their protobuf field names.
+A node is ``{"id", "run_id", "op", "label", "relation", "attributes", "value"}`` with ``op`` the
+name without its ``OP_`` prefix (``DELTA``, ``AGGREGATE``, ...); a run, a deletion and a
+recomputed aggregate likewise keep their protobuf field names.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ JSON = dict[str, Any]
 def node(message: query_pb2.Node) -> JSON:
     return {
         "id": message.id,
+        "run_id": message.run_id,
         "op": lineage_pb2.Op.Name(message.op).removeprefix("OP_"),
         "label": message.label,
         "relation": message.relation,

@@ -171,6 +171,8 @@ def test_viewer_opens_a_node_from_the_url_and_expands_level_by_level(
     (ny,) = _find(stub, run_id, "AvgAge", City="NY")
     page.goto(f"http://{stack.settings.viewer_addr}/#node={ny.id}")
     page.wait_for_function("window.viewer && window.viewer.ready")
+    assert page.locator("#run").input_value() == run_id  # the picker shows the node's run
+    assert set(_drawn(page)) == {n.id for n in _backward(stub, ny.id).nodes}
     page.fill("#depth", "2")
     page.evaluate("(id) => window.viewer.drawTrace([id])", ny.id)
     trace = _backward(stub, ny.id, max_depth=2)

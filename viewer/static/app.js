@@ -153,6 +153,11 @@ async function drawTrace(nodeIds) {
   const trace = await api("/api/trace?" + traceParams(nodeIds));
   cy.elements().remove();
   addTrace(trace, null);
+  // Opened on #node=ID: show the node's run in the run picker, for the searches that follow.
+  const root = trace.nodes.find((n) => n.id === nodeIds[0]);
+  if (root && [...$("run").options].some((o) => o.value === root.run_id)) {
+    $("run").value = state.run = root.run_id;
+  }
   for (const id of nodeIds) cy.getElementById(id).addClass("root");
   layout();
   renderModules();
