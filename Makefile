@@ -10,12 +10,15 @@ MVN := mvn -q -B
 CAPTURE_JVM := capture_agent/jvm
 CAPTURE_JAR := capture_agent/jars/sparkprov-capture.jar
 
-.PHONY: help setup up down status demo test test-unit lint typecheck bench clean
+VIEWER_VENDOR := viewer/static/vendor
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: help setup up down status demo test test-unit lint typecheck bench clean browser
 
 help: ## list the entry points
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-setup: $(VENV)/.installed sparkprov/v1/query_pb2_grpc.py $(STACK_DIR)/lib/kafka/.fetched $(STACK_DIR)/lib/neo4j/.fetched $(CAPTURE_JAR) ## venv, stubs, Kafka and Neo4j jars, the capture jar (idempotent)
+setup: $(VENV)/.installed sparkprov/v1/query_pb2_grpc.py $(STACK_DIR)/lib/kafka/.fetched $(STACK_DIR)/lib/neo4j/.fetched $(CAPTURE_JAR) $(VIEWER_VENDOR)/.vendored ## venv, stubs, Kafka and Neo4j jars, the capture jar, the viewer's JS (idempotent)
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
@@ -33,6 +36,26 @@ sparkprov/v1/query_pb2_grpc.py: $(PROTOS) $(VENV)/.installed
 $(CAPTURE_JAR): $(CAPTURE_JVM)/pom.xml $(shell find $(CAPTURE_JVM)/src -name '*.java' 2>/dev/null)
 	$(MVN) -f $(CAPTURE_JVM)/pom.xml package -Dbuild.dir=$(abspath $(STACK_DIR))/build/capture-jvm
 	@touch $@
+
+# The trace viewer's browser libraries (cytoscape.js, its dagre layout), pinned by
+# viewer/web/package-lock.json, copied into the served, git-ignored vendor folder.
+$(VIEWER_VENDOR)/.vendored: viewer/web/package.json viewer/web/package-lock.json
+	cd viewer/web && npm ci --no-audit --no-fund --loglevel=error
+	@mkdir -p $(VIEWER_VENDOR)
+	cp viewer/web/node_modules/cytoscape/dist/cytoscape.min.js \
+		viewer/web/node_modules/cytoscape-dagre/dist/cytoscape-dagre.min.js $(VIEWER_VENDOR)/
+	cp viewer/web/node_modules/cytoscape/LICENSE $(VIEWER_VENDOR)/cytoscape.LICENSE
+	cp viewer/web/node_modules/cytoscape-dagre/LICENSE $(VIEWER_VENDOR)/cytoscape-dagre.LICENSE
+	@touch $@
+
+# Debian's Chromium for the viewer's browser test (Playwright drives it; it never downloads a
+# browser of its own). Installed quietly when missing: CI starts on a fresh machine.
+$(CHROMIUM):
+	@echo "installing chromium (Debian) for the browser test"
+	@DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+	@DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+
+browser: $(CHROMIUM) ## Debian's Chromium, for the viewer's browser test
 
 $(STACK_DIR)/lib/kafka/.fetched: stack/kafka/pom.xml
 	$(MVN) -f stack/kafka/pom.xml dependency:copy-dependencies -Dstack.dir=$(abspath $(STACK_DIR))
@@ -57,7 +80,7 @@ $(STACK_DIR)/lib/neo4j/.fetched: $(NEO4J_SOURCES)
 	$(MVN) -f $(PROCEDURE)/pom.xml package -Dstack.dir=$(abspath $(STACK_DIR))
 	@touch $@
 
-up: setup ## start Kafka, Neo4j, ingest and query services; returns when all are healthy
+up: setup ## start Kafka, Neo4j, ingest and query services and the viewer; returns when all are healthy
 	$(PY) -m localstack up --dir $(STACK_DIR)
 
 down: ## stop exactly the processes `make up` started
@@ -69,7 +92,7 @@ status: ## health of each local process
 demo: up ## run the example workflow under capture and print a backward trace
 	$(PY) -m examples.people
 
-test: setup ## the whole suite: unit and integration tests on the real stack
+test: setup $(CHROMIUM) ## the whole suite: unit and integration tests on the real stack
 	$(PY) -m pytest
 
 test-unit: setup ## unit tests only (no servers)
@@ -80,10 +103,10 @@ lint: setup ## ruff
 	$(PY) -m ruff format --check .
 
 typecheck: setup ## mypy --strict on our packages
-	$(PY) -m mypy sparkprov capture_agent ingest_service query_service localstack
+	$(PY) -m mypy sparkprov capture_agent ingest_service query_service localstack viewer
 
 bench: up ## benchmarks (not tests); results under bench/results/
 	@echo "see bench/README.md"
 
 clean: down ## remove the venv, stubs and the stack folder (data included)
-	rm -rf $(VENV) sparkprov/v1 $(STACK_DIR)
+	rm -rf $(VENV) sparkprov/v1 $(STACK_DIR) $(VIEWER_VENDOR) viewer/web/node_modules

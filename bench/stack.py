@@ -87,6 +87,8 @@ def bench_stack(
         defaults.ENV_NEO4J_URI: f"bolt://127.0.0.1:{ports.bolt}",
         defaults.ENV_GRPC_ADDR: f"127.0.0.1:{ports.grpc}",
         defaults.ENV_INGEST_HTTP_ADDR: f"127.0.0.1:{ports.ingest_http}",
+        # No Neo4j HTTP connector (Browser): it would take the port of the stack `make up` runs.
+        defaults.ENV_NEO4J_HTTP_ADDR: "",
         **environ,
     }
     return Stack(StackSettings.from_env(directory, env))

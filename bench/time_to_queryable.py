@@ -63,6 +63,8 @@ _ADDRESSES = {
     defaults.ENV_NEO4J_URI,
     defaults.ENV_GRPC_ADDR,
     defaults.ENV_INGEST_HTTP_ADDR,
+    defaults.ENV_NEO4J_HTTP_ADDR,
+    defaults.ENV_VIEWER_ADDR,
     "SPARKPROV_KAFKA_CONTROLLER_PORT",
 }
 
@@ -223,7 +225,7 @@ def shape_stack(environ: dict[str, str], name: str, folder: str, ports: Ports) -
     )
     stack.down(("neo4j", "ingest", "query"))
     shutil.rmtree(stack.dir / "data" / "neo4j", ignore_errors=True)
-    stack.up()
+    stack.up(("kafka", "neo4j", "ingest", "query"))  # no viewer: nothing here looks at it
     return stack
 
 
@@ -382,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
             report["loadavg_end"] = os.getloadavg()
             out.write_text(json.dumps(report, indent=2))  # after each shape: a long run may stop
         if args.keep:
-            stack.up()
+            stack.up(("kafka", "neo4j", "ingest", "query"))
     finally:
         spark.stop()
         if not args.keep:

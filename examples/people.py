@@ -2,7 +2,8 @@
 
 Person1 is read from examples/data/person1.csv, filtered to Age >= 25 into Person2, and averaged
 per City into AvgAge, under capture. The script then waits until the ingest service stored the
-whole run and prints the backward trace of AvgAge's NY row, source values included.
+whole run and prints the backward trace of AvgAge's NY row, source values included, and where to
+look further: the trace viewer, Neo4j Browser and the command line.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from pyspark.sql import functions as F
@@ -58,7 +60,28 @@ def main(argv: list[str] | None = None) -> int:
         trace = client.backward_trace([row.id])
         print(f"\nbackward trace of AvgAge City={args.city} ({len(trace.nodes)} nodes):")
         print(render_trace(trace, row.id))
+    print(where_to_look(run_id, row.id, os.environ))
     return 0
+
+
+def where_to_look(run_id: str, node_id: str, environ: Mapping[str, str]) -> str:
+    """The closing lines of ``make demo``: the viewer, Neo4j Browser and the CLI on this run."""
+    viewer = environ.get(defaults.ENV_VIEWER_ADDR, defaults.VIEWER_ADDR)
+    browser = environ.get(defaults.ENV_NEO4J_HTTP_ADDR, defaults.NEO4J_HTTP_ADDR)
+    bolt = environ.get(defaults.ENV_NEO4J_URI, defaults.NEO4J_URI)
+    return "\n".join(
+        [
+            "",
+            "Where to look:",
+            f"  trace viewer   http://{viewer}/#run={run_id}",
+            f"                 http://{viewer}/#node={node_id}  (this row's trace)",
+            f"  Neo4j Browser  http://{browser}/browser/  (connect to {bolt}, no auth)",
+            # Node ids may be negative: "--" keeps the CLI from reading one as an option.
+            f"  command line   sparkprov trace back {'-- ' if node_id.startswith('-') else ''}"
+            f"{node_id}",
+            "  graph schema   docs/graph-schema.md (labels, properties, example Cypher)",
+        ]
+    )
 
 
 if __name__ == "__main__":

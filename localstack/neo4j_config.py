@@ -88,8 +88,18 @@ class Neo4jConfig:
         """The settings the embedded database reads (neo4j.conf); the heap is the JVM's."""
         return {s.neo4j: getattr(self, s.field) for s in SETTINGS if s.field not in _HEAP}
 
-    def conf_text(self) -> str:
-        return "".join(f"{name}={value}\n" for name, value in self.database_settings().items())
+    def conf_text(self, http_addr: str = "", bolt_addr: str = "") -> str:
+        """neo4j.conf's text; with ``http_addr`` (host:port) the HTTP connector is on there, as
+        in the official image: the transactional Cypher endpoint and Neo4j Browser. Neo4j
+        Browser connects to the Bolt address the server advertises: ``bolt_addr``, when Bolt
+        does not listen on the default port."""
+        settings = self.database_settings()
+        if http_addr:
+            settings["server.http.enabled"] = "true"
+            settings["server.http.listen_address"] = http_addr
+        if bolt_addr:
+            settings["server.bolt.advertised_address"] = bolt_addr
+        return "".join(f"{name}={value}\n" for name, value in settings.items())
 
     def jvm_heap_flags(self) -> list[str]:
         return [

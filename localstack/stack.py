@@ -1,4 +1,4 @@
-"""Start, check and stop the four local processes, each tracked by a pid file.
+"""Start, check and stop the five local processes, each tracked by a pid file.
 
 A pid file holds the pid and the process start time (from /proc), so ``down`` never signals a
 process that merely reused the pid. Data and logs live under the stack folder (``.stack/``).
@@ -47,6 +47,8 @@ class StackSettings:
     neo4j_uri: str = defaults.NEO4J_URI
     grpc_addr: str = defaults.GRPC_ADDR
     ingest_http_addr: str = defaults.INGEST_HTTP_ADDR
+    neo4j_http_addr: str = defaults.NEO4J_HTTP_ADDR
+    viewer_addr: str = defaults.VIEWER_ADDR
     java: str = "java"
     start_timeout_s: float = 180.0
     neo4j: Neo4jConfig = field(default_factory=Neo4jConfig)
@@ -61,6 +63,8 @@ class StackSettings:
             neo4j_uri=environ.get(defaults.ENV_NEO4J_URI, defaults.NEO4J_URI),
             grpc_addr=environ.get(defaults.ENV_GRPC_ADDR, defaults.GRPC_ADDR),
             ingest_http_addr=environ.get(defaults.ENV_INGEST_HTTP_ADDR, defaults.INGEST_HTTP_ADDR),
+            neo4j_http_addr=environ.get(defaults.ENV_NEO4J_HTTP_ADDR, defaults.NEO4J_HTTP_ADDR),
+            viewer_addr=environ.get(defaults.ENV_VIEWER_ADDR, defaults.VIEWER_ADDR),
             java=environ.get("SPARKPROV_JAVA", "java"),
             start_timeout_s=float(environ.get("SPARKPROV_STACK_TIMEOUT_S", "180")),
             neo4j=Neo4jConfig.from_env(environ),
@@ -88,7 +92,7 @@ def _start_time(pid: int) -> str | None:
 class Stack:
     """The local processes; ``up`` is idempotent and ``down`` stops only what it started."""
 
-    ORDER = ("kafka", "neo4j", "ingest", "query")
+    ORDER = ("kafka", "neo4j", "ingest", "query", "viewer")
 
     def __init__(self, settings: StackSettings) -> None:
         self.settings = settings
@@ -102,6 +106,7 @@ class Stack:
             ),
             "ingest": _Component("ingest", self._ingest_command, self._ingest_healthy),
             "query": _Component("query", self._query_command, self._query_healthy),
+            "viewer": _Component("viewer", self._viewer_command, self._viewer_healthy),
         }
 
     # -- public ---------------------------------------------------------------------------
@@ -185,6 +190,7 @@ class Stack:
                 defaults.ENV_NEO4J_URI: s.neo4j_uri,
                 defaults.ENV_GRPC_ADDR: s.grpc_addr,
                 defaults.ENV_INGEST_HTTP_ADDR: s.ingest_http_addr,
+                defaults.ENV_VIEWER_ADDR: s.viewer_addr,
             }
         )
         return env
@@ -360,7 +366,10 @@ class Stack:
     def _neo4j_prepare(self) -> None:
         config = self._neo4j_config()
         config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(self.settings.neo4j.conf_text())
+        host, port = _host_port(self.settings.neo4j_uri, 7687)
+        config.write_text(
+            self.settings.neo4j.conf_text(self.settings.neo4j_http_addr, f"{host}:{port}")
+        )
 
     def _neo4j_command(self) -> list[str]:
         lib = self.dir / "lib" / "neo4j"
@@ -393,9 +402,12 @@ class Stack:
 
             with neo4j.GraphDatabase.driver(self.settings.neo4j_uri, auth=None) as driver:
                 driver.verify_connectivity()
-            return True
         except Exception:  # noqa: BLE001 - not ready yet
             return False
+        # The HTTP connector (Neo4j Browser, the transactional endpoint) starts with Bolt; an
+        # empty address leaves it off (the benchmarks' private stacks).
+        addr = self.settings.neo4j_http_addr
+        return not addr or _http_ok(f"http://{addr}/")
 
     # -- our services ---------------------------------------------------------------------
 
@@ -403,12 +415,7 @@ class Stack:
         return [sys.executable, "-m", "ingest_service"]
 
     def _ingest_healthy(self) -> bool:
-        url = f"http://{self.settings.ingest_http_addr}/healthz"
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - loopback
-                return bool(response.status == 200)
-        except OSError:
-            return False
+        return _http_ok(f"http://{self.settings.ingest_http_addr}/healthz")
 
     def _query_command(self) -> list[str]:
         return [sys.executable, "-m", "query_service"]
@@ -428,6 +435,20 @@ class Stack:
             return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
         except Exception:  # noqa: BLE001 - not ready yet
             return False
+
+    def _viewer_command(self) -> list[str]:
+        return [sys.executable, "-m", "viewer"]
+
+    def _viewer_healthy(self) -> bool:
+        return _http_ok(f"http://{self.settings.viewer_addr}/healthz")
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - loopback
+            return bool(response.status == 200)
+    except OSError:
+        return False
 
 
 def kafka_cluster_id(draw: Callable[[], uuid.UUID] = uuid.uuid4) -> str:

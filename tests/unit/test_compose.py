@@ -33,7 +33,7 @@ def _settings_read_by(package: str) -> set[str]:
 def test_compose_services_images_and_healthchecks() -> None:
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
-    assert set(services) == {"kafka", "neo4j-plugin", "neo4j", "ingest", "query"}
+    assert set(services) == {"kafka", "neo4j-plugin", "neo4j", "ingest", "query", "viewer"}
     assert services["neo4j"]["image"] == "neo4j:5.26-community"
     assert services["kafka"]["image"].startswith("apache/kafka:")
     for name, service in services.items():
@@ -58,7 +58,7 @@ def test_compose_neo4j_loads_our_procedures() -> None:
     script = build["command"][-1]
     assert f"-f {mounted}/pom.xml package" in script
     assert "-Dstack.dir=/out" in script
-    for name in ("ingest", "query"):
+    for name in ("ingest", "query", "viewer"):
         assert services[name]["build"] == "."
         depends = services[name]["depends_on"]
         assert all(d["condition"] == "service_healthy" for d in depends.values())
@@ -67,9 +67,9 @@ def test_compose_neo4j_loads_our_procedures() -> None:
 
 def test_compose_uses_only_settings_the_services_read() -> None:
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
-    for name in ("ingest", "query"):
+    for name in ("ingest", "query", "viewer"):
         env = set(compose["services"][name]["environment"])
-        package = f"{name}_service"
+        package = "viewer" if name == "viewer" else f"{name}_service"
         read = _settings_read_by(package)
         unknown = env - read
         assert not unknown, f"{name} is given settings it never reads: {unknown}"

@@ -26,6 +26,8 @@ ENTRY_POINTS = [
     "localstack",
     "localstack.__main__",
     "capture_agent",
+    "viewer",
+    "viewer.__main__",
 ]
 
 _CHILD = """

@@ -12,7 +12,10 @@ import org.neo4j.graphdb.GraphDatabaseService;
 
 /**
  * Runs Neo4j Community as an embedded DBMS with the Bolt connector enabled, so the local stack
- * needs no Docker and no server tarball. Usage:
+ * needs no Docker and no server tarball. The HTTP connector is off unless CONFIG_FILE turns it on
+ * (server.http.enabled, server.http.listen_address): the embedded DBMS then serves what the
+ * server does, the transactional Cypher endpoint and, with the neo4j-browser jar on the
+ * classpath, Neo4j Browser at /browser/. Usage:
  *   java -Xmx.. -cp 'lib/neo4j/*' io.sparkprov.stack.Neo4jLauncher HOME_DIR HOST PORT
  *       [PAGECACHE_BYTES [CONFIG_FILE]]
  * CONFIG_FILE holds further settings in neo4j.conf's format (the local stack writes the page
