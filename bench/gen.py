@@ -1,16 +1,27 @@
 """Provenance graphs shaped like the CSProv paper's text-curation workflow, published to Kafka in
 the capture agent's own event format.
 
-    python -m bench.gen --records 1000000 [--topic sparkprov.lineage] [--seed 7] [--run-id ID]
+    python -m bench.gen --records 1000000 [--shape csprov|uniform] [--topic sparkprov.lineage]
+        [--seed 7] [--run-id ID]
 
 Shape: 25 relations in 3 splits (sp1 = R00-R07, sp2 = R08-R15, sp3 = R16-R24, the last with
 sub-splits sp4 = R16-R19 and sp5 = R20-R24, as in the paper's Figure 1); most components small
 (3-40 nodes over a few consecutive relations), three large ones holding 18%, 14% and 10% of the
-nodes; every non-source node has 1-3 parents in the preceding relations of its component, and a few
-hub nodes have 100-450 parents (in-degree skew). Ids are random 63-bit numbers from the seed, so
-the same seed gives the same graph. Messages hold up to 2048 nodes of one relation with the edges
-into them, in relation order (as a pipeline's stages publish), then a RunComplete marker with the
-exact counts, so ingest marks the run complete when everything is stored.
+nodes. Two shapes of the large components (``--shape``):
+- ``csprov`` (the default, the paper's workload): a row's parents are the rows it joins with by
+  key: within a split the rows of its key in the previous relation, at a split's first relation
+  the rows of the 1-3 keys its key joins with upstream. A split's connected sets are its key
+  groups, so a row's set-lineage is a few small sets (C2 holds: at 1M, a 100-200-ancestor row's
+  set-lineage holds ~240 nodes of a ~86k-node component). A hot key per large component (800 rows
+  per relation, joined by the hot key downstream, with a hub per relation aggregating 100-800 of
+  its rows) gives the large lineages (5k-10k ancestors, set-lineage ~20k nodes).
+- ``uniform`` (the adversarial case): a row's 1-3 parents drawn from anywhere in the preceding
+  relations of its component, and a few hubs with 100-450 parents: a split's part of a large
+  component is one connected set, so set-lineages hold most of the component.
+Ids are random 63-bit numbers from the seed, so the same seed and shape give the same graph.
+Messages hold up to 2048 nodes of one relation with the edges into them, in relation order (as a
+pipeline's stages publish), then a RunComplete marker with the exact counts, so ingest marks the
+run complete when everything is stored.
 """
 
 from __future__ import annotations
@@ -38,7 +49,7 @@ RELATIONS = [f"R{i:02d}" for i in range(25)]
 WORKFLOW = "text-curation"
 CHUNK = 2048
 # Edges per node of each shape, measured on generated graphs: records = nodes * (1 + it).
-SHAPES = {"csprov": 0.98, "uniform": 0.87}
+SHAPES = {"csprov": 1.0, "uniform": 0.87}
 _LABELS = {"TOKEN": "", "PLUS": "+", "TIMES": "·", "DELTA": "δ"}
 
 
@@ -171,9 +182,12 @@ def _windowed(
     return relation, component, np.concatenate(srcs), np.concatenate(dsts)
 
 
-# The keyed shape: splits' first relations, and rows per relation that share a join key.
+# The keyed shape: splits' first relations, rows per relation that share a join key, and the hot
+# keys (a few keys hold many rows, as real join keys do).
 _SEGMENT_STARTS = (0, 8, 16, 20)  # sp1, sp2, sp4 (in sp3), sp5 (in sp3): split_of's parts
 _GROUP_ROWS = 3
+_HOT_SHARE = 0.15  # of a relation's rows, held by the hot keys
+_HOT_ROWS = 800  # rows of a relation per hot key
 
 
 def _keyed(
@@ -181,14 +195,15 @@ def _keyed(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The small components as :func:`_windowed` makes them; the ``large`` first ones keyed.
 
-    In a large component each relation holds the same number of rows, and each row a join key
-    (``_GROUP_ROWS`` rows of a relation share one). Within a split a row's parents are rows of the
-    previous relation (sometimes the one before) with its key, so a split's connected sets are its
-    key groups. At a split's first relation the workflow joins on another key: each key group
-    joins with 1-3 key groups of the previous split, always the same ones, so the component is
-    connected across splits while a row's set-lineage stays a few dozen small sets. A few hub rows
-    (100-450 parents from earlier splits, as an aggregate over many groups) give the large
-    lineages; their parents lie in other splits, so they merge no sets."""
+    In a large component each relation holds the same number of rows, and each row a join key:
+    most keys hold ``_GROUP_ROWS`` rows of a relation, a few hot keys ``_HOT_ROWS``. Within a
+    split a row's parents are rows of the previous relation (sometimes the one before) with its
+    key, so a split's connected sets are its key groups. At a split's first relation the workflow
+    joins on another key: each key group joins with 1-3 key groups of the previous split, always
+    the same ones, so the component is connected across splits while a row's set-lineage stays a
+    few small sets. A hot key's group joins the same hot key's group upstream, and in it a row of
+    each relation aggregates 100-800 rows of its key in the previous relation (a hub): the large
+    lineages, within a few large sets, as a group-by over a hot key's are."""
     small_rel, small_comp, small_src, small_dst = _windowed(rng, sizes_arr[large:], large=0)
     relations, components, srcs, dsts = [], [], [], []
     base = 0
@@ -215,25 +230,31 @@ def _keyed_component(
     rng: np.random.Generator, size: int, base: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     per = max(_GROUP_ROWS, size // len(RELATIONS))
-    keys = max(1, per // _GROUP_ROWS)
+    hot = max(1, int(per * _HOT_SHARE) // _HOT_ROWS) if per >= 4 * _HOT_ROWS else 0
+    cold = (per - hot * _HOT_ROWS) // _GROUP_ROWS
+    # Rows of a relation by key, the same layout in every relation: key k holds rows
+    # first[k] .. first[k] + count[k] - 1.
+    count = np.array([_HOT_ROWS] * hot + [_GROUP_ROWS] * cold, dtype=np.int64)
+    count[-1] += per - int(count.sum())
+    first = np.concatenate([[0], np.cumsum(count)[:-1]])
+    keys = len(count)
+    key = np.repeat(np.arange(keys), count)
     relation = np.repeat(np.arange(len(RELATIONS)), per)
-    row = np.arange(per)
-    key = row % keys  # rows of a relation with key k: k, k + keys, k + 2 * keys, ...
-    rows_of_key = (per - key + keys - 1) // keys
 
-    def pick(r: int, want_key: np.ndarray) -> np.ndarray:
+    def pick(r: int, want: np.ndarray) -> np.ndarray:
         """Positions of random rows of relation ``r`` with these keys."""
-        count = (per - want_key + keys - 1) // keys
-        t = (rng.random(len(want_key)) * count).astype(np.int64)
-        return base + r * per + want_key + keys * t
+        t = (rng.random(len(want)) * count[want]).astype(np.int64)
+        return base + r * per + first[want] + t
 
     srcs, dsts = [], []
     starts = set(_SEGMENT_STARTS)
+    row = np.arange(per)
     for r in range(1, len(RELATIONS)):
         child = base + r * per + row
         if r in starts:
             # Each key group joins with the same 1-3 groups of the previous split.
             joins = rng.integers(0, keys, size=(keys, 3))
+            joins[:hot, 0] = np.arange(hot)  # a hot key's rows join its hot rows upstream
             fanout = rng.integers(1, 4, size=keys)
             for j in range(3):
                 take = fanout[key] > j
@@ -249,16 +270,12 @@ def _keyed_component(
             skip = rng.random(per) < 0.1
             srcs.append(pick(r - 2, key[skip]))
             dsts.append(child[skip])
-    del rows_of_key
-    # Hubs: rows of the later splits aggregating 100-450 rows of earlier splits.
-    hubs = max(1, size // 10000)
-    for _ in range(hubs):
-        r = int(rng.integers(8, len(RELATIONS)))
-        first = max(s for s in _SEGMENT_STARTS if s <= r)
-        k = min(int(rng.integers(100, 451)), first * per)
-        hub = base + r * per + int(rng.integers(0, per))
-        srcs.append(base + rng.choice(first * per, k, replace=False))
-        dsts.append(np.full(k, hub))
+        # Hubs: in each hot key's group, one row aggregating 100-400 rows of its key above.
+        for k in range(hot):
+            hub = base + r * per + first[k] + int(rng.integers(0, count[k]))
+            parents = rng.choice(count[k], int(rng.integers(100, count[k] + 1)), replace=False)
+            srcs.append(base + (r - 1) * per + first[k] + parents)
+            dsts.append(np.full(len(parents), hub))
     return relation, np.concatenate(srcs), np.concatenate(dsts)
 
 
@@ -387,12 +404,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000, help="nodes + edges")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="csprov")
     parser.add_argument("--run-id", default="")
     parser.add_argument("--bootstrap", default=defaults.KAFKA_BOOTSTRAP)
     parser.add_argument("--topic", default=defaults.TOPIC)
     args = parser.parse_args(argv)
     started = time.monotonic()
-    graph = generate(args.records, args.seed)
+    graph = generate(args.records, args.seed, args.shape)
     print(
         f"generated {graph.nodes:,} nodes and {graph.edges:,} edges "
         f"in {time.monotonic() - started:.1f}s",
