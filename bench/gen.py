@@ -43,13 +43,16 @@ from sparkprov.events import (
     encode_run_started,
 )
 
-__all__ = ["Graph", "RELATIONS", "SHAPES", "generate", "publish", "split_of"]
+__all__ = ["Graph", "RELATIONS", "SHAPES", "VERSION", "generate", "publish", "split_of"]
 
 RELATIONS = [f"R{i:02d}" for i in range(25)]
 WORKFLOW = "text-curation"
 CHUNK = 2048
 # Edges per node of each shape, measured on generated graphs: records = nodes * (1 + it).
 SHAPES = {"csprov": 1.0, "uniform": 0.87}
+# Bumped whenever a seed's graph changes, so a benchmark never reuses a graph loaded by an older
+# generator as if it were this one's.
+VERSION = 2
 _LABELS = {"TOKEN": "", "PLUS": "+", "TIMES": "·", "DELTA": "δ"}
 
 

@@ -53,7 +53,7 @@ import grpc
 import neo4j
 import numpy as np
 
-from bench.gen import SHAPES, Graph, Progress, generate_reported
+from bench.gen import SHAPES, VERSION, Graph, Progress, generate_reported
 from bench.stack import RESULTS, ROOT, IngestOptions, Ports, bench_stack, busy_ports, ingest
 from localstack.stack import Stack
 from query_service.deletion import propagate
@@ -489,6 +489,7 @@ def loaded_graph(
         and previous.get("records") == args.records
         and previous.get("seed") == args.seed
         and previous.get("shape", "uniform") == args.shape
+        and previous.get("generator", 1) == VERSION
     )
     started: list[str] = []
     try:
@@ -516,6 +517,7 @@ def loaded_graph(
                     "records": args.records,
                     "seed": args.seed,
                     "shape": args.shape,
+                    "generator": VERSION,
                     "run_id": result["run_id"],
                     "ingest": result,
                 }
