@@ -16,6 +16,9 @@ __all__ = [
     "ENV_NEO4J_TLS_CA",
     "ENV_NEO4J_URI",
     "ENV_NEO4J_USER",
+    "ENV_OPENLINEAGE",
+    "ENV_QUERY_TOKEN",
+    "ENV_VIEWER_ADDR",
     "ENV_TOPIC",
     "KAFKA_BOOTSTRAP",
     "DLQ_TOPIC",
@@ -23,6 +26,7 @@ __all__ = [
     "INGEST_HTTP_ADDR",
     "NEO4J_URI",
     "TOPIC",
+    "VIEWER_ADDR",
 ]
 
 ENV_KAFKA_BOOTSTRAP = "SPARKPROV_KAFKA_BOOTSTRAP"
@@ -35,6 +39,13 @@ ENV_NEO4J_TLS_CA = "SPARKPROV_NEO4J_TLS_CA"
 ENV_GRPC_ADDR = "SPARKPROV_GRPC_ADDR"
 ENV_INGEST_HTTP_ADDR = "SPARKPROV_INGEST_HTTP_ADDR"
 ENV_DISABLED = "SPARKPROV_DISABLED"
+ENV_QUERY_TOKEN = "SPARKPROV_QUERY_TOKEN"
+# The trace viewer's address, for `sparkprov open`.
+ENV_VIEWER_ADDR = "SPARKPROV_VIEWER_ADDR"
+# "1" turns on OpenLineage events of every ProvenanceSession, through the openlineage-python
+# client's own configuration (OPENLINEAGE_URL, OPENLINEAGE_CONFIG, openlineage.yml); they are
+# also on whenever OPENLINEAGE_URL or OPENLINEAGE_CONFIG is set.
+ENV_OPENLINEAGE = "SPARKPROV_OPENLINEAGE"
 
 KAFKA_BOOTSTRAP = "127.0.0.1:9092"
 TOPIC = "sparkprov.lineage"
@@ -42,3 +53,4 @@ DLQ_TOPIC = "sparkprov.lineage.dlq"
 NEO4J_URI = "bolt://127.0.0.1:7687"
 GRPC_ADDR = "127.0.0.1:50051"
 INGEST_HTTP_ADDR = "127.0.0.1:9464"
+VIEWER_ADDR = "127.0.0.1:8090"
