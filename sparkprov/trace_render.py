@@ -11,7 +11,7 @@ from typing import Any
 
 from sparkprov.query_model import Node, Op, Trace
 
-__all__ = ["describe", "render_dot", "render_json", "render_trace"]
+__all__ = ["describe", "plain", "render_dot", "render_json", "render_trace"]
 
 
 def _op_name(op: int) -> str:
@@ -67,13 +67,14 @@ def render_trace(trace: Trace, root: str, *, backward: bool = True) -> str:
     return "\n".join(lines)
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """A dataclass (``asdict``) as JSON-ready data, enums by name."""
     if isinstance(value, enum.IntEnum):
         return value.name
     if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 
@@ -81,10 +82,10 @@ def render_json(trace: Trace) -> str:
     """The trace as JSON: ``{"nodes": [...], "edges": [...], "truncated", "stats"}``, enums by
     name."""
     data = {
-        "nodes": [_plain(asdict(n)) for n in trace.nodes],
+        "nodes": [plain(asdict(n)) for n in trace.nodes],
         "edges": [{"src": e.src, "dst": e.dst} for e in trace.edges],
         "truncated": trace.truncated,
-        "stats": _plain(asdict(trace.stats)),
+        "stats": plain(asdict(trace.stats)),
     }
     return json.dumps(data, indent=2, sort_keys=False)
 
