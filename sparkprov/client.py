@@ -23,7 +23,7 @@ import grpc
 
 from sparkprov import defaults, query_adapter
 from sparkprov.bearer import BearerToken
-from sparkprov.query_errors import QueryError, from_rpc_error
+from sparkprov.query_errors import NotFound, from_rpc_error
 from sparkprov.query_model import (
     Deletion,
     GraphView,
@@ -316,7 +316,7 @@ class QueryClient:
         for relation in relations:
             rows = self.find_nodes(run_id, relation, limit=_WITNESS_LIMIT)
             if not rows:
-                raise QueryError(grpc.StatusCode.NOT_FOUND, f"no rows of {relation!r} in {run_id}")
+                raise NotFound(grpc.StatusCode.NOT_FOUND, f"no rows of {relation!r} in {run_id}")
             ids.extend(n.id for n in rows)
         return self._trace(self.backward_trace, ids, limit or _WITNESS_LIMIT)
 

@@ -123,7 +123,7 @@ def test_every_rpc_answers_in_dataclasses(client, people) -> None:  # type: igno
     assert isinstance(counting, Provenance) and counting.semiring is Semiring.COUNTING
     assert counting.count == 1 and counting.polynomial.startswith("δ(")
     why = client.provenance(ny.id, semiring=Semiring.WHY)
-    assert {frozenset(w) for w in why.witnesses} == {frozenset(both)}
+    assert {frozenset(w) for w in why.witnesses} == {frozenset([i]) for i in both}
 
 
 def test_deletion_recomputes_avg(client, people) -> None:  # type: ignore[no-untyped-def]
