@@ -26,6 +26,9 @@ ENTRY_POINTS = [
     "localstack",
     "localstack.__main__",
     "capture_agent",
+    "sparkprov.cli",
+    "sparkprov.prov_export",
+    "capture_agent.openlineage",
 ]
 
 _CHILD = """
