@@ -90,7 +90,7 @@ def test_example_4_4_deleting_the_request_leaves_only_state_and_invocations(
     graph = example["graph"]
     reply = _delete(client, [example["I1"]])
     deleted = {int(i) for i in reply.deleted_node_ids}
-    assert reply.recomputed == []
+    assert reply.recomputed == ()
 
     def is_state_or_invocation(n: int) -> bool:
         data = graph.nodes[n]
