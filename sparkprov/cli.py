@@ -157,8 +157,8 @@ _RENDER: dict[str, Callable[[Trace], str]] = {
 @click.option("--depth", default=0, help="levels to follow (0 = all)")
 @click.option(
     "--strategy",
-    type=click.Choice([s.name for s in Strategy], case_sensitive=False),
-    default=Strategy.AUTO.name,
+    type=click.Choice([s.name.lower() for s in Strategy], case_sensitive=False),
+    default="auto",
     show_default=True,
 )
 @click.option("--limit", default=0, help="most nodes (0 = the server's default)")
@@ -245,8 +245,8 @@ def _pairs(values: tuple[str, ...], what: str) -> dict[str, float]:
 @click.argument("node_id")
 @click.option(
     "--semiring",
-    type=click.Choice([s.name for s in Semiring], case_sensitive=False),
-    default=Semiring.NONE.name,
+    type=click.Choice([s.name.lower() for s in Semiring], case_sensitive=False),
+    default="none",
     show_default=True,
     help="evaluate the polynomial there (NONE: the polynomial only)",
 )
