@@ -42,6 +42,7 @@ from sparkprov.events import (
     encode_run_complete,
     encode_run_started,
 )
+from sparkprov.progress import Progress
 
 __all__ = ["Graph", "RELATIONS", "SHAPES", "VERSION", "generate", "publish", "split_of"]
 
@@ -282,35 +283,9 @@ def _keyed_component(
     return relation, np.concatenate(srcs), np.concatenate(dsts)
 
 
-class Progress:
-    """A progress line on stderr: redrawn in place on a terminal, every 10% otherwise."""
-
-    def __init__(self, total: int, what: str) -> None:
-        self.total, self.what = total, what
-        self.started = time.monotonic()
-        self.shown = -1
-        self.tty = sys.stderr.isatty()
-
-    def update(self, done: int) -> None:
-        percent = 100 * done // max(1, self.total)
-        if percent == self.shown:
-            return
-        # Off a terminal: a line each time a tenth is crossed (updates may jump over n*10%).
-        crossed = self.shown < 0 or percent // 10 != self.shown // 10
-        if not self.tty and not crossed and done < self.total:
-            return
-        self.shown = percent
-        rate = done / max(1e-9, time.monotonic() - self.started)
-        line = f"{self.what}: {percent:3d}% ({done:,}/{self.total:,}, {rate:,.0f}/s)"
-        sys.stderr.write(("\r" + line) if self.tty else line + "\n")
-        if self.tty and done >= self.total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-
 def messages(graph: Graph, run_id: str, workflow: str = WORKFLOW) -> list[tuple[bytes, int]]:
     """The batch events of a graph (with their records), in publication order: by relation, then
-    component."""
+    component. A progress bar on a terminal (sparkprov.progress)."""
     order = np.lexsort((graph.component, graph.relation))
     rank = np.empty(graph.nodes, dtype=np.int64)
     rank[order] = np.arange(graph.nodes)
@@ -320,6 +295,7 @@ def messages(graph: Graph, run_id: str, workflow: str = WORKFLOW) -> list[tuple[
     out = []
     start = 0
     sequence = 0
+    bar = Progress(graph.nodes, f"encoding {run_id}", unit="nodes")
     while start < graph.nodes:
         rel = graph.relation[order[start]]
         stop = min(start + CHUNK, graph.nodes)
@@ -363,6 +339,8 @@ def messages(graph: Graph, run_id: str, workflow: str = WORKFLOW) -> list[tuple[
         )
         sequence += 1
         start = stop
+        bar.update(start)
+    bar.close()
     return out
 
 
@@ -384,13 +362,14 @@ def publish(
         max_request_size=16 * 1024 * 1024,
     )
     total = graph.nodes + graph.edges
+    batches = messages(graph, run_id, workflow)
     bar = Progress(total, f"publishing {run_id}") if progress else None
     try:
         producer.send(
             topic, encode_run_started(run_id, workflow, int(time.time() * 1000), "bench.gen")
         )
         done = 0
-        for i, (data, records) in enumerate(messages(graph, run_id, workflow)):
+        for i, (data, records) in enumerate(batches):
             producer.send(topic, data, key=str(i).encode())
             done += records
             if bar:
@@ -400,6 +379,8 @@ def publish(
         if bar:
             bar.update(total)
     finally:
+        if bar:
+            bar.close()
         producer.close(timeout=30)
 
 

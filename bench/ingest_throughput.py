@@ -31,9 +31,10 @@ from typing import Any
 
 import neo4j
 
-from bench.gen import Graph, Progress, generate_reported, messages
+from bench.gen import Graph, generate_reported, messages
 from bench.stack import RESULTS, ROOT, IngestOptions, bench_stack, ingest
 from sparkprov import defaults
+from sparkprov.progress import Progress
 
 _NAIVE_NODE = "MERGE (n:NaiveNode {id: $id}) SET n.op = $op, n.label = $label, n.run_id = $run"
 _NAIVE_EDGE = (
@@ -71,6 +72,7 @@ def run_naive(graph: Graph, driver: neo4j.Driver, records: int) -> dict[str, Any
                 bar.update(i)
     elapsed = time.monotonic() - t0
     bar.update(len(work))
+    bar.close()
     return {"records": len(work), "elapsed_s": elapsed, "records_per_s": len(work) / elapsed}
 
 

@@ -21,9 +21,10 @@ from typing import Any
 
 import neo4j
 
-from bench.gen import Graph, Progress, publish
+from bench.gen import Graph, publish
 from localstack.stack import Stack, StackSettings
 from sparkprov import defaults
+from sparkprov.progress import Progress
 
 __all__ = [
     "RESULTS",
@@ -246,6 +247,7 @@ def ingest(
             if time.monotonic() - t0 > options.timeout:
                 raise SystemExit(f"ingest did not complete in {options.timeout}s: {state}")
     finally:
+        bar.close()
         consumers.stop()
     elapsed = time.monotonic() - t0
     nodes, edges = exact_counts(driver, run_id)

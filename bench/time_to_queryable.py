@@ -42,7 +42,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import grpc
 import neo4j
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -54,7 +53,8 @@ from examples.spark import local_spark
 from localstack.stack import Stack
 from sparkprov import defaults
 from sparkprov.client import QueryClient
-from sparkprov.v1 import query_pb2
+from sparkprov.query_errors import QueryError
+from sparkprov.query_model import Run
 
 WARMUP_TOPIC = "sparkprov.bench.warmup"  # ingest does not read it
 # Addresses come from --*-port only: a shell's SPARKPROV_NEO4J_URI must not point us at .stack.
@@ -168,12 +168,12 @@ def wait_queryable(
     started = time.monotonic()
     samples: list[tuple[float, int]] = []
     progress = Waiting(total)
-    run: query_pb2.Run | None = None
+    run: Run | None = None
     while True:
         try:
             runs = client.runs()
-        except grpc.RpcError as e:  # a slow reply under load: ask again
-            print(f"ListRuns failed ({e.code()}); retrying", file=sys.stderr)
+        except QueryError as e:  # a slow reply under load: ask again
+            print(f"ListRuns failed ({e.status}); retrying", file=sys.stderr)
             runs = []
         for candidate in runs:
             if candidate.run_id == run_id:
@@ -199,7 +199,7 @@ def wait_queryable(
         "wait_records_per_s": (done - first) / max(1e-9, elapsed),
         "last_minute_records_per_s": rate,
         "estimated_remaining_s": None if complete or rate <= 0 else (total - done) / rate,
-        "state": query_pb2.RunState.Name(run.state) if run is not None else None,
+        "state": f"RUN_STATE_{run.state.name}" if run is not None else None,
         "dangling_nodes": run.dangling_node_count if run is not None else None,
     }
 

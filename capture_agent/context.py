@@ -74,6 +74,10 @@ class CaptureContext:
         # Split paths (CSProv): a module or relation name -> its split path (1 to 3 names).
         self.splits = {name: split_path(name, path) for name, path in (splits or {}).items()}
         self.modules: list[str] = []  # the modules whose `with` blocks are open
+        # The relations the run read (sources, module state) and named (`.named`, module
+        # outputs), in first-use order: its datasets for OpenLineage (capture_agent.openlineage).
+        self.relations_read: dict[str, None] = {}
+        self.relations_named: dict[str, None] = {}
         # The JVM capture points (capture_agent.jvm), or None for the Python ones; their sink
         # and counts are made with the first capture point.
         self.jvm = jvm

@@ -157,6 +157,7 @@ class TrackedFrame:
         if not relation:
             raise ValueError("relation name must not be empty")
         check_name("relation", relation)
+        self._ctx.relations_named[relation] = None
         attributes = chosen(self.columns, values)
         # The operator's fresh nodes take the name, once; a source (already named), or a frame
         # named a second time, gets a PLUS node per row instead.

@@ -59,6 +59,7 @@ class Invocation:
 
     def output(self, frame: TrackedFrame, relation: str, values: Values = "all") -> TrackedFrame:
         """A tracked frame leaving the module: a module-output node per row, named ``relation``."""
+        self._ctx.relations_named[relation] = None
         return self._row_nodes(tracked_frame(frame, "module output"), relation, "output", values)
 
     def _row_nodes(
@@ -75,6 +76,7 @@ class Invocation:
         from pyspark.sql import functions as F
 
         session = self._ctx
+        session.relations_read[relation] = None
         columns = [c for c in df.columns]
         for c in columns:
             if c.startswith(HIDDEN_PREFIX):

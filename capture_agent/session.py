@@ -24,6 +24,7 @@ from capture_agent.errors import PublishError
 from capture_agent.frame import TrackedFrame, Values, chosen
 from capture_agent.jvm import JvmTaps
 from capture_agent.modules import Invocation
+from capture_agent.openlineage import NoopRunEvents, RunEvents, run_events
 from capture_agent.publisher import PublisherConfig
 from capture_agent.taps import HIDDEN_PREFIX, ID, SourceSpec
 from sparkprov import defaults
@@ -32,6 +33,7 @@ from sparkprov.kafka_security import KafkaSecurity
 from sparkprov.limits import check_name
 
 if TYPE_CHECKING:
+    from openlineage.client import OpenLineageClient
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["ENV_CAPTURE", "ProvenanceSession"]
@@ -82,6 +84,13 @@ class ProvenanceSession:
     the capture jar is added to the running SparkContext and checked with a one-row job here,
     so a cluster whose executors cannot load it fails now, not mid-job), or ``"python"``, the
     pandas UDF capture points (capture_agent.taps), which need no jar.
+
+    ``openlineage``: OpenLineage run events (START, COMPLETE, FAIL) with the job, its input and
+    output relations and a ``sparkprov`` run facet (run id, query address), through the
+    openlineage-python client: ``True`` (the client as its own configuration sets it up), a
+    client to use, ``False`` (off), or ``None``: on only when ``OPENLINEAGE_URL``,
+    ``OPENLINEAGE_CONFIG`` or ``SPARKPROV_OPENLINEAGE=1`` is set (capture_agent.openlineage).
+    Off with the kill switch.
     """
 
     def __init__(
@@ -99,6 +108,7 @@ class ProvenanceSession:
         kafka_security: KafkaSecurity | None = None,
         emitter: Emitter | None = None,
         capture: str | None = None,
+        openlineage: bool | OpenLineageClient | None = None,
     ) -> None:
         if not workflow:
             raise ValueError("workflow must be a non-empty name")
@@ -140,6 +150,11 @@ class ProvenanceSession:
         if capture not in ("jvm", "python"):
             raise ValueError(f"capture must be 'jvm' or 'python', got {capture!r}")
         self.capture_path = capture
+        self.lineage_events: RunEvents = (
+            run_events(openlineage, run_id=self.run_id, workflow=workflow, environ=os.environ)
+            if self.enabled
+            else NoopRunEvents()
+        )
         # What the operator modules use of this session (capture_agent.context).
         self.capture = CaptureContext(
             self.run_id,
@@ -170,6 +185,7 @@ class ProvenanceSession:
                 edges=0,
             ) from e
         log.info("provenance run %s of workflow %s started", self.run_id, self.workflow)
+        self.lineage_events.start()
         return self
 
     def __exit__(
@@ -180,6 +196,22 @@ class ProvenanceSession:
     ) -> None:
         if not self.enabled:
             return
+        failure = exc
+        try:
+            self._finish(exc)
+        except BaseException as e:  # the run-complete marker was lost: the run failed too
+            failure = e
+            raise
+        finally:
+            read, named = list(self.capture.relations_read), list(self.capture.relations_named)
+            if failure is None:
+                self.lineage_events.complete(read, named)
+            else:
+                error = f"{type(failure).__name__}: {failure}"[:2000]
+                self.lineage_events.fail(read, named, error)
+            self.lineage_events.close()
+
+    def _finish(self, exc: BaseException | None) -> None:
         nodes, edges = self.counts()
         summary = f"completed tasks published {nodes} nodes and {edges} edges"
         try:
@@ -249,6 +281,7 @@ class ProvenanceSession:
         row_id = F.monotonically_increasing_id() if self.enabled else F.lit(0).cast("long")
         tracked = df.withColumn(rowno, row_id)
         tracked = tracked.withColumn(ID, self.capture.node_id(key, F.col(rowno)))
+        self.capture.relations_read[relation] = None
         spec = SourceSpec(key=key, relation=relation, attributes=chosen(df.columns, values))
         return TrackedFrame(self.capture, tracked, spec, {"rowno": F.col(rowno)})
 

@@ -42,6 +42,7 @@ import pyarrow.parquet as pq
 
 from ingest_service.levels import DEFAULT_THETA, LEVELS
 from sparkprov import defaults
+from sparkprov.progress import Progress
 from sparkprov.runtime import configure_logging, neo4j_driver
 
 log = logging.getLogger("ingest_service.reindex")
@@ -58,6 +59,7 @@ RETURN n.id AS id, n.op IS NOT NULL AS known, coalesce(n.split, []) AS split,
 _CREATE_COMPONENTS = (
     "UNWIND $rows AS r CREATE (:Component {id: r.id, size: r.size, theta: r.theta})"
 )
+_COUNT_NODES = "MATCH (n:Node) RETURN count(n) AS n"
 _EDGES = """
 MATCH (a:Node) WHERE a.id > $after
 WITH a ORDER BY a.id LIMIT $page
@@ -87,6 +89,9 @@ def export(driver: neo4j.Driver, folder: Path) -> tuple[int, int]:
     nodes = edges = 0
     for name in ("nodes", "edges", "set_deps"):
         (folder / name).mkdir(parents=True)
+    # Neo4j keeps both counts in its count store: asking costs nothing.
+    total = driver.execute_query(_COUNT_NODES, routing_="r").records[0]["n"]
+    bar = Progress(total, "exporting nodes", unit="nodes")
     for i, page in enumerate(_pages(driver, _NODES, "id")):
         table = pa.table(
             {
@@ -101,15 +106,20 @@ def export(driver: neo4j.Driver, folder: Path) -> tuple[int, int]:
         )
         pq.write_table(table, folder / "nodes" / f"part-{i:05d}.parquet")
         nodes += len(page)
+        bar.update(nodes)
         log.info("exported %d nodes", nodes)
+    bar.close()
     for name, query in (("edges", _EDGES), ("set_deps", _SET_DEPS)):
         count = 0
+        bar = Progress(None, f"exporting {name}", unit="edges")
         for i, page in enumerate(_pages(driver, query, "last")):
             src = [r["last"] for r in page for _ in r["dst"]]
             dst = [d for r in page for d in r["dst"]]
             table = pa.table({"src": pa.array(src, pa.int64()), "dst": pa.array(dst, pa.int64())})
             pq.write_table(table, folder / name / f"part-{i:05d}.parquet")
             count += len(src)
+            bar.update(count)
+        bar.close()
         if name == "edges":
             edges = count
         log.info("exported %d %s", count, name)
@@ -311,13 +321,18 @@ def write(spark: Any, folder: Path, theta: int, driver: neo4j.Driver) -> None:
         "SET n.component_id = r.c, n.s0 = r.s0, n.s1 = r.s1, n.s2 = r.s2 REMOVE n.set_id"
     )
     done = 0
+    bar = Progress(None, "storing ids", unit="nodes")
     for row in nodes.select("id", "c", "b0", "b1", "b2").toLocalIterator():
         batch.append({"id": row[0], "c": row[1], "s0": row[2], "s1": row[3], "s2": row[4]})
         if len(batch) >= 10_000:
             done += len(batch)
             flush(update)
+            bar.update(done)
             log.info("ids stored for %d nodes", done)
+    done += len(batch)
     flush(update)
+    bar.update(done)
+    bar.close()
     sizes = nodes.groupBy("c").count()
     for row in sizes.where(F.col("count") > 1).toLocalIterator():
         batch.append({"id": row[0], "size": row[1], "theta": theta})

@@ -1,27 +1,49 @@
-"""A small Python client of the query service, for scripts, the demo and tests.
+"""The Python client of the query service: every RPC of proto/sparkprov/v1/query.proto, with
+typed keyword arguments, returning the plain dataclasses of :mod:`sparkprov.query_model` and
+raising the errors of :mod:`sparkprov.query_errors` (never protobuf, never ``grpc.RpcError``).
 
-with QueryClient("127.0.0.1:50051") as client:
+with QueryClient() as client:  # address from SPARKPROV_GRPC_ADDR, else 127.0.0.1:50051
     run = client.wait_for_run(run_id)
     row = client.find_nodes(run_id, "AvgAge", {"City": "NY"})[0]
     print(render_trace(client.backward_trace([row.id]), row.id))
+
+``stub`` is the generated stub on the same channel, kept for tests of the wire contract itself.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TypeVar
 
 import grpc
 
-from sparkprov.v1 import lineage_pb2, query_pb2, query_pb2_grpc
+from sparkprov import defaults, query_adapter
+from sparkprov.bearer import BearerToken
+from sparkprov.query_errors import NotFound, from_rpc_error
+from sparkprov.query_model import (
+    Deletion,
+    GraphView,
+    Node,
+    Op,
+    Provenance,
+    Run,
+    Semiring,
+    Strategy,
+    Trace,
+)
+from sparkprov.trace_render import render_trace
+from sparkprov.v1 import query_pb2, query_pb2_grpc
 
 __all__ = ["QueryClient", "RunNotComplete", "TraceTruncated", "render_trace"]
 
 # The most nodes a witness trace may hold (the server's default maximum limit).
 _WITNESS_LIMIT = 1_000_000
+
+T = TypeVar("T")
 
 
 class RunNotComplete(TimeoutError):
@@ -33,20 +55,27 @@ class TraceTruncated(RuntimeError):
 
 
 class QueryClient:
-    """``tls_ca``: a PEM file of the CA that signed the server's certificate; the channel is then
-    TLS and verifies the server against it (``tls=True`` verifies against the system's CAs).
-    ``token``: sent as ``authorization: Bearer <token>`` with every call (``SPARKPROV_QUERY_TOKEN``
-    on the server); over a plaintext channel it travels in clear text."""
+    """``address``: host:port of the query service; ``None`` reads ``SPARKPROV_GRPC_ADDR``
+    (default 127.0.0.1:50051). ``token``: sent as ``authorization: Bearer <token>`` with every
+    call; ``None`` reads ``SPARKPROV_QUERY_TOKEN`` (the server's setting); over a plaintext
+    channel it travels in clear text. ``tls_ca``: a PEM file of the CA that signed the server's
+    certificate; the channel is then TLS (``tls=True`` verifies against the system's CAs).
+    ``timeout_s`` is every call's deadline."""
 
     def __init__(
         self,
-        address: str,
+        address: str | None = None,
         timeout_s: float = 30.0,
         *,
         tls_ca: str | Path | None = None,
         tls: bool = False,
-        token: str = "",
+        token: str | None = None,
     ) -> None:
+        if address is None:
+            address = os.environ.get(defaults.ENV_GRPC_ADDR) or defaults.GRPC_ADDR
+        if token is None:
+            token = os.environ.get(defaults.ENV_QUERY_TOKEN, "")
+        self.address = address
         # A trace may hold up to the server's maximum limit of nodes (1M by default): far past
         # gRPC's 4 MB default for received messages, so the client takes whatever it is sent.
         options = [("grpc.max_receive_message_length", -1)]
@@ -57,7 +86,7 @@ class QueryClient:
         else:
             self._channel = grpc.insecure_channel(address, options=options)
         if token:
-            self._channel = grpc.intercept_channel(self._channel, _BearerToken(token))
+            self._channel = grpc.intercept_channel(self._channel, BearerToken(token))
         self.stub = query_pb2_grpc.ProvenanceQueryStub(self._channel)
         self.timeout_s = timeout_s
 
@@ -72,16 +101,24 @@ class QueryClient:
     def close(self) -> None:
         self._channel.close()
 
-    def runs(self, workflow: str = "") -> list[query_pb2.Run]:
-        reply = self.stub.ListRuns(
-            query_pb2.ListRunsRequest(workflow=workflow), timeout=self.timeout_s
-        )
-        return list(reply.runs)
+    def _call(self, rpc: Callable[..., T], request: object) -> T:
+        try:
+            return rpc(request, timeout=self.timeout_s)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from e
 
-    def wait_for_run(self, run_id: str, timeout_s: float = 120.0) -> query_pb2.Run:
-        """Poll ListRuns until the run is complete (everything its marker counted is stored)."""
+    # -- runs and rows ----------------------------------------------------------------------
+
+    def runs(self, workflow: str = "") -> list[Run]:
+        """ListRuns: the runs of ``workflow`` (all when empty), newest first."""
+        reply = self._call(self.stub.ListRuns, query_pb2.ListRunsRequest(workflow=workflow))
+        return [query_adapter.run(r) for r in reply.runs]
+
+    def wait_for_run(self, run_id: str, timeout_s: float = 120.0) -> Run:
+        """Poll ListRuns until the run is complete (everything its marker counted is stored).
+        Raises :class:`RunNotComplete` after ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
-        last: query_pb2.Run | None = None
+        last: Run | None = None
         while time.monotonic() < deadline:
             for run in self.runs():
                 if run.run_id == run_id:
@@ -98,23 +135,190 @@ class QueryClient:
         raise RunNotComplete(f"run {run_id} not complete after {timeout_s:.0f}s ({state})")
 
     def find_nodes(
-        self, run_id: str, relation: str, equals: Mapping[str, str] | None = None, limit: int = 0
-    ) -> list[query_pb2.Node]:
-        reply = self.stub.FindNodes(
-            query_pb2.FindNodesRequest(
-                run_id=run_id, relation=relation, equals=dict(equals or {}), limit=limit
-            ),
-            timeout=self.timeout_s,
+        self,
+        run_id: str,
+        relation: str,
+        equals: Mapping[str, str] | None = None,
+        limit: int = 0,
+    ) -> list[Node]:
+        """FindNodes: rows of ``relation`` in the run whose attributes equal ``equals`` (values
+        as text); ``limit`` 0 = the server's default (1000)."""
+        request = query_pb2.FindNodesRequest(
+            run_id=run_id, relation=relation, equals=dict(equals or {}), limit=limit
         )
-        return list(reply.nodes)
+        return [query_adapter.node(n) for n in self._call(self.stub.FindNodes, request).nodes]
 
-    def backward_trace(self, node_ids: list[str], **options: int) -> query_pb2.TraceResponse:
-        request = query_pb2.TraceRequest(node_ids=node_ids, **options)  # type: ignore[arg-type]
-        return self.stub.BackwardTrace(request, timeout=self.timeout_s)  # type: ignore[no-any-return]
+    # -- traces -----------------------------------------------------------------------------
 
-    def forward_trace(self, node_ids: list[str], **options: int) -> query_pb2.TraceResponse:
-        request = query_pb2.TraceRequest(node_ids=node_ids, **options)  # type: ignore[arg-type]
-        return self.stub.ForwardTrace(request, timeout=self.timeout_s)  # type: ignore[no-any-return]
+    def backward_trace(
+        self,
+        node_ids: Sequence[str],
+        *,
+        max_depth: int = 0,
+        limit: int = 0,
+        strategy: Strategy = Strategy.AUTO,
+        zoomed_out_modules: Sequence[str] = (),
+    ) -> Trace:
+        """BackwardTrace: the nodes' ancestors with the edges among them. ``max_depth`` 0 =
+        unlimited; ``limit`` 0 = the server default (100000 nodes; ``truncated`` says if it
+        cut); ``zoomed_out_modules`` traces that view of the first node's run."""
+        request = query_adapter.trace_request(
+            node_ids,
+            max_depth=max_depth,
+            limit=limit,
+            strategy=strategy,
+            zoomed_out_modules=zoomed_out_modules,
+        )
+        return query_adapter.trace(self._call(self.stub.BackwardTrace, request))
+
+    def forward_trace(
+        self,
+        node_ids: Sequence[str],
+        *,
+        max_depth: int = 0,
+        limit: int = 0,
+        strategy: Strategy = Strategy.AUTO,
+        zoomed_out_modules: Sequence[str] = (),
+    ) -> Trace:
+        """ForwardTrace: the nodes' descendants, as :meth:`backward_trace`."""
+        request = query_adapter.trace_request(
+            node_ids,
+            max_depth=max_depth,
+            limit=limit,
+            strategy=strategy,
+            zoomed_out_modules=zoomed_out_modules,
+        )
+        return query_adapter.trace(self._call(self.stub.ForwardTrace, request))
+
+    def backward_trace_stream(
+        self,
+        node_ids: Sequence[str],
+        *,
+        chunk_size: int = 0,
+        max_depth: int = 0,
+        limit: int = 0,
+        strategy: Strategy = Strategy.AUTO,
+    ) -> Iterator[Trace]:
+        """BackwardTraceStream: the trace in chunks of at most ``chunk_size`` nodes (0 = 1000);
+        the last chunk carries the stats."""
+        request = query_adapter.trace_request(
+            node_ids, max_depth=max_depth, limit=limit, strategy=strategy, zoomed_out_modules=()
+        )
+        request.chunk_size = chunk_size
+        return self._stream(self.stub.BackwardTraceStream, request)
+
+    def forward_trace_stream(
+        self,
+        node_ids: Sequence[str],
+        *,
+        chunk_size: int = 0,
+        max_depth: int = 0,
+        limit: int = 0,
+        strategy: Strategy = Strategy.AUTO,
+    ) -> Iterator[Trace]:
+        """ForwardTraceStream: as :meth:`backward_trace_stream`, forward."""
+        request = query_adapter.trace_request(
+            node_ids, max_depth=max_depth, limit=limit, strategy=strategy, zoomed_out_modules=()
+        )
+        request.chunk_size = chunk_size
+        return self._stream(self.stub.ForwardTraceStream, request)
+
+    def _stream(
+        self, rpc: Callable[..., Iterator[query_pb2.TraceResponse]], request: object
+    ) -> Iterator[Trace]:
+        try:
+            for chunk in rpc(request, timeout=self.timeout_s):
+                yield query_adapter.trace(chunk)
+        except grpc.RpcError as e:
+            raise from_rpc_error(e) from e
+
+    def subgraph(self, node_id: str, *, limit: int = 0) -> Trace:
+        """Subgraph: the node's ancestors and descendants plus the other children of its
+        descendants' parents."""
+        request = query_pb2.SubgraphRequest(node_id=node_id, limit=limit)
+        return query_adapter.trace(self._call(self.stub.Subgraph, request))
+
+    # -- views, deletion, polynomials -------------------------------------------------------
+
+    def zoom_out(
+        self, run_id: str, modules: Sequence[str], *, zoomed_out_modules: Sequence[str] = ()
+    ) -> GraphView:
+        """ZoomOut: the run viewed with ``zoomed_out_modules`` and ``modules`` zoomed out."""
+        request = query_pb2.ZoomRequest(
+            run_id=run_id, modules=list(modules), zoomed_out_modules=list(zoomed_out_modules)
+        )
+        return query_adapter.graph_view(self._call(self.stub.ZoomOut, request))
+
+    def zoom_in(
+        self, run_id: str, modules: Sequence[str], *, zoomed_out_modules: Sequence[str]
+    ) -> GraphView:
+        """ZoomIn: the view with ``zoomed_out_modules`` minus ``modules`` zoomed out
+        (``zoom_in(run, M, zoomed_out_modules=view.zoomed_out_modules)`` undoes a zoom_out)."""
+        request = query_pb2.ZoomRequest(
+            run_id=run_id, modules=list(modules), zoomed_out_modules=list(zoomed_out_modules)
+        )
+        return query_adapter.graph_view(self._call(self.stub.ZoomIn, request))
+
+    def propagate_deletion(
+        self, node_ids: Sequence[str], *, zoomed_out_modules: Sequence[str] = ()
+    ) -> Deletion:
+        """PropagateDeletion: what deleting the nodes removes, and the surviving aggregates'
+        new values."""
+        request = query_pb2.DeletionRequest(
+            node_ids=list(node_ids), zoomed_out_modules=list(zoomed_out_modules)
+        )
+        return query_adapter.deletion(self._call(self.stub.PropagateDeletion, request))
+
+    def depends_on(
+        self,
+        node_id: str,
+        on_node_ids: Sequence[str],
+        *,
+        zoomed_out_modules: Sequence[str] = (),
+    ) -> bool:
+        """DependsOn: whether ``node_id`` is removed when ``on_node_ids`` are deleted."""
+        request = query_pb2.DependsOnRequest(
+            node_id=node_id,
+            on_node_ids=list(on_node_ids),
+            zoomed_out_modules=list(zoomed_out_modules),
+        )
+        return bool(self._call(self.stub.DependsOn, request).depends)
+
+    def provenance(
+        self,
+        node_id: str,
+        *,
+        semiring: Semiring = Semiring.NONE,
+        false_tokens: Sequence[str] = (),
+        token_costs: Mapping[str, float] | None = None,
+        token_probabilities: Mapping[str, float] | None = None,
+        samples: int = 0,
+    ) -> Provenance:
+        """Provenance: the node's polynomial and its value in ``semiring`` (BOOLEAN with
+        ``false_tokens``, TROPICAL with ``token_costs``, PROBABILITY with
+        ``token_probabilities`` and Monte Carlo ``samples``)."""
+        request = query_adapter.provenance_request(
+            node_id,
+            semiring=semiring,
+            false_tokens=false_tokens,
+            token_costs=token_costs or {},
+            token_probabilities=token_probabilities or {},
+            samples=samples,
+        )
+        return query_adapter.provenance(self._call(self.stub.Provenance, request))
+
+    # -- built on the RPCs ------------------------------------------------------------------
+
+    def run_trace(self, run_id: str, relations: Sequence[str], *, limit: int = 0) -> Trace:
+        """A whole run as one trace: every row of ``relations`` (its outputs, typically) with
+        all their ancestors. Raises :class:`TraceTruncated` if the server's limit cut it."""
+        ids: list[str] = []
+        for relation in relations:
+            rows = self.find_nodes(run_id, relation, limit=_WITNESS_LIMIT)
+            if not rows:
+                raise NotFound(grpc.StatusCode.NOT_FOUND, f"no rows of {relation!r} in {run_id}")
+            ids.extend(n.id for n in rows)
+        return self._trace(self.backward_trace, ids, limit or _WITNESS_LIMIT)
 
     def witness(
         self, node_ids: list[str], *, limit: int = _WITNESS_LIMIT
@@ -139,7 +343,7 @@ class QueryClient:
         fresh = list(tokens)
         while fresh:
             forward = self._trace(self.forward_trace, fresh, limit)
-            excluded = {n.id: n.value for n in forward.nodes if n.op == lineage_pb2.OP_EXCLUDED}
+            excluded = {n.id: n.value for n in forward.nodes if n.op == Op.EXCLUDED}
             found = {
                 excluded[e.dst]
                 for e in forward.edges
@@ -157,111 +361,15 @@ class QueryClient:
         return rows
 
     @staticmethod
-    def _tokens(trace: query_pb2.TraceResponse) -> dict[str, query_pb2.Node]:
-        return {n.id: n for n in trace.nodes if n.op == lineage_pb2.OP_TOKEN}
+    def _tokens(trace: Trace) -> dict[str, Node]:
+        return {n.id: n for n in trace.nodes if n.op == Op.TOKEN}
 
     @staticmethod
-    def _trace(
-        call: Callable[..., query_pb2.TraceResponse], node_ids: list[str], limit: int
-    ) -> query_pb2.TraceResponse:
-        trace = call(node_ids, limit=limit)
+    def _trace(call: Callable[..., Trace], node_ids: Sequence[str], limit: int) -> Trace:
+        trace = call(list(node_ids), limit=limit)
         if trace.truncated:
             raise TraceTruncated(
                 f"the trace of {len(node_ids)} node(s) holds more than {limit} nodes: "
                 "a witness taken from it would be partial; raise the limit or trace fewer nodes"
             )
         return trace
-
-
-class _BearerToken(
-    grpc.UnaryUnaryClientInterceptor,  # type: ignore[misc]
-    grpc.UnaryStreamClientInterceptor,  # type: ignore[misc]
-):
-    """Adds the token to the metadata of every call, unary and streaming alike."""
-
-    def __init__(self, token: str) -> None:
-        self._header = ("authorization", f"Bearer {token}")
-
-    def _details(self, details: grpc.ClientCallDetails) -> grpc.ClientCallDetails:
-        return _CallDetails(
-            details.method,
-            details.timeout,
-            [*(details.metadata or ()), self._header],
-            details.credentials,
-            details.wait_for_ready,
-            details.compression,
-        )
-
-    def intercept_unary_unary(
-        self, continuation: Callable[..., Any], details: grpc.ClientCallDetails, request: Any
-    ) -> Any:
-        return continuation(self._details(details), request)
-
-    def intercept_unary_stream(
-        self, continuation: Callable[..., Any], details: grpc.ClientCallDetails, request: Any
-    ) -> Iterator[Any]:
-        return continuation(self._details(details), request)  # type: ignore[no-any-return]
-
-
-class _CallDetails(grpc.ClientCallDetails):  # type: ignore[misc]
-    def __init__(
-        self,
-        method: str,
-        timeout: float | None,
-        metadata: list[tuple[str, str]],
-        credentials: grpc.CallCredentials | None,
-        wait_for_ready: bool | None,
-        compression: grpc.Compression | None,
-    ) -> None:
-        self.method = method
-        self.timeout = timeout
-        self.metadata = metadata
-        self.credentials = credentials
-        self.wait_for_ready = wait_for_ready
-        self.compression = compression
-
-
-def _describe(node: query_pb2.Node) -> str:
-    op = lineage_pb2.Op.Name(node.op).removeprefix("OP_")
-    text = f"[{op}] "
-    if node.relation:
-        text += f"{node.relation} "
-    text += node.label
-    shows_value = node.value != node.label or node.op == lineage_pb2.OP_AGGREGATE
-    if node.value and shows_value:
-        text += f" = {node.value}"
-    if node.attributes:
-        text += "  " + " ".join(f"{k}={v}" for k, v in sorted(node.attributes.items()))
-    return text
-
-
-def render_trace(trace: query_pb2.TraceResponse, root: str, *, backward: bool = True) -> str:
-    """An indented tree of a trace from ``root``; shared ancestors are printed once."""
-    nodes = {n.id: n for n in trace.nodes}
-    nexts: dict[str, list[str]] = {}
-    for edge in trace.edges:
-        a, b = (edge.dst, edge.src) if backward else (edge.src, edge.dst)
-        nexts.setdefault(a, []).append(b)
-    arrow = "<- " if backward else "-> "
-    lines: list[str] = []
-    shown: set[str] = set()
-
-    def walk(node_id: str, depth: int) -> None:
-        node = nodes.get(node_id)
-        text = _describe(node) if node else f"(node {node_id})"
-        prefix = "    " * depth + (arrow if depth else "")
-        if node_id in shown:
-            lines.append(f"{prefix}{text}  (see above)")
-            return
-        shown.add(node_id)
-        lines.append(prefix + text)
-        children = sorted(
-            nexts.get(node_id, []), key=lambda i: _describe(nodes[i]) if i in nodes else i
-        )
-        for child in children:
-            walk(child, depth + 1)
-
-    walk(root, 0)
-    if trace.truncated:
-        lines.append("... (truncated by the limit)")
-    return "\n".join(lines)

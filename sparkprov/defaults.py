@@ -17,6 +17,7 @@ __all__ = [
     "ENV_NEO4J_TLS_CA",
     "ENV_NEO4J_URI",
     "ENV_NEO4J_USER",
+    "ENV_OPENLINEAGE",
     "ENV_QUERY_TOKEN",
     "ENV_TOPIC",
     "ENV_VIEWER_ADDR",
@@ -41,9 +42,14 @@ ENV_GRPC_ADDR = "SPARKPROV_GRPC_ADDR"
 ENV_INGEST_HTTP_ADDR = "SPARKPROV_INGEST_HTTP_ADDR"
 ENV_DISABLED = "SPARKPROV_DISABLED"
 ENV_QUERY_TOKEN = "SPARKPROV_QUERY_TOKEN"
+# The trace viewer's address (the viewer serves on it; `sparkprov open` opens it).
 ENV_VIEWER_ADDR = "SPARKPROV_VIEWER_ADDR"
 # The local Neo4j's HTTP connector: the transactional Cypher endpoint and Neo4j Browser.
 ENV_NEO4J_HTTP_ADDR = "SPARKPROV_NEO4J_HTTP_ADDR"
+# "1" turns on OpenLineage events of every ProvenanceSession, through the openlineage-python
+# client's own configuration (OPENLINEAGE_URL, OPENLINEAGE_CONFIG, openlineage.yml); they are
+# also on whenever OPENLINEAGE_URL or OPENLINEAGE_CONFIG is set.
+ENV_OPENLINEAGE = "SPARKPROV_OPENLINEAGE"
 
 KAFKA_BOOTSTRAP = "127.0.0.1:9092"
 TOPIC = "sparkprov.lineage"

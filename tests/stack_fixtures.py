@@ -18,7 +18,7 @@ import pytest
 from localstack import Stack, StackSettings
 from sparkprov import defaults
 from sparkprov.client import QueryClient
-from sparkprov.v1 import query_pb2
+from sparkprov.query_model import Run, RunState
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,13 +49,13 @@ class CheckedClient(QueryClient):
 
     def wait_for_run(
         self, run_id: str, timeout_s: float = 120.0, *, dangling_ok: bool = False
-    ) -> query_pb2.Run:
+    ) -> Run:
         run = super().wait_for_run(run_id, timeout_s)
         if not dangling_ok:
             assert run.dangling_node_count == 0, (
                 f"run {run_id}: {run.dangling_node_count} edge ends were never stored"
             )
-            assert run.state in (query_pb2.RUN_STATE_COMPLETE, query_pb2.RUN_STATE_FAILED)
+            assert run.state in (RunState.COMPLETE, RunState.FAILED)
         return run
 
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import grpc
 
+from sparkprov.query_errors import QueryError, Unavailable
+
 from .streams import publish_chain_run, wait_until_storing
 
 
@@ -29,8 +31,8 @@ def test_query_service_answers_unavailable_fast_while_neo4j_is_away(stack, clien
         try:
             client.runs()
             raise AssertionError("ListRuns answered with Neo4j down")
-        except grpc.RpcError as e:
-            assert e.code() == grpc.StatusCode.UNAVAILABLE, e
+        except Unavailable as e:
+            assert e.code == grpc.StatusCode.UNAVAILABLE, e
         assert time.monotonic() - started < 10, "UNAVAILABLE took longer than 10 s"
     finally:
         stack.up(("neo4j",))
@@ -39,7 +41,7 @@ def test_query_service_answers_unavailable_fast_while_neo4j_is_away(stack, clien
         try:
             client.runs()
             break
-        except grpc.RpcError:
+        except QueryError:
             assert time.monotonic() < deadline, "the query service did not recover"
             time.sleep(0.5)
     assert stack.pid("query") == query_pid

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from capture_agent import ProvenanceSession
 from capture_agent.replay import witness_frames
-from sparkprov.v1 import lineage_pb2
+from sparkprov.query_model import Op
 
 from .graph import run_graph
 
@@ -73,7 +73,7 @@ def test_excluded_rows_are_recorded_and_close_the_witness(spark, client, neo4j_d
     trace = client.backward_trace([out.id])
     positive: dict[str, list[dict[str, str]]] = {}
     for n in trace.nodes:
-        if n.op == lineage_pb2.OP_TOKEN:
+        if n.op == Op.TOKEN:
             positive.setdefault(n.relation, []).append(dict(n.attributes))
     assert "O" not in positive and len(positive["C"]) == len(CUSTOMERS)
     assert _rerun(spark, sources, positive) == [("b", 2, 160.0)]

@@ -140,7 +140,7 @@ def test_run_with_edges_to_never_stored_nodes_is_flagged(stack, client, neo4j_dr
     import numpy as np
 
     from sparkprov.events import EdgeColumns, NodeColumns, encode_batch
-    from sparkprov.v1 import query_pb2
+    from sparkprov.query_model import RunState
 
     base = int(uuid.uuid4().int >> 66)  # fresh ids, far from any other test's
     run_id = f"dangling-{uuid.uuid4().hex}"
@@ -167,7 +167,7 @@ def test_run_with_edges_to_never_stored_nodes_is_flagged(stack, client, neo4j_dr
     producer.close()
 
     run = client.wait_for_run(run_id, dangling_ok=True)
-    assert run.complete and run.state == query_pb2.RUN_STATE_COMPLETE_WITH_DANGLING
+    assert run.complete and run.state is RunState.COMPLETE_WITH_DANGLING
     assert run.dangling_node_count == 2  # base+7 and base+8; base+1 and base+2 were filled
     records, _, _ = neo4j_driver.execute_query(
         "MATCH (n:Node) WHERE n.id IN $ids RETURN n.id AS id, n.op AS op, n.pending_run AS p",

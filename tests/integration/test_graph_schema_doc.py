@@ -16,7 +16,7 @@ import networkx as nx
 import pytest
 
 from examples.people import run_workflow
-from sparkprov.v1 import lineage_pb2, query_pb2
+from sparkprov.query_model import Op, Strategy
 
 from .graph import run_graph, stored_part
 
@@ -54,9 +54,7 @@ def check_find_rows(driver, client, run_id, ny) -> None:  # type: ignore[no-unty
 def check_source_rows(driver, client, run_id, ny) -> None:  # type: ignore[no-untyped-def]
     rows = _run(driver, "source-rows", run=run_id)
     trace = client.backward_trace([ny.id])
-    tokens = sorted(
-        (n.relation, n.attributes.get("Name")) for n in trace.nodes if n.op == lineage_pb2.OP_TOKEN
-    )
+    tokens = sorted((n.relation, n.attributes.get("Name")) for n in trace.nodes if n.op == Op.TOKEN)
     assert (
         [(r["relation"], r["name"]) for r in rows]
         == tokens
@@ -78,8 +76,8 @@ def check_reached_outputs(driver, client, run_id, ny) -> None:  # type: ignore[n
 def check_aggregate_inputs(driver, client, run_id, ny) -> None:  # type: ignore[no-untyped-def]
     rows = _run(driver, "aggregate-inputs", run=run_id)
     trace = client.backward_trace([ny.id])
-    (aggregate,) = [n for n in trace.nodes if n.op == lineage_pb2.OP_AGGREGATE]
-    values = sorted(n.value for n in trace.nodes if n.op == lineage_pb2.OP_VALUE)
+    (aggregate,) = [n for n in trace.nodes if n.op == Op.AGGREGATE]
+    values = sorted(n.value for n in trace.nodes if n.op == Op.VALUE)
     assert [r["value"] for r in rows] == values == ["30", "40"]
     assert {(r["function"], r["result"]) for r in rows} == {(aggregate.label, aggregate.value)}
     # each tensor pairs a value with the Person2 row it came from
@@ -90,7 +88,7 @@ def check_aggregates_fed(driver, client, run_id, ny) -> None:  # type: ignore[no
     rows = _run(driver, "aggregates-fed", run=run_id)
     (steve,) = client.find_nodes(run_id, "Person1", {"Name": "Steve"})
     forward = client.forward_trace([steve.id])
-    fed = {(n.label, n.value) for n in forward.nodes if n.op == lineage_pb2.OP_AGGREGATE}
+    fed = {(n.label, n.value) for n in forward.nodes if n.op == Op.AGGREGATE}
     assert {(r["function"], r["result"]) for r in rows} == fed == {("AVG", "35.0")}
     assert {(r["relation"], r["city"]) for r in rows} == {("AvgAge", "NY")}
 
@@ -133,13 +131,13 @@ def check_runs_by_workflow(driver, client, run_id, ny) -> None:  # type: ignore[
 
 
 # Ops of the nodes the query service derives from member edges (not stored, so not in Cypher).
-_DERIVED = (lineage_pb2.OP_TENSOR, lineage_pb2.OP_VALUE)
+_DERIVED = (Op.TENSOR, Op.VALUE)
 
 
 def check_component(driver, client, run_id, ny) -> None:  # type: ignore[no-untyped-def]
     (row,) = _run(driver, "component", id=int(ny.id))
     assert str(row["component"]) == ny.component_id
-    whole = client.backward_trace([ny.id], strategy=query_pb2.STRATEGY_COMPONENT)
+    whole = client.backward_trace([ny.id], strategy=Strategy.COMPONENT)
     graph = stored_part(run_graph(driver, run_id))  # Cypher sees the stored graph
     (part,) = [c for c in nx.weakly_connected_components(graph) if int(ny.id) in c]
     traced = [n for n in whole.nodes if n.op not in _DERIVED]

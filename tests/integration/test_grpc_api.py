@@ -9,6 +9,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from examples.people import run_workflow
+from sparkprov.query_errors import InvalidArgument, NotFound, QueryError
 from sparkprov.v1 import query_pb2
 
 
@@ -19,43 +20,32 @@ def run_id(spark, client):  # type: ignore[no-untyped-def]
     return run_id
 
 
-def _code(call, *args):  # type: ignore[no-untyped-def]
-    with pytest.raises(grpc.RpcError) as info:
-        call(*args, timeout=10)
-    return info.value.code(), info.value.details()
-
-
 @pytest.mark.parametrize(
-    ("request_", "code"),
+    ("node_ids", "options", "error"),
     [
-        (query_pb2.TraceRequest(), grpc.StatusCode.INVALID_ARGUMENT),
-        (query_pb2.TraceRequest(node_ids=["abc"]), grpc.StatusCode.INVALID_ARGUMENT),
-        (
-            query_pb2.TraceRequest(node_ids=["99999999999999999999"]),
-            grpc.StatusCode.INVALID_ARGUMENT,
-        ),
-        (query_pb2.TraceRequest(node_ids=["1"], limit=10**9), grpc.StatusCode.INVALID_ARGUMENT),
-        (query_pb2.TraceRequest(node_ids=["123456789"]), grpc.StatusCode.NOT_FOUND),
-        (query_pb2.TraceRequest(node_ids=["1"], strategy=42), grpc.StatusCode.INVALID_ARGUMENT),
+        ([], {}, InvalidArgument),
+        (["abc"], {}, InvalidArgument),
+        (["99999999999999999999"], {}, InvalidArgument),
+        (["1"], {"limit": 10**9}, InvalidArgument),
+        (["123456789"], {}, NotFound),
+        (["1"], {"strategy": 42}, InvalidArgument),
     ],
 )
-def test_trace_rejects_bad_requests(client, request_, code) -> None:  # type: ignore[no-untyped-def]
-    for call in (client.stub.BackwardTrace, client.stub.ForwardTrace):
-        got, details = _code(call, request_)
-        assert got == code
-        assert details
+def test_trace_rejects_bad_requests(client, node_ids, options, error) -> None:  # type: ignore[no-untyped-def]
+    for call in (client.backward_trace, client.forward_trace):
+        with pytest.raises(QueryError) as info:
+            call(node_ids, **options)
+        assert type(info.value) is error and info.value.details
 
 
 def test_find_nodes_validation(client, run_id) -> None:  # type: ignore[no-untyped-def]
-    stub = client.stub
-    assert _code(stub.FindNodes, query_pb2.FindNodesRequest(relation="AvgAge"))[0] == (
-        grpc.StatusCode.INVALID_ARGUMENT
-    )
-    assert _code(stub.FindNodes, query_pb2.FindNodesRequest(run_id=run_id))[0] == (
-        grpc.StatusCode.INVALID_ARGUMENT
-    )
-    code, details = _code(stub.FindNodes, query_pb2.FindNodesRequest(run_id="nope", relation="x"))
-    assert code == grpc.StatusCode.NOT_FOUND and "nope" in details
+    with pytest.raises(InvalidArgument):
+        client.find_nodes("", "AvgAge")
+    with pytest.raises(InvalidArgument):
+        client.find_nodes(run_id, "")
+    with pytest.raises(NotFound) as info:
+        client.find_nodes("nope", "x")
+    assert info.value.code == grpc.StatusCode.NOT_FOUND and "nope" in info.value.details
 
 
 def test_find_nodes_filters_by_attribute_values(client, run_id) -> None:  # type: ignore[no-untyped-def]
@@ -82,9 +72,8 @@ def test_hostile_strings_stay_data(client, run_id, hostile) -> None:  # type: ig
     assert client.find_nodes(run_id, "Person1", {hostile: "NY"}) == []
     assert client.find_nodes(run_id, "Person1", {"City": hostile}) == []
     assert client.find_nodes(run_id, hostile) == []
-    with pytest.raises(grpc.RpcError) as info:
-        client.stub.FindNodes(query_pb2.FindNodesRequest(run_id=hostile, relation="x"), timeout=10)
-    assert info.value.code() == grpc.StatusCode.NOT_FOUND
+    with pytest.raises(NotFound):
+        client.find_nodes(hostile, "x")
     assert len(client.find_nodes(run_id, "Person1")) == before == 4
 
 

@@ -14,11 +14,9 @@ import pytest
 
 from capture_agent import ProvenanceSession
 from examples.cars import DealerState, dealer
-from sparkprov.v1 import lineage_pb2, query_pb2
+from sparkprov.query_model import Op, Semiring
 
 from .graph import run_graph
-
-TIMEOUT = 30
 
 
 @pytest.fixture(scope="module")
@@ -60,13 +58,11 @@ def example(spark, client, neo4j_driver):  # type: ignore[no-untyped-def]
 
 
 def _delete(client, ids, **kw):  # type: ignore[no-untyped-def]
-    request = query_pb2.DeletionRequest(node_ids=ids, **kw)
-    return client.stub.PropagateDeletion(request, timeout=TIMEOUT)
+    return client.propagate_deletion(ids, **kw)
 
 
 def _depends(client, node, on, **kw):  # type: ignore[no-untyped-def]
-    request = query_pb2.DependsOnRequest(node_id=node, on_node_ids=on, **kw)
-    return client.stub.DependsOn(request, timeout=TIMEOUT).depends
+    return client.depends_on(node, on, **kw)
 
 
 def test_example_4_3_deleting_c2_keeps_the_civic_count_now_1(client, example) -> None:  # type: ignore[no-untyped-def]
@@ -94,7 +90,7 @@ def test_example_4_4_deleting_the_request_leaves_only_state_and_invocations(
     graph = example["graph"]
     reply = _delete(client, [example["I1"]])
     deleted = {int(i) for i in reply.deleted_node_ids}
-    assert reply.recomputed == []
+    assert reply.recomputed == ()
 
     def is_state_or_invocation(n: int) -> bool:
         data = graph.nodes[n]
@@ -124,9 +120,7 @@ def test_example_4_5_the_count_depends_on_the_request_not_on_c2(client, example)
 
 
 def test_zoom_out_of_dealer1_hides_its_intermediate_computations(client, example) -> None:  # type: ignore[no-untyped-def]
-    view = client.stub.ZoomOut(
-        query_pb2.ZoomRequest(run_id=example["run"], modules=["dealer1"]), timeout=TIMEOUT
-    )
+    view = client.zoom_out(example["run"], ["dealer1"])
     graph = example["graph"]
     (module,) = [n for n, d in graph.nodes(data=True) if d["op"] == "MODULE"]
     (inp,) = [n for n, d in graph.nodes(data=True) if d.get("relation") == "Requests"]
@@ -149,12 +143,7 @@ def test_zoom_out_of_dealer1_hides_its_intermediate_computations(client, example
 
 
 def run_graph_equal(client, example) -> bool:  # type: ignore[no-untyped-def]
-    back = client.stub.ZoomIn(
-        query_pb2.ZoomRequest(
-            run_id=example["run"], modules=["dealer1"], zoomed_out_modules=["dealer1"]
-        ),
-        timeout=TIMEOUT,
-    )
+    back = client.zoom_in(example["run"], ["dealer1"], zoomed_out_modules=["dealer1"])
     graph = example["graph"]
     return {int(n.id) for n in back.nodes} == set(graph.nodes) and {
         (int(e.src), int(e.dst)) for e in back.edges
@@ -163,9 +152,7 @@ def run_graph_equal(client, example) -> bool:  # type: ignore[no-untyped-def]
 
 def test_zoom_in_of_zoom_out_is_the_stored_graph(client, example) -> None:  # type: ignore[no-untyped-def]
     assert run_graph_equal(client, example)
-    out = client.stub.ZoomOut(
-        query_pb2.ZoomRequest(run_id=example["run"], modules=["dealer1"]), timeout=TIMEOUT
-    )
+    out = client.zoom_out(example["run"], ["dealer1"])
     assert len(out.nodes) < example["graph"].number_of_nodes()
 
 
@@ -175,7 +162,7 @@ def test_subgraph_of_c2(client, example) -> None:  # type: ignore[no-untyped-def
     descendants = nx.descendants(graph, n)
     siblings = {s for d in descendants for p in graph.predecessors(d) for s in graph.successors(p)}
     expected = {n} | nx.ancestors(graph, n) | descendants | siblings
-    reply = client.stub.Subgraph(query_pb2.SubgraphRequest(node_id=example["C2"]), timeout=TIMEOUT)
+    reply = client.subgraph(example["C2"])
     assert reply.nodes[0].id == example["C2"]
     assert {int(x.id) for x in reply.nodes} == expected
     assert {(int(e.src), int(e.dst)) for e in reply.edges} == set(graph.subgraph(expected).edges)
@@ -185,31 +172,30 @@ def test_subgraph_of_c2(client, example) -> None:  # type: ignore[no-untyped-def
 
 
 def _provenance(client, node, semiring, **kw):  # type: ignore[no-untyped-def]
-    request = query_pb2.ProvenanceRequest(node_id=node, semiring=semiring, **kw)
-    return client.stub.Provenance(request, timeout=TIMEOUT)
+    return client.provenance(node, semiring=semiring, **kw)
 
 
 def test_provenance_of_the_civic_count(client, example) -> None:  # type: ignore[no-untyped-def]
     c2, c3, i1 = example["C2"], example["C3"], example["I1"]
-    why = _provenance(client, example["civic"], query_pb2.SEMIRING_WHY)
-    (module,) = [t.id for t in why.tokens if t.op == lineage_pb2.OP_MODULE]
-    assert {frozenset(w.tokens) for w in why.witnesses} == {
+    why = _provenance(client, example["civic"], Semiring.WHY)
+    (module,) = [t.id for t in why.tokens if t.op == Op.MODULE]
+    assert {frozenset(w) for w in why.witnesses} == {
         frozenset({c2, module, i1}),
         frozenset({c3, module, i1}),
     }
     assert why.polynomial.startswith("δ(") and "Cars" in why.polynomial
     assert why.terms[0].id == example["civic"] and why.terms[0].op == "DELTA"
     # N[X]: two derivations under δ; the aggregate itself counts both
-    assert _provenance(client, example["civic"], query_pb2.SEMIRING_COUNTING).count == 1
-    assert _provenance(client, example["count"], query_pb2.SEMIRING_COUNTING).count == 2
+    assert _provenance(client, example["civic"], Semiring.COUNTING).count == 1
+    assert _provenance(client, example["count"], Semiring.COUNTING).count == 2
     prob = _provenance(
-        client, example["civic"], query_pb2.SEMIRING_PROBABILITY,
+        client, example["civic"], Semiring.PROBABILITY,
         token_probabilities={c2: 0.5, c3: 0.4, i1: 0.9},
     )  # fmt: skip
     assert prob.probability == pytest.approx(0.9 * (1 - 0.5 * 0.6))
     assert prob.method.startswith("exact")
     cost = _provenance(
-        client, example["civic"], query_pb2.SEMIRING_TROPICAL,
+        client, example["civic"], Semiring.TROPICAL,
         token_costs={c2: 10, c3: 3, i1: 1, module: 0},
     )  # fmt: skip
     # the state node and the request's module-input node both use the invocation: module twice
@@ -220,7 +206,7 @@ def test_deletion_and_boolean_evaluation_agree(client, example) -> None:  # type
     for gone in ([example["C2"]], [example["I1"]], [example["C2"], example["C3"]]):
         deleted = set(_delete(client, gone).deleted_node_ids)
         for node in example["graph"].nodes:
-            reply = _provenance(client, str(node), query_pb2.SEMIRING_BOOLEAN, false_tokens=gone)
+            reply = _provenance(client, str(node), Semiring.BOOLEAN, false_tokens=gone)
             assert reply.boolean == (str(node) not in deleted), (node, gone)
 
 
@@ -234,9 +220,7 @@ def test_zoom_out_applies_to_every_invocation_of_the_workflow(spark, client, neo
     modules = {n: d["label"] for n, d in graph.nodes(data=True) if d["op"] == "MODULE"}
     dealer1 = {n for n, label in modules.items() if label == "dealer1"}
     assert len(dealer1) == executions
-    view = client.stub.ZoomOut(
-        query_pb2.ZoomRequest(run_id=prov.run_id, modules=["dealer1"]), timeout=60
-    )
+    view = client.zoom_out(prov.run_id, ["dealer1"])
     kept = {int(n.id) for n in view.nodes}
     assert {int(i) for i in view.zoomed_node_ids} == dealer1
     # every dealer1 invocation's inside (state and intermediate nodes: all it derives but its
@@ -267,11 +251,6 @@ def test_zoom_out_applies_to_every_invocation_of_the_workflow(spark, client, neo
         assert {(module, o) for o in graph.successors(module)} & edges == {
             (module, o) for o in outs
         }
-    back = client.stub.ZoomIn(
-        query_pb2.ZoomRequest(
-            run_id=prov.run_id, modules=["dealer1"], zoomed_out_modules=view.zoomed_out_modules
-        ),
-        timeout=60,
-    )
+    back = client.zoom_in(prov.run_id, ["dealer1"], zoomed_out_modules=view.zoomed_out_modules)
     assert {int(n.id) for n in back.nodes} == set(graph.nodes)
     assert {(int(e.src), int(e.dst)) for e in back.edges} == set(graph.edges)

@@ -10,16 +10,16 @@ from pyspark.sql import functions as F
 
 from capture_agent import ProvenanceSession
 from query_service.store import Store
-from sparkprov.v1 import lineage_pb2, query_pb2
+from sparkprov.query_model import Op, Strategy
 
 from .graph import own_nodes, run_graph
 
 ROWS = [(k % 4, float(k), None if k % 5 == 0 else k * 10) for k in range(40)]
 STRATEGIES = [
-    query_pb2.STRATEGY_RECURSIVE,
-    query_pb2.STRATEGY_COMPONENT,
-    query_pb2.STRATEGY_CONNECTED_SET,
-    query_pb2.STRATEGY_AUTO,
+    Strategy.RECURSIVE,
+    Strategy.COMPONENT,
+    Strategy.CONNECTED_SET,
+    Strategy.AUTO,
 ]
 
 
@@ -102,4 +102,4 @@ def test_a_derived_id_is_found_by_its_member_edge(grouped, stack, neo4j_driver, 
         fresh.close()
     trace = client.forward_trace([str(tensor)])
     assert {int(n.id) for n in trace.nodes} == nx.descendants(graph, tensor) | {tensor}
-    assert any(n.op == lineage_pb2.OP_AGGREGATE for n in trace.nodes)
+    assert any(n.op == Op.AGGREGATE for n in trace.nodes)

@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from capture_agent import ProvenanceSession
 from examples.cars import DealerState, dealer, run
-from sparkprov.v1 import lineage_pb2
+from sparkprov.query_model import Op
 
 from .graph import own_nodes, run_graph
 
@@ -36,18 +36,18 @@ def test_example_2_3_num_cars_by_model(spark, client, neo4j_driver) -> None:  # 
     client.wait_for_run(prov.run_id)
 
     (civic,) = client.find_nodes(prov.run_id, "NumCarsByModel", {"Model": "Civic"})
-    assert civic.op == lineage_pb2.OP_DELTA and civic.attributes["NumAvail"] == "2"
+    assert civic.op == Op.DELTA and civic.attributes["NumAvail"] == "2"
     trace = client.backward_trace([civic.id])
     tokens = {
         (n.relation, n.attributes.get("CarId") or n.attributes.get("BidId"))
         for n in trace.nodes
-        if n.op == lineage_pb2.OP_TOKEN
+        if n.op == Op.TOKEN
     }
     assert tokens == {("Cars", "C2"), ("Cars", "C3"), ("BidRequest", "B1")}
     assert ("Cars", "C1") not in tokens
-    count = [n for n in trace.nodes if n.op == lineage_pb2.OP_AGGREGATE]
+    count = [n for n in trace.nodes if n.op == Op.AGGREGATE]
     assert [(a.label, a.value) for a in count] == [("COUNT", "2")]
-    modules = [n for n in trace.nodes if n.op == lineage_pb2.OP_MODULE]
+    modules = [n for n in trace.nodes if n.op == Op.MODULE]
     assert [m.label for m in modules] == ["dealer1"]
 
     graph = run_graph(neo4j_driver, prov.run_id)

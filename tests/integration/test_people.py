@@ -7,7 +7,7 @@ import networkx as nx
 import pytest
 
 from examples.people import run_workflow
-from sparkprov.v1 import lineage_pb2
+from sparkprov.query_model import Op
 
 from .graph import own_nodes, rows_of, run_graph
 
@@ -46,7 +46,7 @@ def test_exact_lineage_of_avgage_ny(people_run, client, neo4j_driver) -> None:  
 
     ny = client.find_nodes(run_id, "AvgAge", {"City": "NY"})
     assert [n.id for n in ny] == [str(avg["NY"])]
-    assert ny[0].op == lineage_pb2.OP_DELTA and ny[0].attributes == {"City": "NY", "Age": "35.0"}
+    assert ny[0].op == Op.DELTA and ny[0].attributes == {"City": "NY", "Age": "35.0"}
 
     trace = client.backward_trace([ny[0].id])
     ids = {int(n.id) for n in trace.nodes}
@@ -65,11 +65,11 @@ def test_exact_lineage_of_avgage_ny(people_run, client, neo4j_driver) -> None:  
         assert (person1[name], person2[name]) in edges
         assert (person2[name], avg["NY"]) in edges
     # The AVG aggregate over exactly two members, with the values 30 and 40.
-    aggregates = [n for n in trace.nodes if n.op == lineage_pb2.OP_AGGREGATE]
+    aggregates = [n for n in trace.nodes if n.op == Op.AGGREGATE]
     assert [(a.label, a.value) for a in aggregates] == [("AVG", "35.0")]
-    values = sorted(n.value for n in trace.nodes if n.op == lineage_pb2.OP_VALUE)
+    values = sorted(n.value for n in trace.nodes if n.op == Op.VALUE)
     assert values == ["30", "40"]
-    assert sum(1 for n in trace.nodes if n.op == lineage_pb2.OP_TENSOR) == 2
+    assert sum(1 for n in trace.nodes if n.op == Op.TENSOR) == 2
 
 
 def test_mary_reaches_no_output(people_run, client, neo4j_driver) -> None:  # type: ignore[no-untyped-def]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import random
 import uuid
 
-import grpc
 import neo4j
 import networkx as nx
 import pytest
@@ -18,7 +17,8 @@ from ingest_service.store import Store as IngestStore
 from query_service.model import Direction, Strategy
 from query_service.store import Store
 from query_service.traces import TraceQuery, trace
-from sparkprov.v1 import query_pb2
+from sparkprov import query_errors
+from sparkprov.query_model import Strategy as WireStrategy
 from tests.integration.batches import dags, flush_of, fresh_ids, items_of
 
 SPLITS = [("a",), ("a", "x"), ("a", "y"), ("b",), ("b", "z"), ("c",)]
@@ -84,16 +84,15 @@ def test_strategies_through_grpc(client, stores) -> None:  # type: ignore[no-unt
     items = [("node", n) for n in splits] + [("edge", e) for e in edges]
     ingest.write(flush_of(run, items, ids, splits))  # type: ignore[arg-type]
     replies = {}
-    for strategy in (1, 2, 3, 0):
-        request = query_pb2.TraceRequest(node_ids=[str(ids[2])], strategy=strategy)  # type: ignore[arg-type]
-        replies[strategy] = client.stub.BackwardTrace(request, timeout=30)
+    for strategy in WireStrategy:
+        replies[strategy] = client.backward_trace([str(ids[2])], strategy=strategy)
     for reply in replies.values():
         assert {n.id for n in reply.nodes} == {str(ids[i]) for i in (0, 1, 2)}
         assert len(reply.edges) == 2
-    connected = replies[3].stats
-    assert connected.strategy == query_pb2.STRATEGY_CONNECTED_SET
+    connected = replies[WireStrategy.CONNECTED_SET].stats
+    assert connected.strategy == WireStrategy.CONNECTED_SET
     assert connected.sets_visited == 1 and connected.edges_fetched == 2
-    assert replies[2].stats.edges_fetched == 5
-    assert replies[0].stats.strategy != query_pb2.STRATEGY_AUTO  # AUTO names what ran
-    with pytest.raises(grpc.RpcError):
-        client.stub.BackwardTrace(query_pb2.TraceRequest(node_ids=["x"]), timeout=30)
+    assert replies[WireStrategy.COMPONENT].stats.edges_fetched == 5
+    assert replies[WireStrategy.AUTO].stats.strategy != WireStrategy.AUTO  # AUTO names what ran
+    with pytest.raises(query_errors.InvalidArgument):
+        client.backward_trace(["x"])

@@ -25,6 +25,7 @@ from query_service.model import Direction, InvalidArgument, NotFound, Strategy, 
 from query_service.queries import Queries
 from query_service.store import Store
 from query_service.traces import TraceQuery, run, run_encoded, trace
+from sparkprov import query_errors
 from sparkprov.v1 import query_pb2
 
 from .graph import run_graph
@@ -145,13 +146,13 @@ def test_the_encoded_trace_is_the_message_the_service_builds(captured, store) ->
 def test_grpc_traces_take_one_round_trip(captured, client) -> None:  # type: ignore[no-untyped-def]
     graph = captured
     out = min(n for n, d in graph.nodes(data=True) if d.get("relation") == "Out")
-    reply = client.stub.BackwardTrace(query_pb2.TraceRequest(node_ids=[str(out)]), timeout=30)
+    reply = client.backward_trace([str(out)])
     assert reply.stats.queries == 1
     assert {int(n.id) for n in reply.nodes} == nx.ancestors(graph, out) | {out}
-    with pytest.raises(grpc.RpcError) as failed:
-        client.stub.ForwardTrace(query_pb2.TraceRequest(node_ids=["12345"]), timeout=30)
-    assert failed.value.code() == grpc.StatusCode.NOT_FOUND
-    assert "unknown node id(s): 12345" in failed.value.details()
+    with pytest.raises(query_errors.NotFound) as failed:
+        client.forward_trace(["12345"])
+    assert failed.value.code == grpc.StatusCode.NOT_FOUND
+    assert "unknown node id(s): 12345" in failed.value.details
 
 
 def _reference_deletion(store: Store, ids: list[int]) -> tuple[list[int], list[Recomputed]]:

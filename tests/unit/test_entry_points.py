@@ -28,6 +28,9 @@ ENTRY_POINTS = [
     "capture_agent",
     "viewer",
     "viewer.__main__",
+    "sparkprov.cli",
+    "sparkprov.prov_export",
+    "capture_agent.openlineage",
 ]
 
 _CHILD = """

@@ -21,7 +21,7 @@ from query_service.server import create_server
 from query_service.settings import QuerySettings
 from sparkprov import runtime
 from sparkprov.client import QueryClient
-from sparkprov.v1 import query_pb2
+from sparkprov.query_errors import Unauthenticated, Unavailable
 
 from .test_traces import FakeStore
 
@@ -70,11 +70,7 @@ def test_a_client_trusting_the_certificate_is_served(
     with QueryClient(address, timeout_s=10, tls_ca=certificate[0], token=TOKEN) as client:
         trace = client.backward_trace(["3"])
         assert [n.id for n in trace.nodes] == ["3", "2", "1", "0"]
-        chunks = list(
-            client.stub.BackwardTraceStream(
-                query_pb2.TraceRequest(node_ids=["3"], chunk_size=2), timeout=10
-            )
-        )
+        chunks = list(client.backward_trace_stream(["3"], chunk_size=2))
         assert [n.id for c in chunks for n in c.nodes] == ["3", "2", "1", "0"]
 
 
@@ -82,9 +78,9 @@ def test_a_client_trusting_the_certificate_is_served(
 def test_a_client_not_trusting_the_certificate_cannot_connect(address: str, channel: str) -> None:
     tls = channel == "system CAs"
     client = QueryClient(address, timeout_s=5, tls=tls, token=TOKEN)
-    with client, pytest.raises(grpc.RpcError) as failed:
+    with client, pytest.raises(Unavailable) as failed:
         client.backward_trace(["3"])
-    assert failed.value.code() == grpc.StatusCode.UNAVAILABLE  # type: ignore[attr-defined]
+    assert failed.value.code == grpc.StatusCode.UNAVAILABLE
 
 
 def test_over_tls_every_rpc_still_needs_the_token_but_health_checks(
@@ -94,14 +90,12 @@ def test_over_tls_every_rpc_still_needs_the_token_but_health_checks(
         calls: list[Any] = [
             lambda: client.backward_trace(["3"]),
             lambda: client.runs(),
-            lambda: list(
-                client.stub.ForwardTraceStream(query_pb2.TraceRequest(node_ids=["0"]), timeout=10)
-            ),
+            lambda: list(client.forward_trace_stream(["0"])),
         ]
         for call in calls:
-            with pytest.raises(grpc.RpcError) as denied:
+            with pytest.raises(Unauthenticated) as denied:
                 call()
-            assert denied.value.code() == grpc.StatusCode.UNAUTHENTICATED  # type: ignore[attr-defined]
+            assert denied.value.code == grpc.StatusCode.UNAUTHENTICATED
         health = health_pb2_grpc.HealthStub(client._channel)
         reply = health.Check(health_pb2.HealthCheckRequest(), timeout=10)
         assert reply.status == health_pb2.HealthCheckResponse.SERVING

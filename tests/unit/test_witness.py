@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from sparkprov import query_adapter
 from sparkprov.client import QueryClient, TraceTruncated
+from sparkprov.query_model import Trace
 from sparkprov.v1 import lineage_pb2, query_pb2
 
 TOKEN, TIMES, EXCLUDED = lineage_pb2.OP_TOKEN, lineage_pb2.OP_TIMES, lineage_pb2.OP_EXCLUDED
@@ -41,7 +43,7 @@ class FakeClient(QueryClient):
         self.limit = limit
         self.calls: list[tuple[str, list[str]]] = []
 
-    def _walk(self, ids: list[str], backward: bool, limit: int) -> query_pb2.TraceResponse:
+    def _walk(self, ids: list[str], backward: bool, limit: int) -> Trace:
         order = dict.fromkeys(ids)
         frontier, edges = list(ids), []
         while frontier:
@@ -65,15 +67,19 @@ class FakeClient(QueryClient):
             )
             for i in order
         ]
-        return query_pb2.TraceResponse(
-            nodes=nodes[: min(limit, self.limit)], edges=edges, truncated=len(nodes) > self.limit
+        return query_adapter.trace(
+            query_pb2.TraceResponse(
+                nodes=nodes[: min(limit, self.limit)],
+                edges=edges,
+                truncated=len(nodes) > self.limit,
+            )
         )
 
-    def backward_trace(self, node_ids: list[str], **options: Any) -> query_pb2.TraceResponse:
+    def backward_trace(self, node_ids: list[str], **options: Any) -> Trace:
         self.calls.append(("backward", node_ids))
         return self._walk(node_ids, True, options["limit"])
 
-    def forward_trace(self, node_ids: list[str], **options: Any) -> query_pb2.TraceResponse:
+    def forward_trace(self, node_ids: list[str], **options: Any) -> Trace:
         self.calls.append(("forward", node_ids))
         return self._walk(node_ids, False, options["limit"])
 

@@ -65,12 +65,18 @@ public final class Deletions {
     if (!row.missing.isEmpty()) {
       return Stream.of(row);
     }
-    Traces.Plan plan = new Traces.Planner(graph, seeds, false, 0, autoFetchMax).plan("AUTO");
-    if (Traversal.run(seeds, false, 0, limit, plan.expander()).truncated()) {
+    Propagation p = new Propagation(graph);
+    // The forward closure bounds the answer. The walk inside Neo4j reads only the closure's
+    // edges (traces.AUTO_FETCH_MAX: no wholesale fetch), so it runs on the propagation's own
+    // children, which it then finds read.
+    Traversal.Expander walk =
+        autoFetchMax <= 0
+            ? p.childrenExpander()
+            : new Traces.Planner(graph, seeds, false, 0, autoFetchMax).plan("AUTO").expander();
+    if (Traversal.run(seeds, false, 0, limit, walk).truncated()) {
       row.truncated = true;
       return Stream.of(row);
     }
-    Propagation p = new Propagation(graph);
     Set<Long> removed = p.propagate(seeds);
     row.removed = List.copyOf(removed);
     row.aggregates = p.touched(removed);
@@ -161,6 +167,30 @@ public final class Deletions {
         }
       }
       return value;
+    }
+
+    /** The logical out-edges of a frontier, read through this propagation's cache. */
+    Traversal.Expander childrenExpander() {
+      return new Traversal.Expander() {
+        private long fetched;
+
+        @Override
+        public List<long[]> next(List<Long> frontier) {
+          List<long[]> out = new ArrayList<>();
+          for (long n : frontier) {
+            for (long c : children(n)) {
+              out.add(new long[] {n, c});
+            }
+          }
+          fetched += out.size();
+          return out;
+        }
+
+        @Override
+        public long fetched() {
+          return fetched;
+        }
+      };
     }
 
     private Set<Long> parents(long id) {

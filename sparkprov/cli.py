@@ -1,0 +1,312 @@
+"""The ``sparkprov`` command: the query service from a terminal (click; console script).
+
+    sparkprov runs [--workflow W]
+    sparkprov find RUN RELATION col=value...
+    sparkprov trace back|forward NODE_ID... [--depth N] [--strategy S]
+                    [--format tree|json|dot|prov-json|prov-n]
+    sparkprov export RUN RELATION... [--format prov-json|prov-n|json|dot]
+    sparkprov whatif-delete NODE_ID...
+    sparkprov provenance NODE_ID [--semiring S]
+    sparkprov open RUN|NODE_ID
+
+The address and token come from ``--address`` / ``--token`` or the variables the services read
+(``SPARKPROV_GRPC_ADDR``, ``SPARKPROV_QUERY_TOKEN``). A failed call prints one line,
+``sparkprov: <STATUS>: <message>``, on stderr and exits with the status's code below, so scripts
+can tell a bad id from a server that is down.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import webbrowser
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from typing import Any, NoReturn
+
+import click
+
+from sparkprov import defaults, prov_export
+from sparkprov.client import QueryClient
+from sparkprov.query_errors import (
+    InvalidArgument,
+    NotFound,
+    QueryError,
+    Unauthenticated,
+    Unavailable,
+)
+from sparkprov.query_model import Node, Semiring, Strategy, Trace
+from sparkprov.trace_render import describe, plain, render_dot, render_json, render_trace
+
+__all__ = ["EXIT_CODES", "main"]
+
+# Exit codes: 0 success, 2 usage error (click's), then one per kind of failed call.
+EXIT_CODES: dict[type[QueryError], int] = {
+    QueryError: 1,
+    NotFound: 3,
+    InvalidArgument: 4,
+    Unavailable: 5,
+    Unauthenticated: 6,
+}
+
+_NODE_ID = re.compile(r"-?\d{1,20}")
+# Node ids are signed: "-752..." must reach the command as an argument, not an unknown option.
+_IDS: dict[str, Any] = {"ignore_unknown_options": True}
+
+
+def _fail(error: QueryError) -> NoReturn:
+    message = " ".join(error.details.split()) or "(no details)"
+    click.echo(f"sparkprov: {error.status}: {message}", err=True)
+    sys.exit(EXIT_CODES.get(type(error), 1))
+
+
+@contextmanager
+def _client(ctx: click.Context) -> Iterator[QueryClient]:
+    options = ctx.find_root().obj
+    client = QueryClient(options["address"], options["timeout"], token=options["token"])
+    try:
+        with client:
+            yield client
+    except QueryError as e:
+        _fail(e)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--address",
+    envvar=defaults.ENV_GRPC_ADDR,
+    default=defaults.GRPC_ADDR,
+    show_default=True,
+    help=f"query service host:port (env {defaults.ENV_GRPC_ADDR})",
+)
+@click.option(
+    "--token",
+    envvar=defaults.ENV_QUERY_TOKEN,
+    default="",
+    help=f"bearer token (env {defaults.ENV_QUERY_TOKEN})",
+)
+@click.option("--timeout", default=30.0, show_default=True, help="seconds per call")
+@click.pass_context
+def main(ctx: click.Context, address: str, token: str, timeout: float) -> None:
+    """Row-level provenance of PySpark runs, from the sparkprov query service.
+
+    Exit codes: 0 ok, 1 other error, 2 usage, 3 NOT_FOUND, 4 INVALID_ARGUMENT,
+    5 UNAVAILABLE (server or Neo4j down, deadline), 6 UNAUTHENTICATED."""
+    ctx.obj = {"address": address, "token": token, "timeout": timeout}
+
+
+@main.command()
+@click.option("--workflow", default="", help="only this workflow's runs")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per run")
+@click.pass_context
+def runs(ctx: click.Context, workflow: str, as_json: bool) -> None:
+    """List runs, newest first: id, workflow, state, nodes and edges stored."""
+    with _client(ctx) as client:
+        for run in client.runs(workflow):
+            if as_json:
+                click.echo(json.dumps(plain(asdict(run))))
+                continue
+            expected = "?" if run.expected_node_count < 0 else str(run.expected_node_count)
+            click.echo(
+                f"{run.run_id}  {run.workflow}  {run.state.name}  "
+                f"nodes={run.node_count}/{expected} edges={run.edge_count}"
+            )
+
+
+def _equals(pairs: tuple[str, ...]) -> dict[str, str]:
+    equals: dict[str, str] = {}
+    for pair in pairs:
+        column, sep, value = pair.partition("=")
+        if not sep or not column:
+            raise click.BadParameter(f"{pair!r} is not col=value", param_hint="col=value")
+        equals[column] = value
+    return equals
+
+
+@main.command()
+@click.argument("run")
+@click.argument("relation")
+@click.argument("values", nargs=-1, metavar="col=value...")
+@click.option("--limit", default=0, help="most rows (0 = the server's default, 1000)")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per row")
+@click.pass_context
+def find(
+    ctx: click.Context, run: str, relation: str, values: tuple[str, ...], limit: int, as_json: bool
+) -> None:
+    """Rows of RELATION in RUN whose columns equal the values: node id, then the row."""
+    equals = _equals(values)
+    with _client(ctx) as client:
+        for node in client.find_nodes(run, relation, equals, limit=limit):
+            click.echo(json.dumps(_node(node)) if as_json else f"{node.id}  {describe(node)}")
+
+
+_FORMATS = ["tree", "json", "dot", "prov-json", "prov-n"]
+_RENDER: dict[str, Callable[[Trace], str]] = {
+    "json": render_json,
+    "dot": render_dot,
+    "prov-json": prov_export.to_prov_json,
+    "prov-n": prov_export.to_prov_n,
+}
+
+
+@main.command(context_settings=_IDS)
+@click.argument("direction", type=click.Choice(["back", "forward"]))
+@click.argument("node_ids", nargs=-1, required=True, metavar="NODE_ID...")
+@click.option("--depth", default=0, help="levels to follow (0 = all)")
+@click.option(
+    "--strategy",
+    type=click.Choice([s.name.lower() for s in Strategy], case_sensitive=False),
+    default="auto",
+    show_default=True,
+)
+@click.option("--limit", default=0, help="most nodes (0 = the server's default)")
+@click.option("--format", "fmt", type=click.Choice(_FORMATS), default="tree", show_default=True)
+@click.pass_context
+def trace(
+    ctx: click.Context,
+    direction: str,
+    node_ids: tuple[str, ...],
+    depth: int,
+    strategy: str,
+    limit: int,
+    fmt: str,
+) -> None:
+    """Backward (ancestors) or forward (descendants) trace of nodes, as the tree `make demo`
+    prints, JSON, Graphviz DOT, or W3C PROV (PROV-JSON, PROV-N)."""
+    backward = direction == "back"
+    with _client(ctx) as client:
+        call = client.backward_trace if backward else client.forward_trace
+        result = call(
+            list(node_ids), max_depth=depth, limit=limit, strategy=Strategy[strategy.upper()]
+        )
+    if fmt == "tree":
+        click.echo("\n\n".join(render_trace(result, i, backward=backward) for i in node_ids))
+    else:
+        click.echo(_RENDER[fmt](result))
+
+
+@main.command()
+@click.argument("run")
+@click.argument("relations", nargs=-1, required=True, metavar="RELATION...")
+@click.option(
+    "--format", "fmt", type=click.Choice(_FORMATS[1:]), default="prov-json", show_default=True
+)
+@click.pass_context
+def export(ctx: click.Context, run: str, relations: tuple[str, ...], fmt: str) -> None:
+    """A whole run: every row of the RELATIONs (its outputs) with all their ancestors, as
+    W3C PROV (PROV-JSON, PROV-N), JSON or DOT."""
+    with _client(ctx) as client:
+        result = client.run_trace(run, list(relations))
+    click.echo(_RENDER[fmt](result))
+
+
+@main.command("whatif-delete", context_settings=_IDS)
+@click.argument("node_ids", nargs=-1, required=True, metavar="NODE_ID...")
+@click.pass_context
+def whatif_delete(ctx: click.Context, node_ids: tuple[str, ...]) -> None:
+    """What deleting these nodes would remove (deletion propagation), and which aggregates
+    survive with another value. Nothing is deleted: the stored graph never changes."""
+    with _client(ctx) as client:
+        deletion = client.propagate_deletion(list(node_ids))
+        reached = client.forward_trace(list(node_ids))
+    nodes = {n.id: n for n in reached.nodes}
+    rows: dict[str, list[str]] = {}  # an aggregate -> the rows it is a value of
+    for edge in reached.edges:
+        rows.setdefault(edge.src, []).append(edge.dst)
+    click.echo(f"removed: {len(deletion.deleted_node_ids)} node(s)")
+    for node_id in deletion.deleted_node_ids:
+        node = nodes.get(node_id)
+        click.echo(f"  {node_id}  {describe(node) if node else ''}".rstrip())
+    click.echo(f"aggregates that change: {len(deletion.recomputed)}")
+    for change in deletion.recomputed:
+        of = [describe(nodes[r]) for r in rows.get(change.node_id, []) if r in nodes]
+        click.echo(
+            f"  {change.node_id}  {change.function} {change.old_value} -> {change.new_value}"
+            f" ({change.inputs} input(s) left)" + (f"  of {'; '.join(of)}" if of else "")
+        )
+
+
+def _pairs(values: tuple[str, ...], what: str) -> dict[str, float]:
+    parsed: dict[str, float] = {}
+    for pair in values:
+        key, sep, number = pair.partition("=")
+        try:
+            parsed[key] = float(number)
+        except ValueError:
+            sep = ""
+        if not sep:
+            raise click.BadParameter(f"{pair!r} is not NODE_ID=number", param_hint=what)
+    return parsed
+
+
+@main.command(context_settings=_IDS)
+@click.argument("node_id")
+@click.option(
+    "--semiring",
+    type=click.Choice([s.name.lower() for s in Semiring], case_sensitive=False),
+    default="none",
+    show_default=True,
+    help="evaluate the polynomial there (NONE: the polynomial only)",
+)
+@click.option("--false", "false_tokens", multiple=True, help="BOOLEAN: a token set to false")
+@click.option("--cost", multiple=True, help="TROPICAL: NODE_ID=cost (default 1)")
+@click.option("--probability", multiple=True, help="PROBABILITY: NODE_ID=p (default 1)")
+@click.pass_context
+def provenance(
+    ctx: click.Context,
+    node_id: str,
+    semiring: str,
+    false_tokens: tuple[str, ...],
+    cost: tuple[str, ...],
+    probability: tuple[str, ...],
+) -> None:
+    """The provenance polynomial of a node (over its source tokens) and its value in a
+    semiring."""
+    chosen = Semiring[semiring.upper()]
+    costs, probabilities = _pairs(cost, "--cost"), _pairs(probability, "--probability")
+    with _client(ctx) as client:
+        answer = client.provenance(
+            node_id,
+            semiring=chosen,
+            false_tokens=false_tokens,
+            token_costs=costs,
+            token_probabilities=probabilities,
+        )
+    click.echo(answer.polynomial + (" ..." if answer.text_truncated else ""))
+    for token in answer.tokens:
+        click.echo(f"  {token.id}  {describe(token)}")
+    value: dict[Semiring, str] = {
+        Semiring.BOOLEAN: str(answer.boolean).lower(),
+        Semiring.COUNTING: str(answer.count),
+        Semiring.WHY: "; ".join("{" + ", ".join(w) + "}" for w in answer.witnesses)
+        + (" ..." if answer.witnesses_truncated else ""),
+        Semiring.TROPICAL: str(answer.cost),
+        Semiring.PROBABILITY: f"{answer.probability} ({answer.method})",
+    }
+    if chosen in value:
+        click.echo(f"{chosen.name}: {value[chosen]}")
+
+
+@main.command("open", context_settings=_IDS)
+@click.argument("target", metavar="RUN|NODE_ID")
+@click.option(
+    "--viewer",
+    envvar=defaults.ENV_VIEWER_ADDR,
+    default=defaults.VIEWER_ADDR,
+    show_default=True,
+    help=f"the trace viewer's host:port (env {defaults.ENV_VIEWER_ADDR})",
+)
+@click.option("--no-browser", is_flag=True, help="print the URL only")
+def open_viewer(target: str, viewer: str, no_browser: bool) -> None:
+    """Open a run (or a node: a decimal id) in the trace viewer, and print its URL."""
+    kind = "node" if _NODE_ID.fullmatch(target) else "run"
+    url = f"http://{viewer}/#{kind}={target}"
+    click.echo(url)
+    if not no_browser:
+        webbrowser.open(url)
+
+
+def _node(node: Node) -> Any:
+    return plain(asdict(node))
