@@ -20,6 +20,7 @@ from capture_agent.frame import unique_names
 from capture_agent.taps import HIDDEN_PREFIX, ID, TapContext, TapSpec, make_tap, null_flag
 from sparkprov.events import MAX_SPLIT_DEPTH, NodeColumns, encode_batch
 from sparkprov.limits import check_name, quote
+from sparkprov.workflow import DagBuilder
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -74,6 +75,8 @@ class CaptureContext:
         # Split paths (CSProv): a module or relation name -> its split path (1 to 3 names).
         self.splits = {name: split_path(name, path) for name, path in (splits or {}).items()}
         self.modules: list[str] = []  # the modules whose `with` blocks are open
+        # The run's workflow DAG as its tracked operators build it (capture_agent.workflow_dag).
+        self.dag = DagBuilder()
         # The JVM capture points (capture_agent.jvm), or None for the Python ones; their sink
         # and counts are made with the first capture point.
         self.jvm = jvm
