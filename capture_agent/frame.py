@@ -18,12 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from capture_agent.errors import UnsupportedOperation
 from capture_agent.plans import inspect_projection
-from capture_agent.workflow_dag import (
-    expression_sql,
-    predicate_sql,
-    recorded,
-    udf_params,
-)
 from capture_agent.taps import (
     HIDDEN_PREFIX,
     ID,
@@ -34,6 +28,12 @@ from capture_agent.taps import (
     PlusSpec,
     SemiJoinSpec,
     TapSpec,
+)
+from capture_agent.workflow_dag import (
+    expression_sql,
+    predicate_sql,
+    recorded,
+    udf_params,
 )
 from sparkprov.limits import check_name
 from sparkprov.workflow import DagBuilder

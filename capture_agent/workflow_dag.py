@@ -19,7 +19,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
 
 from sparkprov.workflow import DagBuilder
 
@@ -49,7 +49,8 @@ _MAX_UDF_BYTES = 65536
 class Recordable(Protocol):
     """What the recorder needs of a tracked frame (or grouped frame)."""
 
-    dag_node: int | None
+    @property
+    def dag_node(self) -> int | None: ...
 
     def dag_builder(self) -> DagBuilder: ...
 
@@ -75,16 +76,18 @@ def recorded(
             if dag.depth or not _recordable(result):
                 return result
             inputs = [self.dag_node]
-            inputs += [a.dag_node for a in [*args, *kwargs.values()] if _recordable(a)]
+            others: list[Any] = [a for a in [*args, *kwargs.values()] if _recordable(a)]
+            inputs += [a.dag_node for a in others]
             try:
                 described = params(self, *args, **kwargs) if params is not None else {}
             except Exception as e:  # a parameter Spark cannot print: recorded as opaque
                 log.debug("parameters of %s not recorded: %s", kind, e)
                 described = {"opaque": f"{type(e).__name__}"}
-            result.dag_node = dag.add(kind, described, inputs, result.visible_schema())
+            frame: Any = result
+            frame.dag_node = dag.add(kind, described, inputs, frame.visible_schema())
             return result
 
-        return inner
+        return cast(Callable[Concatenate[S, P], R], inner)
 
     return wrap
 
@@ -143,7 +146,8 @@ def _udf_hash(udf: Any, jvm: Any) -> str:
         return f"jvm:{command.hashCode() & 0xFFFFFFFF:08x}"
     values = jvm.scala.jdk.javaapi.CollectionConverters.asJava(command)
     payload = bytes(int(b) & 0xFF for b in list(values))
-    return code_hash(CPickleSerializer().loads(payload)[0])
+    serializer: Any = CPickleSerializer()
+    return code_hash(serializer.loads(payload)[0])
 
 
 def code_hash(func: Any) -> str:

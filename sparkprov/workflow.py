@@ -317,4 +317,6 @@ def diff(a: WorkflowDag, b: WorkflowDag) -> Edit:
         for s, d in b_links
         if s not in inverse or d not in inverse or (inverse[s], inverse[d]) not in a_links
     )
-    return Edit(tuple(added), tuple(removed), tuple(changed), tuple(links_added), tuple(links_removed))
+    return Edit(
+        tuple(added), tuple(removed), tuple(changed), tuple(links_added), tuple(links_removed)
+    )
