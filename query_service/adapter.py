@@ -276,6 +276,10 @@ def diff_response(edit: Edit) -> query_pb2.DiffVersionsResponse:
             query_pb2.OperatorChange(before=dag_operator(a), after=dag_operator(b))
             for a, b in edit.changed
         ],
+        moved=[
+            query_pb2.OperatorChange(before=dag_operator(a), after=dag_operator(b))
+            for a, b in edit.moved
+        ],
         links_added=[query_pb2.DagLink(src=s, dst=d) for s, d in edit.links_added],
         links_removed=[query_pb2.DagLink(src=s, dst=d) for s, d in edit.links_removed],
     )

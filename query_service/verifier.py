@@ -45,8 +45,15 @@ class Semantics(Enum):
     SET = "set"
 
 
+# Generators make several rows of one (not a tuple-to-tuple map); windows read other rows.
+_NOT_TUPLEWISE = ("explode(", "posexplode(", "inline(", "stack(", "json_tuple(", " over (")
+
+
 def supported(op: Operator, semantics: Semantics) -> bool:
     """Whether the verifier models ``op`` (its kind and parameters)."""
+    text = " ".join(v for _, v in op.params).lower()
+    if any(word in text for word in _NOT_TUPLEWISE):
+        return False
     if op.kind == "distinct":
         return semantics is Semantics.SET and not op.param("sets")
     if op.kind not in _KINDS or op.param("udfs") or op.param("opaque"):

@@ -193,11 +193,9 @@ class Versions:
             return
         relations = {n.relation for n in row.sources if n.relation}
         ops: dict[str, Operator] = {}
-        # Operators added, removed or changed, and those whose links changed (a moved filter).
-        side_a = {o.id for o in edit.removed} | {a.id for a, _ in edit.changed}
-        side_a |= {end for link in edit.links_removed for end in link}
-        side_b = {o.id for o in edit.added} | {b.id for _, b in edit.changed}
-        side_b |= {end for link in edit.links_added for end in link}
+        # Operators added, removed, changed or moved.
+        side_a = {o.id for o in edit.removed} | {a.id for a, _ in (*edit.changed, *edit.moved)}
+        side_b = {o.id for o in edit.added} | {b.id for _, b in (*edit.changed, *edit.moved)}
         for version, relation, side in (
             (version_a, relation_a, side_a),
             (version_b, relation_b or relation_a, side_b),

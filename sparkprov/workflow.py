@@ -210,19 +210,27 @@ class Edit:
     added: tuple[Operator, ...]
     removed: tuple[Operator, ...]
     changed: tuple[tuple[Operator, Operator], ...]
+    # The same operator with another input: a unary operator whose input is not the one its
+    # counterpart reads (a filter moved across a join).
+    moved: tuple[tuple[Operator, Operator], ...]
     links_added: tuple[tuple[str, str], ...]
     links_removed: tuple[tuple[str, str], ...]
 
     @property
     def empty(self) -> bool:
         return not (
-            self.added or self.removed or self.changed or self.links_added or self.links_removed
+            self.added
+            or self.removed
+            or self.changed
+            or self.moved
+            or self.links_added
+            or self.links_removed
         )
 
     def operator_ids(self) -> set[str]:
         """Every operator id the edit touches, on either side."""
         ids = {o.id for o in (*self.added, *self.removed)}
-        for a, b in self.changed:
+        for a, b in (*self.changed, *self.moved):
             ids.update((a.id, b.id))
         return ids
 
@@ -232,6 +240,7 @@ class Edit:
                 "added": [o.describe() for o in self.added],
                 "removed": [o.describe() for o in self.removed],
                 "changed": [[a.describe(), b.describe()] for a, b in self.changed],
+                "moved": [a.describe() for a, _ in self.moved],
                 "links_added": len(self.links_added),
                 "links_removed": len(self.links_removed),
             },
@@ -306,6 +315,16 @@ def diff(a: WorkflowDag, b: WorkflowDag) -> Edit:
                 mapping[old.id] = new.id
                 inverse[new.id] = old.id
                 break
+    a_ops, b_ops = a.by_id(), b.by_id()
+    moved = [
+        (a_ops[x], b_ops[y])
+        for x, y in sorted(mapping.items())
+        if x != y
+        and len(a_ops[x].inputs) == 1
+        and len(b_ops[y].inputs) == 1
+        and mapping.get(a_ops[x].inputs[0]) != b_ops[y].inputs[0]
+        and a_ops[x].signature() == b_ops[y].signature()
+    ]
     a_links, b_links = a.links(), b.links()
     links_removed = sorted(
         (s, d)
@@ -318,5 +337,10 @@ def diff(a: WorkflowDag, b: WorkflowDag) -> Edit:
         if s not in inverse or d not in inverse or (inverse[s], inverse[d]) not in a_links
     )
     return Edit(
-        tuple(added), tuple(removed), tuple(changed), tuple(links_added), tuple(links_removed)
+        tuple(added),
+        tuple(removed),
+        tuple(changed),
+        tuple(moved),
+        tuple(links_added),
+        tuple(links_removed),
     )
