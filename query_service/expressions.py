@@ -117,7 +117,7 @@ class Translator:
                 raise Unsupported(f"unknown column {name}")
             return self.env[name]
         if isinstance(node, exp.Null):
-            return Value(z3.FreshConst(sort or z3.IntSort()), z3.BoolVal(True))
+            return Value(z3.FreshConst(z3.IntSort() if sort is None else sort), z3.BoolVal(True))
         if isinstance(node, exp.Boolean):
             return Value(z3.BoolVal(bool(node.this)), z3.BoolVal(False))
         if isinstance(node, exp.Literal):
@@ -150,10 +150,8 @@ class Translator:
 
     @staticmethod
     def _is_condition(node: exp.Expression) -> bool:
-        return isinstance(
-            node,
-            exp.And | exp.Or | exp.Not | exp.Is | exp.In | exp.Between | tuple(_COMPARE),
-        )
+        kinds = (exp.And, exp.Or, exp.Not, exp.Is, exp.In, exp.Between, *_COMPARE)
+        return isinstance(node, kinds)
 
     def truth(self, node: exp.Expression) -> Truth:
         if isinstance(node, exp.Paren | exp.Alias):
@@ -203,7 +201,9 @@ class Translator:
             raise Unsupported(f"non-deterministic expression {text}")
         columns = sorted({c.name for c in node.find_all(exp.Column)})
         args = [self.value(exp.column(c)) for c in columns]
-        result = sort or (z3.BoolSort() if isinstance(node, exp.Predicate) else z3.StringSort())
+        result = sort
+        if result is None:
+            result = z3.BoolSort() if isinstance(node, exp.Predicate) else z3.StringSort()
         key = f"{text}:{result}"
         if key not in self._functions:
             domain = [a.term.sort() for a in args]

@@ -98,7 +98,7 @@ def _version(record: neo4j.Record) -> StoredVersion:
         version_id=v["id"],
         seq=v["seq"],
         dag=WorkflowDag.from_json(v["dag"]),
-        run_ids=list(record["runs"]) if "runs" in record else [],
+        run_ids=list(record.get("runs") or []),
         created_unix_ms=v.get("created_unix_ms") or 0,
     )
 

@@ -316,15 +316,16 @@ def diff(a: WorkflowDag, b: WorkflowDag) -> Edit:
                 inverse[new.id] = old.id
                 break
     a_ops, b_ops = a.by_id(), b.by_id()
-    moved = [
-        (a_ops[x], b_ops[y])
-        for x, y in sorted(mapping.items())
-        if x != y
-        and len(a_ops[x].inputs) == 1
-        and len(b_ops[y].inputs) == 1
-        and mapping.get(a_ops[x].inputs[0]) != b_ops[y].inputs[0]
-        and a_ops[x].signature() == b_ops[y].signature()
-    ]
+
+    def relinked(x: str, y: str) -> bool:
+        """A unary operator that reads another input and feeds other operators."""
+        old, new = a_ops[x], b_ops[y]
+        if len(old.inputs) != 1 or len(new.inputs) != 1 or old.signature() != new.signature():
+            return False
+        feeds = {mapping.get(c) for c in a_consumers.get(x, [])}
+        return mapping.get(old.inputs[0]) != new.inputs[0] and feeds != set(b_consumers.get(y, []))
+
+    moved = [(a_ops[x], b_ops[y]) for x, y in sorted(mapping.items()) if relinked(x, y)]
     a_links, b_links = a.links(), b.links()
     links_removed = sorted(
         (s, d)
