@@ -150,7 +150,8 @@ class Translator:
 
     @staticmethod
     def _is_condition(node: exp.Expression) -> bool:
-        kinds = (exp.And, exp.Or, exp.Not, exp.Is, exp.In, exp.Between, *_COMPARE)
+        kinds: tuple[type[exp.Expression], ...] = (exp.And, exp.Or, exp.Not, exp.Is, exp.In)
+        kinds += (exp.Between, *_COMPARE)
         return isinstance(node, kinds)
 
     def truth(self, node: exp.Expression) -> Truth:
