@@ -120,8 +120,21 @@ def _projected(df: DataFrame, column: Column | str) -> Any:
 
 
 def expression_sql(df: DataFrame, column: Column | str) -> str:
-    """The analyzed SQL of ``column`` over ``df``, with its output name (``expr AS name``)."""
-    return str(_projected(df, column).sql())
+    """The analyzed SQL of ``column`` over ``df``, with its output name (``expr AS name``).
+    A generator (explode) or a window function is planned below the projection, which then
+    only names its output: the generator's or window's own SQL is taken from there."""
+    from pyspark.sql import functions as F
+
+    col = F.expr(column) if isinstance(column, str) else column
+    plan = _analyzed(df.select(col))
+    projected = plan.projectList().head()
+    below = plan.child()
+    kind = below.getClass().getSimpleName()
+    if kind == "Generate":
+        return f"{below.generator().sql()} AS {projected.name()}"
+    if kind == "Window":
+        return " , ".join(str(e.sql()) for e in _seq(below.windowExpressions()))
+    return str(projected.sql())
 
 
 def predicate_sql(df: DataFrame, condition: Column | str) -> str:

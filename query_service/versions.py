@@ -132,8 +132,9 @@ class Versions:
         if not exists:
             raise NotFound(f"unknown run {quote(run_id)}")
         rows = self._versions.rows(run_id, relation, _MAX_ROWS + 1)
-        if not rows:
-            raise NotFound(f"run {quote(run_id)} has no rows of relation {quote(relation)}")
+        # An empty result is a result, if the run's version names the relation.
+        if not rows and (version is None or version.dag.sink(relation) is None):
+            raise NotFound(f"run {quote(run_id)} has no relation {quote(relation)}")
         if len(rows) > _MAX_ROWS:
             raise InvalidArgument(f"relation {quote(relation)} has more than {_MAX_ROWS} rows")
         return rows, version

@@ -28,6 +28,14 @@ def _tweets(spark: Any) -> tuple[Any, Any]:
         words = rng.sample(WORDS, 3)
         city = rng.choice(sorted(CITIES))
         rows.append((tid, " ".join(words), city, f"{rng.randint(0, 9)},{rng.randint(0, 9)}"))
+    # Related and unrelated tweets in and out of California, whatever the draw.
+    for tid, text, city in [
+        (100, "climate wildfire", "LA"),
+        (101, "climate wildfire", "Austin"),
+        (102, "climate rain", "SF"),
+        (103, "climate sun", "NYC"),
+    ]:
+        rows.append((tid, text, city, "1,2"))
     tweets = spark.createDataFrame(rows, "tid long, text string, location string, coords string")
     states = spark.createDataFrame(sorted(CITIES.items()), "location string, state string")
     return tweets, states
@@ -115,7 +123,8 @@ def test_versions_stored_once_with_edits(versions, neo4j_driver) -> None:  # typ
     records, _, _ = neo4j_driver.execute_query(
         "MATCH (v:Version)-[:OF]->(:Workflow {name: $w}) "
         "OPTIONAL MATCH (v)-[e:NEXT]->(n:Version) "
-        "RETURN v.id AS v, n.id AS next, e.added AS added ORDER BY v.seq",
+        "WITH v, n, e ORDER BY v.seq "
+        "RETURN v.id AS v, n.id AS next, e.added AS added",
         w=versions["workflow"],
     )
     ids = versions["ids"]
