@@ -88,7 +88,7 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
         self._store = store
         self._settings = settings
         self._queries = Queries(store, settings.max_limit)
-        self._versions = Versions(VersionStore(store.driver), store, settings.max_limit)
+        self._versions_answerer: Versions | None = None
 
     def FindNodes(  # noqa: N802 - gRPC method name
         self, request: query_pb2.FindNodesRequest, context: grpc.ServicerContext
@@ -269,6 +269,16 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
         raise AssertionError("unreachable")
 
     # -- workflow versions (docs/versions.md) -----------------------------------------------
+
+    @property
+    def _versions(self) -> Versions:
+        """Built on first use: it reads through the store's driver (the unit tests' fake stores
+        have none and never ask about versions)."""
+        if self._versions_answerer is None:
+            self._versions_answerer = Versions(
+                VersionStore(self._store.driver), self._store, self._settings.max_limit
+            )
+        return self._versions_answerer
 
     def ListVersions(  # noqa: N802
         self, request: query_pb2.ListVersionsRequest, context: grpc.ServicerContext
