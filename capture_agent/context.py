@@ -76,7 +76,7 @@ class CaptureContext:
         self.splits = {name: split_path(name, path) for name, path in (splits or {}).items()}
         self.modules: list[str] = []  # the modules whose `with` blocks are open
         # The run's workflow DAG as its tracked operators build it (capture_agent.workflow_dag).
-        self.dag = DagBuilder()
+        self.dag = DagBuilder(enabled=emitter.enabled)
         # The JVM capture points (capture_agent.jvm), or None for the Python ones; their sink
         # and counts are made with the first capture point.
         self.jvm = jvm

@@ -42,8 +42,8 @@ P = ParamSpec("P")
 R = TypeVar("R")
 S = TypeVar("S", bound="Recordable")
 
-# A pickled UDF larger than this is hashed as bytes by the JVM rather than copied over py4j.
-_MAX_UDF_BYTES = 65536
+# A pickled UDF larger than this is hashed by the JVM (Seq.hashCode) rather than copied over.
+_MAX_UDF_BYTES = 1 << 20
 
 
 class Recordable(Protocol):
@@ -68,6 +68,8 @@ def recorded(
         @functools.wraps(method)
         def inner(self: S, *args: P.args, **kwargs: P.kwargs) -> R:
             dag = self.dag_builder()
+            if not dag.enabled:  # the kill switch: the plain operation, nothing recorded
+                return method(self, *args, **kwargs)
             dag.depth += 1
             try:
                 result = method(self, *args, **kwargs)
@@ -150,15 +152,16 @@ def _code_digest(code: Any) -> list[Any]:
     return [code.co_code.hex(), consts, list(code.co_names)]
 
 
-def _udf_hash(udf: Any, jvm: Any) -> str:
+def _udf_hash(udf: Any) -> str:
     """A hash of a Python UDF's code (what it computes, not where it was written)."""
     from pyspark.serializers import CPickleSerializer
 
     command = udf.func().command()
     if command.size() > _MAX_UDF_BYTES:
         return f"jvm:{command.hashCode() & 0xFFFFFFFF:08x}"
-    values = jvm.scala.jdk.javaapi.CollectionConverters.asJava(command)
-    payload = bytes(int(b) & 0xFF for b in list(values))
+    # One py4j call for the whole pickle (iterating the Seq would be one call per byte).
+    text = str(command.mkString(","))
+    payload = bytes(int(b) & 0xFF for b in text.split(",")) if text else b""
     serializer: Any = CPickleSerializer()
     return code_hash(serializer.loads(payload)[0])
 
@@ -181,12 +184,11 @@ def code_hash(func: Any) -> str:
 
 def udf_params(df: DataFrame, columns: Sequence[Column | str]) -> dict[str, str]:
     """``{"udfs": [[name, code hash], ...]}`` of the Python UDFs the columns call, if any."""
-    jvm = df.sparkSession._jvm
     udfs: list[list[str]] = []
     for column in columns:
         for expr in _expressions(_projected(df, column)):
             if expr.getClass().getSimpleName() == "PythonUDF":
-                udfs.append([str(expr.name()), _udf_hash(expr, jvm)])
+                udfs.append([str(expr.name()), _udf_hash(expr)])
     return {"udfs": json.dumps(udfs)} if udfs else {}
 
 
