@@ -315,3 +315,42 @@ def test_bad_sink_and_run(versions, stub) -> None:  # type: ignore[no-untyped-de
             )
         )
     assert info.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_a_redelivered_marker_changes_nothing(versions, stack, neo4j_driver) -> None:  # type: ignore[no-untyped-def]
+    from kafka import KafkaProducer
+
+    from sparkprov import defaults
+    from sparkprov.events import encode_run_complete
+    from sparkprov.workflow import WorkflowDag
+
+    from .kafka_tools import wait_group_caught_up
+
+    count = (
+        "MATCH (v:Version)-[:OF]->(:Workflow {name: $w}) "
+        "OPTIONAL MATCH (r:Run)-[:OF_VERSION]->(v) OPTIONAL MATCH (v)-[e:NEXT]->() "
+        "RETURN count(DISTINCT v) AS versions, count(DISTINCT r) AS runs, "
+        "count(DISTINCT e) AS edits, collect(DISTINCT v.seq) AS seqs"
+    )
+    before = neo4j_driver.execute_query(count, w=versions["workflow"]).records[0].data()
+    run_id = versions["runs"]["c"]
+    run = neo4j_driver.execute_query(
+        "MATCH (r:Run {run_id: $r})-[:OF_VERSION]->(v:Version) "
+        "RETURN r.expected_nodes AS nodes, r.expected_edges AS edges, v.dag AS dag",
+        r=run_id,
+    ).records[0]
+    marker = encode_run_complete(
+        run_id,
+        versions["workflow"],
+        run["nodes"],
+        run["edges"],
+        version=WorkflowDag.from_json(run["dag"]),
+    )
+    bootstrap = stack.settings.kafka_bootstrap
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    producer.send(defaults.TOPIC, key=run_id.encode(), value=marker).get(timeout=30)
+    producer.close()
+    wait_group_caught_up(bootstrap, "sparkprov-ingest", defaults.TOPIC)
+    after = neo4j_driver.execute_query(count, w=versions["workflow"]).records[0].data()
+    assert after == before
+    assert before["versions"] == 4 and before["runs"] == 5 and before["edits"] == 3
