@@ -20,6 +20,7 @@ from capture_agent.frame import unique_names
 from capture_agent.taps import HIDDEN_PREFIX, ID, TapContext, TapSpec, make_tap, null_flag
 from sparkprov.events import MAX_SPLIT_DEPTH, NodeColumns, encode_batch
 from sparkprov.limits import check_name, quote
+from sparkprov.workflow import DagBuilder
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -78,6 +79,8 @@ class CaptureContext:
         # outputs), in first-use order: its datasets for OpenLineage (capture_agent.openlineage).
         self.relations_read: dict[str, None] = {}
         self.relations_named: dict[str, None] = {}
+        # The run's workflow DAG as its tracked operators build it (capture_agent.workflow_dag).
+        self.dag = DagBuilder(enabled=emitter.enabled)
         # The JVM capture points (capture_agent.jvm), or None for the Python ones; their sink
         # and counts are made with the first capture point.
         self.jvm = jvm

@@ -11,6 +11,7 @@ Operations sparkprov does not capture raise :class:`UnsupportedOperation` naming
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,14 @@ from capture_agent.taps import (
     SemiJoinSpec,
     TapSpec,
 )
+from capture_agent.workflow_dag import (
+    expression_sql,
+    predicate_sql,
+    recorded,
+    udf_params,
+)
 from sparkprov.limits import check_name
+from sparkprov.workflow import DagBuilder
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, DataFrameWriter, Row
@@ -38,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TrackedFrame",
+    "function_params",
     "context_of",
     "fresh",
     "materialize",
@@ -87,6 +96,8 @@ class TrackedFrame:
         self._hidden = hidden or {}
         self._done: DataFrame | None = None
         self._named = False
+        # The operator of the workflow DAG that made this frame (capture_agent.workflow_dag).
+        self.dag_node: int | None = None
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -100,7 +111,20 @@ class TrackedFrame:
         return self._done
 
     def _derive(self, df: DataFrame) -> TrackedFrame:
-        return TrackedFrame(self._ctx, df)
+        derived = TrackedFrame(self._ctx, df)
+        derived.dag_node = self.dag_node  # an operator not recorded keeps the frame's
+        return derived
+
+    def dag_builder(self) -> DagBuilder:
+        return self._ctx.dag
+
+    def visible_schema(self) -> list[tuple[str, str]]:
+        """(name, Spark type) of the visible columns."""
+        return [
+            (f.name, f.dataType.simpleString())
+            for f in self._df.schema.fields
+            if not f.name.startswith(HIDDEN_PREFIX)
+        ]
 
     def _fresh(
         self,
@@ -115,7 +139,9 @@ class TrackedFrame:
 
         df = df.withColumn(_PARENT, parent if parent is not None else F.col(ID))
         df = df.withColumn(ID, self._ctx.node_id(spec.key, F.col(_PARENT)))
-        return TrackedFrame(self._ctx, df, spec, {"parent": F.col(_PARENT), **(extra or {})})
+        out = TrackedFrame(self._ctx, df, spec, {"parent": F.col(_PARENT), **(extra or {})})
+        out.dag_node = self.dag_node
+        return out
 
     @property
     def columns(self) -> list[str]:
@@ -151,6 +177,7 @@ class TrackedFrame:
 
     # -- naming ---------------------------------------------------------------------------
 
+    @recorded("named", lambda self, relation, *a, **k: {"relation": relation})
     def named(self, relation: str, values: Values = "all") -> TrackedFrame:
         """Name this frame's rows as ``relation``: each row gets a node with the name and its
         values (``values``: "all" columns, a list of columns, or None)."""
@@ -164,7 +191,9 @@ class TrackedFrame:
         if self._pending is not None and not self._pending.relation and not self._named:
             self._named = True
             spec = replace(self._pending, relation=relation, attributes=attributes)
-            return TrackedFrame(self._ctx, self._df, spec, self._hidden)
+            renamed = TrackedFrame(self._ctx, self._df, spec, self._hidden)
+            renamed.dag_node = self.dag_node
+            return renamed
         key = self._ctx.next_key(f"named:{relation}")
         return self._fresh(
             self._materialized(), PlusSpec(key=key, relation=relation, attributes=attributes)
@@ -172,6 +201,7 @@ class TrackedFrame:
 
     # -- row-preserving operators ---------------------------------------------------------
 
+    @recorded("filter", lambda self, c: {"predicate": predicate_sql(self._materialized(), c)})
     def filter(self, condition: Column | str) -> TrackedFrame:
         return self._derive(self._materialized().filter(condition))
 
@@ -226,6 +256,7 @@ class TrackedFrame:
             return self._fresh(df, BlackBoxSpec(key=key, label=label))
         return self._derive(df)
 
+    @recorded("project", lambda self, *cols: _projection_params(self, _flat(cols)))
     def select(self, *cols: Column | str | Sequence[Column | str]) -> TrackedFrame:
         flat: list[Column | str] = []
         for c in cols:
@@ -243,28 +274,37 @@ class TrackedFrame:
                 expanded.append(c)
         return self._project(lambda df: df.select(*expanded, *_hidden(df)), "select")
 
+    @recorded("project", lambda self, *exprs: _projection_params(self, list(exprs)))
     def selectExpr(self, *exprs: str) -> TrackedFrame:  # noqa: N802 - Spark's name
         return self._project(lambda df: df.selectExpr(*exprs, *_hidden(df)), "selectExpr")
 
+    @recorded("with_column", lambda self, n, c: _projection_params(self, [c.alias(n)]))
     def withColumn(self, name: str, col: Column) -> TrackedFrame:  # noqa: N802 - Spark's name
         _check_name(name)
         return self._project(lambda df: df.withColumn(name, col), "withColumn")
 
+    @recorded(
+        "with_column",
+        lambda self, m: _projection_params(self, [c.alias(n) for n, c in m.items()]),
+    )
     def withColumns(self, mapping: dict[str, Column]) -> TrackedFrame:  # noqa: N802
         for name in mapping:
             _check_name(name)
         return self._project(lambda df: df.withColumns(mapping), "withColumns")
 
+    @recorded("rename", lambda self, old, new: {"renames": json.dumps([[old, new]])})
     def withColumnRenamed(self, existing: str, new: str) -> TrackedFrame:  # noqa: N802
         _check_name(existing)
         _check_name(new)
         return self._derive(self._materialized().withColumnRenamed(existing, new))
 
+    @recorded("rename", lambda self, m: {"renames": json.dumps(sorted(m.items()))})
     def withColumnsRenamed(self, mapping: dict[str, str]) -> TrackedFrame:  # noqa: N802
         for name in [*mapping, *mapping.values()]:
             _check_name(name)
         return self._derive(self._materialized().withColumnsRenamed(mapping))
 
+    @recorded("drop", lambda self, *cols: {"columns": json.dumps([str(c) for c in cols])})
     def drop(self, *cols: str | Column) -> TrackedFrame:
         for c in cols:
             if isinstance(c, str):
@@ -274,6 +314,7 @@ class TrackedFrame:
     def alias(self, alias: str) -> TrackedFrame:
         return self._derive(self._materialized().alias(alias))
 
+    @recorded("order_by", lambda self, *c, **k: {"keys": json.dumps([str(x) for x in c])})
     def orderBy(self, *cols: Any, **kwargs: Any) -> TrackedFrame:  # noqa: N802
         """Post-processing: order is not provenance; rows keep theirs."""
         return self._derive(self._materialized().orderBy(*cols, **kwargs))
@@ -283,6 +324,7 @@ class TrackedFrame:
     def sortWithinPartitions(self, *cols: Any, **kwargs: Any) -> TrackedFrame:  # noqa: N802
         return self._derive(self._materialized().sortWithinPartitions(*cols, **kwargs))
 
+    @recorded("limit", lambda self, num: {"n": str(num)})
     def limit(self, num: int) -> TrackedFrame:
         """The rows kept keep their provenance (taps upstream may see more rows than kept)."""
         return self._derive(self._materialized().limit(num))
@@ -307,6 +349,7 @@ class TrackedFrame:
     def checkpoint(self, eager: bool = True) -> TrackedFrame:
         return self._derive(self._materialized().checkpoint(eager))
 
+    @recorded("union")
     def union(self, other: TrackedFrame) -> TrackedFrame:
         """Bag union: every row keeps its provenance."""
         left, right = self._materialized(), tracked_frame(other, "union")._materialized()
@@ -316,6 +359,7 @@ class TrackedFrame:
 
     unionAll = union
 
+    @recorded("union_by_name", lambda self, o, *a, **k: {"missing": str(bool(a or k))})
     def unionByName(  # noqa: N802 - Spark's name
         self,
         other: TrackedFrame,
@@ -324,6 +368,7 @@ class TrackedFrame:
         left, right = self._materialized(), tracked_frame(other, "unionByName")._materialized()
         return self._derive(left.unionByName(right, allowMissingColumns=allowMissingColumns))
 
+    @recorded("intersect")
     def intersect(self, other: TrackedFrame) -> TrackedFrame:
         """INTERSECT DISTINCT: a DELTA per result row fed by a TIMES per pair of equal rows of
         the two sides (see capture_agent.setops)."""
@@ -331,6 +376,7 @@ class TrackedFrame:
 
         return intersect(self, other)
 
+    @recorded("subtract")
     def subtract(self, other: TrackedFrame) -> TrackedFrame:
         """EXCEPT DISTINCT: a DELTA per result row fed by its left copies; the right side is not
         part of the provenance (no difference in the semiring; see capture_agent.setops)."""
@@ -338,12 +384,14 @@ class TrackedFrame:
 
         return subtract(self, other)
 
+    @recorded("except_all")
     def exceptAll(self, other: TrackedFrame) -> TrackedFrame:  # noqa: N802 - Spark's name
         """EXCEPT ALL: the kept left copies keep their provenance (see capture_agent.setops)."""
         from capture_agent.setops import except_all
 
         return except_all(self, other)
 
+    @recorded("map_in_pandas", lambda self, func, *a, **k: function_params(func))
     def mapInPandas(  # noqa: N802 - Spark's name
         self, func: Callable[[Iterator[Any]], Iterator[Any]], schema: Any, barrier: bool = False
     ) -> TrackedFrame:
@@ -357,6 +405,7 @@ class TrackedFrame:
 
     # -- operators that make fresh nodes ---------------------------------------------------
 
+    @recorded("join", lambda self, other, on=None, how=None: _join_params(on, how))
     def join(
         self,
         other: TrackedFrame,
@@ -391,7 +440,7 @@ class TrackedFrame:
         key = self._ctx.next_key("join")
         joined = joined.withColumn(ID, self._ctx.node_id(key, F.col(left_col), F.col(right_col)))
         hidden = {"left": F.col(left_col), "right": F.col(right_col)}
-        return TrackedFrame(self._ctx, joined, JoinSpec(key=key), hidden)
+        return TrackedFrame(self._ctx, joined, JoinSpec(key=key), hidden)  # recorded by join
 
     def _semi_join(self, right: DataFrame, on: str | list[str] | Column | None) -> TrackedFrame:
         """A left semi join that keeps, per kept row, the ids of the right rows that matched it
@@ -460,6 +509,7 @@ class TrackedFrame:
         tapped = self._ctx.apply_tap(joined, AntiJoinSpec(key=key), hidden, self._ctx.split_for())
         return self._derive(tapped.filter(F.col(match).isNull()).drop(match))
 
+    @recorded("join", lambda self, other: _join_params(None, "cross"))
     def crossJoin(self, other: TrackedFrame) -> TrackedFrame:  # noqa: N802 - Spark's name
         return self.join(other, how="cross")
 
@@ -511,6 +561,7 @@ class TrackedFrame:
         """One DELTA node per distinct row, fed by all its duplicates."""
         return self.dropDuplicates()
 
+    @recorded("distinct", lambda self, subset=None: {"keys": json.dumps(subset or self.columns)})
     def dropDuplicates(self, subset: list[str] | None = None) -> TrackedFrame:  # noqa: N802
         """One DELTA node per distinct value of ``subset`` (all columns by default), fed by all
         the duplicates; the row kept is Spark's choice, its provenance is the DELTA node."""
@@ -547,6 +598,41 @@ class TrackedFrame:
     def write(self) -> DataFrameWriter:
         """Writing is a materialization point: the job that writes also publishes the lineage."""
         return self.df.write
+
+
+def _flat(cols: Sequence[Any]) -> list[Column | str]:
+    flat: list[Column | str] = []
+    for c in cols:
+        flat.extend(c if isinstance(c, list | tuple) else [c])
+    return flat
+
+
+def _projection_params(frame: TrackedFrame, cols: list[Column | str]) -> dict[str, str]:
+    """A projection's output expressions (analyzed SQL, ``*`` expanded) and the UDFs it calls."""
+    df = frame._materialized()
+    expanded: list[Column | str] = []
+    for c in cols:
+        expanded.extend(frame.columns if isinstance(c, str) and c == "*" else [c])
+    sql = [expression_sql(df, c) for c in expanded]
+    return {"columns": json.dumps(sql), **udf_params(df, expanded)}
+
+
+def _join_params(on: Any, how: str | None) -> dict[str, str]:
+    kind = _JOINS.get((how or "inner").lower().replace("-", "_"), how or "")
+    if on is None:
+        return {"how": "cross" if kind != "cross" else kind}
+    if isinstance(on, str):
+        on = [on]
+    if isinstance(on, list) and all(isinstance(n, str) for n in on):
+        return {"how": kind, "on": json.dumps(on)}
+    return {"how": kind, "condition": str(on)}
+
+
+def function_params(func: Callable[..., Any]) -> dict[str, str]:
+    """A Python function's name and a hash of its code (bytecode, constants, names)."""
+    from capture_agent.workflow_dag import code_hash
+
+    return {"function": getattr(func, "__name__", type(func).__name__), "code": code_hash(func)}
 
 
 def _all_null(cols: list[Column]) -> Column:

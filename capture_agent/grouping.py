@@ -8,13 +8,22 @@ the groups, each where Spark already has the rows.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from capture_agent.errors import UnsupportedOperation
-from capture_agent.frame import TrackedFrame, context_of, materialize, visible_columns
+from capture_agent.frame import (
+    TrackedFrame,
+    context_of,
+    function_params,
+    materialize,
+    visible_columns,
+)
 from capture_agent.plans import composite_aggregates, describe_aggregates, distinct_aggregates
 from capture_agent.taps import HIDDEN_PREFIX, ID, GroupSpec, MemberSpec
+from capture_agent.workflow_dag import aggregate_params, recorded
+from sparkprov.workflow import DagBuilder
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -38,6 +47,31 @@ class TrackedGroupedData:
         # rollup/cube: the grouping sets, as indexes into ``keys`` (then all keys are names).
         self._sets = sets
 
+    @property
+    def dag_node(self) -> int | None:
+        return self._frame.dag_node
+
+    def dag_builder(self) -> DagBuilder:
+        return self._frame.dag_builder()
+
+    def visible_schema(self) -> list[tuple[str, str]]:
+        return self._frame.visible_schema()
+
+    def _params(self, *exprs: Column) -> dict[str, str]:
+        """The aggregation's keys and aggregates as Spark analyzes them (workflow DAG)."""
+        keys = [self._keys[i] for i in range(len(self._keys))]
+        params = aggregate_params(materialize(self._frame).groupBy(*keys).agg(*exprs))
+        if self._sets is not None:
+            params["sets"] = json.dumps(self._sets)
+        return params
+
+    def _simple_params(self, function: str, cols: tuple[str, ...]) -> dict[str, str]:
+        from pyspark.sql import functions as F
+
+        names = cols or tuple(self._frame.columns)
+        return self._params(*[getattr(F, function)(c).alias(f"{function}({c})") for c in names])
+
+    @recorded("aggregate", lambda self, *exprs: self._params(*exprs))
     def agg(self, *exprs: Column) -> TrackedFrame:
         if not exprs:
             raise ValueError("agg() needs at least one aggregate expression")
@@ -121,10 +155,16 @@ class TrackedGroupedData:
             aggregates.append(_call(function, column).alias(name))
         return TrackedGroupedData(rows, list(keys)).agg(*aggregates)
 
+    @recorded("aggregate", lambda self: self._count_params())
     def count(self) -> TrackedFrame:
         from pyspark.sql import functions as F
 
         return self._aggregate([F.count(F.lit(1)).alias("count")])
+
+    def _count_params(self) -> dict[str, str]:
+        from pyspark.sql import functions as F
+
+        return self._params(F.count(F.lit(1)).alias("count"))
 
     def _simple(self, function: str, cols: tuple[str, ...]) -> TrackedFrame:
         from pyspark.sql import functions as F
@@ -132,20 +172,25 @@ class TrackedGroupedData:
         names = cols or tuple(self._frame.columns)
         return self._aggregate([getattr(F, function)(c).alias(f"{function}({c})") for c in names])
 
+    @recorded("aggregate", lambda self, *cols: self._simple_params("sum", cols))
     def sum(self, *cols: str) -> TrackedFrame:
         return self._simple("sum", cols)
 
+    @recorded("aggregate", lambda self, *cols: self._simple_params("avg", cols))
     def avg(self, *cols: str) -> TrackedFrame:
         return self._simple("avg", cols)
 
     mean = avg
 
+    @recorded("aggregate", lambda self, *cols: self._simple_params("min", cols))
     def min(self, *cols: str) -> TrackedFrame:
         return self._simple("min", cols)
 
+    @recorded("aggregate", lambda self, *cols: self._simple_params("max", cols))
     def max(self, *cols: str) -> TrackedFrame:
         return self._simple("max", cols)
 
+    @recorded("apply_in_pandas", lambda self, func, schema: function_params(func))
     def applyInPandas(  # noqa: N802 - Spark's name
         self, func: Callable[..., Any], schema: Any
     ) -> TrackedFrame:

@@ -68,7 +68,14 @@ class Invocation:
         key = self._ctx.next_key(f"{self.key}:{role}:{relation}")
         attributes = chosen(frame.columns, values)
         spec = ModuleRowSpec(key=key, relation=relation, attributes=attributes, module=self.node_id)
-        return fresh(frame, materialize(frame), spec)
+        out = fresh(frame, materialize(frame), spec)
+        out.dag_node = self._ctx.dag.add(
+            f"module_{role}",
+            {"module": self.name, "relation": relation},
+            [frame.dag_node],
+            out.visible_schema(),
+        )
+        return out
 
     def state(self, df: DataFrame, relation: str, values: Values = "all") -> TrackedFrame:
         """A state relation of the module (a set: duplicate tuples are one tuple). Each tuple's
@@ -95,4 +102,8 @@ class Invocation:
         tracked = tracked.withColumn(ID, session.node_id(key, F.col(token_col)))
         attributes = chosen(columns, values)
         spec = StateSpec(key=key, relation=relation, attributes=attributes, module=self.node_id)
-        return TrackedFrame(session, tracked, spec, {"token": F.col(token_col)})
+        out = TrackedFrame(session, tracked, spec, {"token": F.col(token_col)})
+        out.dag_node = session.dag.add(
+            "module_state", {"module": self.name, "relation": relation}, [], out.visible_schema()
+        )
+        return out

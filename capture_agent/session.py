@@ -31,6 +31,7 @@ from sparkprov import defaults
 from sparkprov.events import encode_run_complete, encode_run_started
 from sparkprov.kafka_security import KafkaSecurity
 from sparkprov.limits import check_name
+from sparkprov.workflow import WorkflowDag
 
 if TYPE_CHECKING:
     from openlineage.client import OpenLineageClient
@@ -224,6 +225,7 @@ class ProvenanceSession:
                     failed=exc is not None,
                     error="" if exc is None else f"{type(exc).__name__}: {exc}"[:2000],
                     finished_unix_ms=int(time.time() * 1000),
+                    version=self.workflow_dag(),
                 )
             )
         except PublishError as e:
@@ -249,6 +251,15 @@ class ProvenanceSession:
         log.info(
             "provenance run %s complete: %d nodes, %d edges emitted", self.run_id, nodes, edges
         )
+
+    def workflow_dag(self) -> WorkflowDag:
+        """The canonical operator DAG of what this run built so far (sparkprov.workflow)."""
+        return self.capture.dag.dag()
+
+    @property
+    def version_id(self) -> str:
+        """The id of this run's workflow version: the hash of its canonical DAG."""
+        return self.workflow_dag().version_id
 
     def counts(self) -> tuple[int, int]:
         """Nodes and edges emitted so far by completed tasks."""
@@ -283,7 +294,11 @@ class ProvenanceSession:
         tracked = tracked.withColumn(ID, self.capture.node_id(key, F.col(rowno)))
         self.capture.relations_read[relation] = None
         spec = SourceSpec(key=key, relation=relation, attributes=chosen(df.columns, values))
-        return TrackedFrame(self.capture, tracked, spec, {"rowno": F.col(rowno)})
+        frame = TrackedFrame(self.capture, tracked, spec, {"rowno": F.col(rowno)})
+        frame.dag_node = self.capture.dag.add(
+            "source", {"relation": relation}, [], frame.visible_schema()
+        )
+        return frame
 
     def module(self, name: str) -> Invocation:
         """``with prov.module("dealer1") as m:`` -- one invocation of module ``name``."""

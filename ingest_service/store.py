@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import neo4j
 
+from ingest_service import versions
 from ingest_service.levels import DEFAULT_THETA, LEVELS
 from sparkprov.blocks import EdgeBlock, MemberBlock, NodeBlock
 from sparkprov.events import Batch, RunComplete, RunStarted, member_block
@@ -59,6 +60,7 @@ _SCHEMA = [
     # keys registered here.
     "CREATE CONSTRAINT sp_member_key IF NOT EXISTS FOR (k:MemberKey) REQUIRE k.key IS UNIQUE",
     "CREATE INDEX sp_member_pair IF NOT EXISTS FOR ()-[r:DERIVES]-() ON (r.pair)",
+    *versions.SCHEMA,
 ]
 
 _LOCK = "MERGE (l:IngestLock {name: 'ingest'}) SET l.flushes = coalesce(l.flushes, 0) + 1"
@@ -319,6 +321,7 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int) -> FlushResul
             for c in flush.completed
         ]
         tx.run(_RUN_COMPLETE, rows=rows).consume()
+        versions.write_versions(tx, flush.completed)
     if per_run:
         rows = [
             {"run": run, "workflow": flush.workflows.get(run, ""), **counts}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from query_service import limits
+from query_service.equivalence import Equivalence, Semantics, Verdict
 from query_service.model import (
     Direction,
     InvalidArgument,
@@ -15,12 +17,21 @@ from query_service.model import (
 )
 from query_service.queries import Deletion, ProvenanceAnswer
 from query_service.traces import TraceQuery
+from query_service.version_store import EqualRows, StoredVersion
+from query_service.versions import ComparedRow, Comparison
 from query_service.zoom import ZoomedView
 from sparkprov.events import op_number
 from sparkprov.ids import InvalidNodeId, format_node_id, parse_node_id
-from sparkprov.v1 import query_pb2
+from sparkprov.v1 import lineage_pb2, query_pb2
+from sparkprov.workflow import Edit, Operator
 
 __all__ = [
+    "compare_response",
+    "dag_operator",
+    "diff_response",
+    "equivalence_response",
+    "versions_of_response",
+    "versions_response",
     "deletion_response",
     "find_response",
     "graph_view",
@@ -32,6 +43,7 @@ __all__ = [
     "node_ids",
     "provenance_response",
     "runs_response",
+    "semantics",
     "semiring",
     "trace_query",
     "trace_response",
@@ -236,4 +248,112 @@ def provenance_response(answer: ProvenanceAnswer) -> query_pb2.ProvenanceRespons
         cost=answer.cost,
         probability=answer.probability,
         method=answer.method,
+    )
+
+
+# -- workflow versions (query_service.versions) ---------------------------------------------
+
+
+def dag_operator(op: Operator) -> lineage_pb2.DagOperator:
+    out = lineage_pb2.DagOperator(id=op.id, kind=op.kind, inputs=list(op.inputs))
+    out.params.update(dict(op.params))
+    for name, type_ in op.columns:
+        out.columns.add(name=name, type=type_)
+    return out
+
+
+def versions_response(versions: list[StoredVersion]) -> query_pb2.ListVersionsResponse:
+    return query_pb2.ListVersionsResponse(
+        versions=[
+            query_pb2.WorkflowVersionInfo(
+                workflow=v.workflow,
+                version_id=v.version_id,
+                seq=v.seq,
+                run_ids=v.run_ids,
+                operator_count=len(v.dag.operators),
+                sinks=[name for name, _ in v.dag.sinks],
+                created_unix_ms=v.created_unix_ms,
+            )
+            for v in versions
+        ]
+    )
+
+
+def diff_response(edit: Edit) -> query_pb2.DiffVersionsResponse:
+    return query_pb2.DiffVersionsResponse(
+        added=[dag_operator(o) for o in edit.added],
+        removed=[dag_operator(o) for o in edit.removed],
+        changed=[
+            query_pb2.OperatorChange(before=dag_operator(a), after=dag_operator(b))
+            for a, b in edit.changed
+        ],
+        moved=[
+            query_pb2.OperatorChange(before=dag_operator(a), after=dag_operator(b))
+            for a, b in edit.moved
+        ],
+        links_added=[query_pb2.DagLink(src=s, dst=d) for s, d in edit.links_added],
+        links_removed=[query_pb2.DagLink(src=s, dst=d) for s, d in edit.links_removed],
+    )
+
+
+def versions_of_response(rows: list[EqualRows]) -> query_pb2.VersionsOfResponse:
+    out = query_pb2.VersionsOfResponse()
+    by_node: dict[int, query_pb2.VersionsOfResult] = {}
+    for r in rows:
+        result = by_node.get(r.node_id)
+        if result is None:
+            result = out.results.add(
+                node_id=format_node_id(r.node_id), workflow=r.workflow, relation=r.relation
+            )
+            result.attributes.update(r.attributes)
+            by_node[r.node_id] = result
+        result.versions.add(version_id=r.version_id, run_ids=r.run_ids)
+    return out
+
+
+def _compared_row(row: ComparedRow) -> query_pb2.ResultRow:
+    out = query_pb2.ResultRow(
+        count_a=row.count_a,
+        count_b=row.count_b,
+        node_ids=[format_node_id(i) for i in row.node_ids],
+        sources=[node(n) for n in row.sources],
+        edit_operators=[dag_operator(o) for o in row.edit_operators],
+    )
+    out.attributes.update(row.attributes)
+    return out
+
+
+def compare_response(comparison: Comparison) -> query_pb2.CompareResultsResponse:
+    return query_pb2.CompareResultsResponse(
+        only_a=[_compared_row(r) for r in comparison.only_a],
+        only_b=[_compared_row(r) for r in comparison.only_b],
+        both=[_compared_row(r) for r in comparison.both],
+        truncated=comparison.truncated,
+    )
+
+
+def semantics(value: int) -> Semantics:
+    if value == query_pb2.SEMANTICS_BAG:
+        return Semantics.BAG
+    if value == query_pb2.SEMANTICS_SET:
+        return Semantics.SET
+    raise InvalidArgument(f"unknown semantics {value}")
+
+
+_VERDICTS = {
+    Verdict.EQUIVALENT: query_pb2.VERDICT_EQUIVALENT,
+    Verdict.NOT_EQUIVALENT: query_pb2.VERDICT_NOT_EQUIVALENT,
+    Verdict.UNKNOWN: query_pb2.VERDICT_UNKNOWN,
+}
+
+
+def equivalence_response(answer: Equivalence, millis: float) -> query_pb2.CheckEquivalenceResponse:
+    return query_pb2.CheckEquivalenceResponse(
+        verdict=_VERDICTS[answer.verdict],
+        method=answer.method,
+        reason=limits.message(answer.reason),
+        segment_a=[dag_operator(o) for o in answer.segment_a],
+        segment_b=[dag_operator(o) for o in answer.segment_b],
+        counterexample=limits.message(answer.counterexample),
+        millis=millis,
     )

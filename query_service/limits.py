@@ -45,7 +45,11 @@ MAX_MESSAGE_BYTES = 1024
 
 _ID = ("node_id",)
 _ID_LISTS = ("node_ids", "on_node_ids", "false_tokens", "token_costs", "token_probabilities")
-_NAMES = ("run_id", "relation", "workflow")
+_NAMES = (
+    *("run_id", "relation", "workflow"),
+    # workflow versions (query_service.versions)
+    *("version_a", "version_b", "run_a", "run_b", "relation_a", "relation_b", "sink", "sink_b"),
+)
 _NAME_LISTS = ("modules", "zoomed_out_modules")
 
 

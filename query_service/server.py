@@ -35,6 +35,8 @@ from query_service.queries import Queries, provenance
 from query_service.settings import QuerySettings
 from query_service.store import Store
 from query_service.traces import run, run_encoded
+from query_service.version_store import VersionStore
+from query_service.versions import Versions
 from sparkprov.limits import quote
 from sparkprov.v1 import query_pb2, query_pb2_grpc
 
@@ -101,6 +103,7 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
         self._store = store
         self._settings = settings
         self._queries = Queries(store, settings.max_limit)
+        self._versions_answerer: Versions | None = None
 
     def FindNodes(  # noqa: N802 - gRPC method name
         self, request: query_pb2.FindNodesRequest, context: grpc.ServicerContext
@@ -289,6 +292,75 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
         with _errors(context):
             limits.check(request)
             return adapter.runs_response(self._store.runs(request.workflow))
+        raise AssertionError("unreachable")
+
+    # -- workflow versions (docs/versions.md) -----------------------------------------------
+
+    @property
+    def _versions(self) -> Versions:
+        """Built on first use: it reads through the store's driver (the unit tests' fake stores
+        have none and never ask about versions)."""
+        if self._versions_answerer is None:
+            self._versions_answerer = Versions(
+                VersionStore(self._store.driver), self._store, self._settings.max_limit
+            )
+        return self._versions_answerer
+
+    def ListVersions(  # noqa: N802
+        self, request: query_pb2.ListVersionsRequest, context: grpc.ServicerContext
+    ) -> query_pb2.ListVersionsResponse:
+        with _errors(context):
+            limits.check(request)
+            return adapter.versions_response(self._versions.listed(request.workflow))
+        raise AssertionError("unreachable")
+
+    def DiffVersions(  # noqa: N802
+        self, request: query_pb2.DiffVersionsRequest, context: grpc.ServicerContext
+    ) -> query_pb2.DiffVersionsResponse:
+        with _errors(context):
+            limits.check(request)
+            edit = self._versions.diff(request.workflow, request.version_a, request.version_b)
+            return adapter.diff_response(edit)
+        raise AssertionError("unreachable")
+
+    def VersionsOf(  # noqa: N802
+        self, request: query_pb2.VersionsOfRequest, context: grpc.ServicerContext
+    ) -> query_pb2.VersionsOfResponse:
+        with _errors(context):
+            limits.check(request)
+            ids = adapter.node_ids(list(request.node_ids), "node_ids")
+            return adapter.versions_of_response(self._versions.versions_of(ids))
+        raise AssertionError("unreachable")
+
+    def CompareResults(  # noqa: N802
+        self, request: query_pb2.CompareResultsRequest, context: grpc.ServicerContext
+    ) -> query_pb2.CompareResultsResponse:
+        with _errors(context):
+            limits.check(request)
+            comparison = self._versions.compare(
+                request.run_a,
+                request.relation_a,
+                request.run_b,
+                request.relation_b,
+                request.limit or 100,
+            )
+            return adapter.compare_response(comparison)
+        raise AssertionError("unreachable")
+
+    def CheckEquivalence(  # noqa: N802
+        self, request: query_pb2.CheckEquivalenceRequest, context: grpc.ServicerContext
+    ) -> query_pb2.CheckEquivalenceResponse:
+        with _errors(context):
+            limits.check(request)
+            answer, millis = self._versions.equivalence(
+                request.workflow,
+                request.version_a,
+                request.version_b,
+                request.sink,
+                request.sink_b,
+                adapter.semantics(request.semantics),
+            )
+            return adapter.equivalence_response(answer, millis)
         raise AssertionError("unreachable")
 
 

@@ -281,6 +281,11 @@ class Store:
     def close(self) -> None:
         self._driver.close()
 
+    @property
+    def driver(self) -> neo4j.Driver:
+        """The driver, shared with the other readers of the same database (version_store)."""
+        return self._driver
+
     def _read(self, query: str, **params: Any) -> list[neo4j.Record]:
         records, _, _ = self._driver.execute_query(
             query, parameters_=params, routing_=neo4j.RoutingControl.READ

@@ -29,6 +29,7 @@ from sparkprov.blocks import MAX_MEMBER_AGGREGATES, EdgeBlock, MemberBlock, Node
 from sparkprov.derived import MemberColumns
 from sparkprov.limits import LimitExceeded
 from sparkprov.v1 import lineage_pb2
+from sparkprov.workflow import Operator, WorkflowDag
 
 __all__ = [
     "ATTRIBUTE_PREFIX",
@@ -197,6 +198,7 @@ class RunComplete:
     failed: bool
     error: str
     finished_unix_ms: int
+    version: WorkflowDag | None = None  # None from writers that predate versions
 
 
 Event = Batch | RunStarted | RunComplete
@@ -354,6 +356,7 @@ def encode_run_complete(
     failed: bool = False,
     error: str = "",
     finished_unix_ms: int = 0,
+    version: WorkflowDag | None = None,
 ) -> bytes:
     limits.check_envelope(run_id, workflow)
     limits.check_string("error", error, limits.MAX_TEXT_BYTES)
@@ -364,7 +367,44 @@ def encode_run_complete(
     done.failed = failed
     done.error = error
     done.finished_unix_ms = finished_unix_ms
+    if version is not None:
+        _version_message(version, done.version)
     return event.SerializeToString()
+
+
+def _version_message(dag: WorkflowDag, out: lineage_pb2.WorkflowVersion) -> None:
+    out.version_id = dag.version_id
+    for op in dag.ops:
+        o = out.operators.add(id=op.id, kind=op.kind, inputs=list(op.inputs))
+        o.params.update(dict(op.params))
+        for name, type_ in op.columns:
+            o.columns.add(name=name, type=type_)
+    out.sinks.update(dict(dag.sinks))
+
+
+def _version_of(message: lineage_pb2.WorkflowVersion) -> WorkflowDag:
+    """The DAG a marker carries, checked: its version id is the hash of what it holds."""
+    dag = WorkflowDag(
+        tuple(
+            Operator(
+                id=o.id,
+                kind=o.kind,
+                params=tuple(sorted(o.params.items())),
+                inputs=tuple(o.inputs),
+                columns=tuple((c.name, c.type) for c in o.columns),
+            )
+            for o in message.operators
+        ),
+        tuple(sorted(message.sinks.items())),
+    )
+    known = {o.id for o in dag.operators}
+    dangling = [i for o in dag.operators for i in o.inputs if i not in known]
+    dangling += [op for _, op in dag.sinks if op not in known]
+    if dangling:
+        raise MalformedEvent("bad_version", f"operators reference unknown ids {dangling[:3]}")
+    if dag.version_id != message.version_id:
+        raise MalformedEvent("bad_version", "version_id is not the hash of the operator DAG")
+    return dag
 
 
 def decode(data: bytes | None) -> Event:
@@ -412,6 +452,7 @@ def _decode_body(event: lineage_pb2.LineageEvent) -> Event:
             c.failed,
             c.error,
             c.finished_unix_ms,
+            _version_of(c.version) if c.HasField("version") else None,
         )
     if body == "batch":
         return _decode_batch(event)

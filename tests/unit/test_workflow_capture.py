@@ -1,0 +1,126 @@
+"""capture_agent.workflow_dag on a local Spark, no broker (MemoryEmitter): what a run records of
+its workflow DAG, and that the same pipeline written twice is one version."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from capture_agent import ProvenanceSession
+from capture_agent.emitters import MemoryEmitter
+from sparkprov.events import RunComplete, decode
+from sparkprov.workflow import WorkflowDag
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    from examples.spark import local_spark
+
+    session = local_spark("sparkprov-workflow-dag", cores=1)
+    yield session
+    session.stop()
+
+
+def _capture(spark: Any, build: Callable[[Any], None], **kwargs: Any) -> tuple[WorkflowDag, Any]:
+    emitter = MemoryEmitter(spark)
+    with ProvenanceSession(spark, "wf", emitter=emitter, capture="python", **kwargs) as prov:
+        build(prov)
+    return prov.workflow_dag(), emitter
+
+
+def _people(spark: Any) -> Any:
+    return spark.createDataFrame([(1, "NY", 30), (2, "LA", 40)], "id long, city string, age int")
+
+
+def test_the_same_pipeline_twice_is_one_version_and_travels(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    def with_column(prov: Any) -> None:
+        people = prov.source(_people(spark), "people")
+        people.filter(F.col("age") > 25).groupBy("city").agg(F.avg("age").alias("a")).named(
+            "avg"
+        ).collect()
+
+    def with_text(prov: Any) -> None:
+        people = prov.source(_people(spark), "people")
+        kept = people.where("age > 25").cache()  # cache is not an operator of the DAG
+        kept.groupBy("city").agg(F.avg(F.col("age")).alias("a")).named("avg").collect()
+
+    one, emitter = _capture(spark, with_column)
+    two, _ = _capture(spark, with_text)
+    assert one.version_id == two.version_id
+    kinds = sorted(o.kind for o in one.operators)
+    assert kinds == ["aggregate", "filter", "named", "source"]
+    (predicate,) = [o.param("predicate") for o in one.operators if o.kind == "filter"]
+    assert predicate == "(age > 25)"
+    (aggregate,) = [o for o in one.operators if o.kind == "aggregate"]
+    assert aggregate.param("keys") == '["city"]'
+    assert "avg(age) AS a" in aggregate.param("aggregates")
+    markers = [decode(value) for _, value in emitter.messages()]
+    done = [m for m in markers if isinstance(m, RunComplete)]
+    assert len(done) == 1 and done[0].version is not None
+    assert done[0].version.to_json() == one.to_json()
+
+
+def test_udfs_are_recorded_by_name_and_code(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    def labeller(threshold: int) -> Any:
+        if threshold == 1:
+
+            @F.udf("int")
+            def label(age):  # type: ignore[no-untyped-def]
+                return 1 if age > 35 else 0
+
+        else:
+
+            @F.udf("int")
+            def label(age):  # type: ignore[no-untyped-def]
+                return 1 if age > 35 else 0
+
+        return label
+
+    @F.udf("int")
+    def label(age):  # type: ignore[no-untyped-def]
+        return 1 if age > 20 else 0
+
+    def build(udf: Any) -> Callable[[Any], None]:
+        def run(prov: Any) -> None:
+            prov.source(_people(spark), "people").withColumn("l", udf(F.col("age"))).named(
+                "labelled"
+            ).collect()
+
+        return run
+
+    first, _ = _capture(spark, build(labeller(1)))
+    again, _ = _capture(spark, build(labeller(2)))  # the same code, written elsewhere
+    other, _ = _capture(spark, build(label))
+    assert first.version_id == again.version_id != other.version_id
+    (step,) = [o for o in first.operators if o.kind == "with_column"]
+    assert step.param("columns") == '["label(age) AS l"]'
+    assert step.param("udfs").startswith('[["label", ')
+
+
+def test_generators_record_their_own_sql(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    def build(prov: Any) -> None:
+        people = prov.source(_people(spark), "people")
+        people.select("id", F.explode(F.array("city", "city")).alias("c")).collect()
+
+    dag, _ = _capture(spark, build)
+    (projection,) = [o for o in dag.operators if o.kind == "project"]
+    assert "explode(array(city, city)) AS c" in projection.param("columns")
+
+
+def test_the_kill_switch_records_nothing(spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    def build(prov: Any) -> None:
+        prov.source(_people(spark), "people").filter(F.col("age") > 1).collect()
+
+    dag, emitter = _capture(spark, build, enabled=False)
+    assert [o.kind for o in dag.operators] == ["source"]
+    assert not emitter.messages()
