@@ -5,6 +5,7 @@ with enums by wire number (an unknown number from a newer server stays a number)
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -305,3 +306,13 @@ def test_version_rpcs_raise_the_callers_errors(
         call(client)
     assert info.value.code == code and info.value.details == "no such thing"
     assert info.value.__cause__ is failure
+
+
+def test_every_rpc_has_a_client_method() -> None:
+    """An RPC added to query.proto without a QueryClient method fails here (ListRuns is
+    ``runs``)."""
+    service = query_pb2.DESCRIPTOR.services_by_name["ProvenanceQuery"]
+    renamed = {"list_runs": "runs"}
+    for method in service.methods:
+        name = re.sub(r"(?<!^)(?=[A-Z])", "_", method.name).lower()
+        assert callable(getattr(QueryClient, renamed.get(name, name), None)), method.name
