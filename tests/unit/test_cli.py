@@ -38,6 +38,7 @@ def test_exit_codes_are_distinct() -> None:
 
 
 def test_open_prints_the_viewer_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SPARKPROV_VIEWER_ADDR", raising=False)  # a stack on other ports sets it
     opened: list[str] = []
     monkeypatch.setattr(webbrowser, "open", lambda url: opened.append(url) or True)
     runner = CliRunner()
