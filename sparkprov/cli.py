@@ -8,6 +8,8 @@
     sparkprov whatif-delete NODE_ID...
     sparkprov provenance NODE_ID [--semiring S]
     sparkprov open RUN|NODE_ID
+    sparkprov versions WORKFLOW
+    sparkprov diff WORKFLOW A B
 
 The address and token come from ``--address`` / ``--token`` or the variables the services read
 (``SPARKPROV_GRPC_ADDR``, ``SPARKPROV_QUERY_TOKEN``). A failed call prints one line,
@@ -27,6 +29,7 @@ from dataclasses import asdict
 from typing import Any, NoReturn
 
 import click
+import grpc
 
 from sparkprov import defaults, prov_export
 from sparkprov.client import QueryClient
@@ -37,7 +40,7 @@ from sparkprov.query_errors import (
     Unauthenticated,
     Unavailable,
 )
-from sparkprov.query_model import Node, Semiring, Strategy, Trace
+from sparkprov.query_model import DagOperator, Node, Semiring, Strategy, Trace, VersionInfo
 from sparkprov.trace_render import describe, plain, render_dot, render_json, render_trace
 
 __all__ = ["EXIT_CODES", "main"]
@@ -306,6 +309,75 @@ def open_viewer(target: str, viewer: str, no_browser: bool) -> None:
     click.echo(url)
     if not no_browser:
         webbrowser.open(url)
+
+
+@main.command()
+@click.argument("workflow")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per version")
+@click.pass_context
+def versions(ctx: click.Context, workflow: str, as_json: bool) -> None:
+    """List a workflow's versions in order: seq, version id, operators, runs, named relations."""
+    with _client(ctx) as client:
+        listed = client.list_versions(workflow)
+    for version in listed:
+        if as_json:
+            click.echo(json.dumps(plain(asdict(version))))
+            continue
+        click.echo(
+            f"{version.seq}  {version.version_id}  operators={version.operator_count} "
+            f"runs={len(version.run_ids)}  {','.join(version.sinks)}"
+        )
+
+
+def _version(listed: list[VersionInfo], workflow: str, given: str) -> str:
+    """The version id ``given`` names: an id, a seq number, or a unique prefix of an id."""
+    for version in listed:
+        if given in (version.version_id, str(version.seq)):
+            return version.version_id
+    matches = [v.version_id for v in listed if given and v.version_id.startswith(given)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise InvalidArgument(
+            grpc.StatusCode.INVALID_ARGUMENT, f"{given!r} is a prefix of {len(matches)} versions"
+        )
+    raise NotFound(grpc.StatusCode.NOT_FOUND, f"no version {given!r} of workflow {workflow!r}")
+
+
+def _operator(op: DagOperator) -> str:
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(op.params.items()) if k != "code")
+    return f"{op.kind}({shown})  {op.id}"
+
+
+@main.command()
+@click.argument("workflow")
+@click.argument("version_a", metavar="A")
+@click.argument("version_b", metavar="B")
+@click.option("--json", "as_json", is_flag=True, help="the edit as one JSON object")
+@click.pass_context
+def diff(ctx: click.Context, workflow: str, version_a: str, version_b: str, as_json: bool) -> None:
+    """The edit from version A to version B of WORKFLOW. A version is its id, its seq number
+    (as `versions` lists them) or a unique prefix of its id."""
+    with _client(ctx) as client:
+        listed = client.list_versions(workflow)
+        a, b = (_version(listed, workflow, v) for v in (version_a, version_b))
+        edit = client.diff_versions(workflow, a, b)
+    if as_json:
+        click.echo(json.dumps(plain(asdict(edit))))
+        return
+    click.echo(f"{a} -> {b}")
+    for op in edit.added:
+        click.echo(f"+ {_operator(op)}")
+    for op in edit.removed:
+        click.echo(f"- {_operator(op)}")
+    for change in edit.changed:
+        click.echo(f"~ {_operator(change.before)}\n  -> {_operator(change.after)}")
+    for change in edit.moved:
+        before, after = ",".join(change.before.inputs), ",".join(change.after.inputs)
+        click.echo(f"> {_operator(change.after)}  reads {after} (was {before})")
+    for sign, links in (("+", edit.links_added), ("-", edit.links_removed)):
+        for link in links:
+            click.echo(f"{sign} link {link.src} -> {link.dst}")
 
 
 def _node(node: Node) -> Any:

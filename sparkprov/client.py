@@ -26,14 +26,20 @@ from sparkprov.bearer import BearerToken
 from sparkprov.query_errors import NotFound, from_rpc_error
 from sparkprov.query_model import (
     Deletion,
+    Equivalence,
     GraphView,
     Node,
     Op,
     Provenance,
+    ResultComparison,
+    RowVersions,
     Run,
+    Semantics,
     Semiring,
     Strategy,
     Trace,
+    VersionDiff,
+    VersionInfo,
 )
 from sparkprov.trace_render import render_trace
 from sparkprov.v1 import query_pb2, query_pb2_grpc
@@ -306,6 +312,64 @@ class QueryClient:
             samples=samples,
         )
         return query_adapter.provenance(self._call(self.stub.Provenance, request))
+
+    # -- workflow versions (docs/versions.md) -----------------------------------------------
+
+    def list_versions(self, workflow: str) -> list[VersionInfo]:
+        """ListVersions: the workflow's versions in order (``seq`` 1 first), with their runs."""
+        request = query_pb2.ListVersionsRequest(workflow=workflow)
+        reply = self._call(self.stub.ListVersions, request)
+        return [query_adapter.version_info(v) for v in reply.versions]
+
+    def diff_versions(self, workflow: str, version_a: str, version_b: str) -> VersionDiff:
+        """DiffVersions: the edit from ``version_a`` to ``version_b`` of ``workflow``."""
+        request = query_pb2.DiffVersionsRequest(
+            workflow=workflow, version_a=version_a, version_b=version_b
+        )
+        return query_adapter.version_diff(self._call(self.stub.DiffVersions, request))
+
+    def versions_of(self, node_ids: Sequence[str]) -> list[RowVersions]:
+        """VersionsOf (Drove's Q1): per node, a row of a named relation, the versions and runs
+        of its workflow whose same relation holds an equal row."""
+        request = query_pb2.VersionsOfRequest(node_ids=list(node_ids))
+        reply = self._call(self.stub.VersionsOf, request)
+        return [query_adapter.row_versions(r) for r in reply.results]
+
+    def compare_results(
+        self,
+        run_a: str,
+        relation_a: str,
+        run_b: str,
+        relation_b: str = "",
+        *,
+        limit: int = 0,
+    ) -> ResultComparison:
+        """CompareResults (Drove's Q2): the rows of ``relation_a`` in ``run_a`` and of
+        ``relation_b`` ("" = ``relation_a``) in ``run_b``, as bags: only in a, only in b, in
+        both; each one-sided row with its sources and the edit's operators on its path, for at
+        most ``limit`` rows per side (0 = 100; ``truncated`` says if more were left out)."""
+        request = query_pb2.CompareResultsRequest(
+            run_a=run_a, relation_a=relation_a, run_b=run_b, relation_b=relation_b, limit=limit
+        )
+        return query_adapter.result_comparison(self._call(self.stub.CompareResults, request))
+
+    def check_equivalence(
+        self,
+        workflow: str,
+        version_a: str,
+        version_b: str,
+        sink: str,
+        *,
+        sink_b: str = "",
+        semantics: Semantics = Semantics.BAG,
+    ) -> Equivalence:
+        """CheckEquivalence: whether ``sink`` of ``version_a`` and ``sink_b`` ("" = ``sink``)
+        of ``version_b`` give the same result, as bags or sets: EQUIVALENT, NOT_EQUIVALENT
+        (with a counterexample) or UNKNOWN (with the reason)."""
+        request = query_adapter.check_equivalence_request(
+            workflow, version_a, version_b, sink, sink_b=sink_b, semantics=semantics
+        )
+        return query_adapter.equivalence(self._call(self.stub.CheckEquivalence, request))
 
     # -- built on the RPCs ------------------------------------------------------------------
 

@@ -10,37 +10,58 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from sparkprov.query_model import (
+    DagLink,
+    DagOperator,
     Deletion,
     Edge,
+    Equivalence,
     GraphView,
     Node,
     Op,
+    OperatorChange,
     Provenance,
     RecomputedAggregate,
+    ResultComparison,
+    ResultRow,
+    RowVersions,
     Run,
     RunState,
+    Semantics,
     Semiring,
     Strategy,
     Term,
     Trace,
     TraceStats,
+    Verdict,
+    VersionDiff,
+    VersionInfo,
+    VersionRuns,
 )
-from sparkprov.v1 import query_pb2
+from sparkprov.v1 import lineage_pb2, query_pb2
 
 __all__ = [
+    "check_equivalence_request",
+    "dag_operator",
     "deletion",
+    "equivalence",
     "graph_view",
     "merge_chunks",
     "node",
     "provenance",
     "provenance_request",
+    "result_comparison",
+    "row_versions",
     "run",
     "trace",
     "trace_request",
+    "version_diff",
+    "version_info",
 ]
 
+_Enum = type[Op] | type[Strategy] | type[RunState] | type[Semiring] | type[Verdict]
 
-def _enum(kind: type[Op] | type[Strategy] | type[RunState] | type[Semiring], value: int) -> int:
+
+def _enum(kind: _Enum, value: int) -> int:
     """The enum member, or the bare number when a newer server sends one this client lacks."""
     try:
         return kind(value)
@@ -196,4 +217,116 @@ def provenance(message: query_pb2.ProvenanceResponse) -> Provenance:
         cost=message.cost,
         probability=message.probability,
         method=message.method,
+    )
+
+
+# -- workflow versions ---------------------------------------------------------------------
+
+
+def dag_operator(message: lineage_pb2.DagOperator) -> DagOperator:
+    return DagOperator(
+        id=message.id,
+        kind=message.kind,
+        params=dict(message.params),
+        inputs=tuple(message.inputs),
+        columns=tuple((c.name, c.type) for c in message.columns),
+    )
+
+
+def _operators(messages: Iterable[lineage_pb2.DagOperator]) -> tuple[DagOperator, ...]:
+    return tuple(dag_operator(o) for o in messages)
+
+
+def version_info(message: query_pb2.WorkflowVersionInfo) -> VersionInfo:
+    return VersionInfo(
+        workflow=message.workflow,
+        version_id=message.version_id,
+        seq=message.seq,
+        run_ids=tuple(message.run_ids),
+        operator_count=message.operator_count,
+        sinks=tuple(message.sinks),
+        created_unix_ms=message.created_unix_ms,
+    )
+
+
+def _changes(messages: Iterable[query_pb2.OperatorChange]) -> tuple[OperatorChange, ...]:
+    return tuple(OperatorChange(dag_operator(c.before), dag_operator(c.after)) for c in messages)
+
+
+def _links(messages: Iterable[query_pb2.DagLink]) -> tuple[DagLink, ...]:
+    return tuple(DagLink(link.src, link.dst) for link in messages)
+
+
+def version_diff(message: query_pb2.DiffVersionsResponse) -> VersionDiff:
+    return VersionDiff(
+        added=_operators(message.added),
+        removed=_operators(message.removed),
+        changed=_changes(message.changed),
+        links_added=_links(message.links_added),
+        links_removed=_links(message.links_removed),
+        moved=_changes(message.moved),
+    )
+
+
+def row_versions(message: query_pb2.VersionsOfResult) -> RowVersions:
+    return RowVersions(
+        node_id=message.node_id,
+        workflow=message.workflow,
+        relation=message.relation,
+        attributes=dict(message.attributes),
+        versions=tuple(VersionRuns(v.version_id, tuple(v.run_ids)) for v in message.versions),
+    )
+
+
+def _result_rows(messages: Iterable[query_pb2.ResultRow]) -> tuple[ResultRow, ...]:
+    return tuple(
+        ResultRow(
+            attributes=dict(r.attributes),
+            count_a=r.count_a,
+            count_b=r.count_b,
+            node_ids=tuple(r.node_ids),
+            sources=tuple(node(n) for n in r.sources),
+            edit_operators=_operators(r.edit_operators),
+        )
+        for r in messages
+    )
+
+
+def result_comparison(message: query_pb2.CompareResultsResponse) -> ResultComparison:
+    return ResultComparison(
+        only_a=_result_rows(message.only_a),
+        only_b=_result_rows(message.only_b),
+        both=_result_rows(message.both),
+        truncated=message.truncated,
+    )
+
+
+def check_equivalence_request(
+    workflow: str,
+    version_a: str,
+    version_b: str,
+    sink: str,
+    *,
+    sink_b: str,
+    semantics: Semantics | int,
+) -> query_pb2.CheckEquivalenceRequest:
+    return query_pb2.CheckEquivalenceRequest(
+        workflow=workflow,
+        version_a=version_a,
+        version_b=version_b,
+        sink=sink,
+        sink_b=sink_b,
+        semantics=int(semantics),  # type: ignore[arg-type]
+    )
+
+
+def equivalence(message: query_pb2.CheckEquivalenceResponse) -> Equivalence:
+    return Equivalence(
+        verdict=_enum(Verdict, message.verdict),  # type: ignore[arg-type]
+        method=message.method,
+        reason=message.reason,
+        segment_a=_operators(message.segment_a),
+        segment_b=_operators(message.segment_b),
+        counterexample=message.counterexample,
+        millis=message.millis,
     )

@@ -13,20 +13,32 @@ import enum
 from dataclasses import dataclass, field
 
 __all__ = [
+    "DagLink",
+    "DagOperator",
     "Deletion",
     "Edge",
+    "Equivalence",
     "GraphView",
     "Node",
     "Op",
+    "OperatorChange",
     "Provenance",
     "RecomputedAggregate",
+    "ResultComparison",
+    "ResultRow",
+    "RowVersions",
     "Run",
     "RunState",
+    "Semantics",
     "Semiring",
     "Strategy",
     "Term",
     "Trace",
     "TraceStats",
+    "Verdict",
+    "VersionDiff",
+    "VersionInfo",
+    "VersionRuns",
 ]
 
 
@@ -72,6 +84,22 @@ class Semiring(enum.IntEnum):
     WHY = 3
     TROPICAL = 4
     PROBABILITY = 5
+
+
+class Semantics(enum.IntEnum):
+    """How CheckEquivalence compares two results: as bags (Spark's) or as sets."""
+
+    BAG = 0
+    SET = 1
+
+
+class Verdict(enum.IntEnum):
+    """CheckEquivalence's answer; UNKNOWN comes with the reason the verifier could not decide."""
+
+    UNSPECIFIED = 0
+    EQUIVALENT = 1
+    NOT_EQUIVALENT = 2
+    UNKNOWN = 3
 
 
 @dataclass(frozen=True)
@@ -191,3 +219,127 @@ class Provenance:
     cost: float
     probability: float
     method: str
+
+
+# -- workflow versions (docs/versions.md) ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DagOperator:
+    """One operator of a version's canonical DAG: ``id`` is its Merkle hash (equal ids in two
+    versions mean identical sub-DAGs), ``inputs`` its inputs' ids in order (left, right),
+    ``params`` its predicates, expressions and keys as Spark SQL text, ``columns`` the (name,
+    Spark type) of the columns it outputs."""
+
+    id: str
+    kind: str
+    params: dict[str, str] = field(default_factory=dict)
+    inputs: tuple[str, ...] = ()
+    columns: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """A version of a workflow: ``seq`` 1 is its first, in order of first run."""
+
+    workflow: str
+    version_id: str
+    seq: int
+    run_ids: tuple[str, ...]
+    operator_count: int
+    sinks: tuple[str, ...]  # the named relations
+    created_unix_ms: int
+
+
+@dataclass(frozen=True)
+class DagLink:
+    """A link of a DAG, from the operator read (``src``) to the one reading it (``dst``)."""
+
+    src: str
+    dst: str
+
+
+@dataclass(frozen=True)
+class OperatorChange:
+    """An operator of version a (``before``) and its counterpart in version b (``after``)."""
+
+    before: DagOperator
+    after: DagOperator
+
+
+@dataclass(frozen=True)
+class VersionDiff:
+    """The edit from version a to version b: ``added`` and ``links_added`` are b's,
+    ``removed`` and ``links_removed`` a's; ``changed``: same kind and place, other parameters;
+    ``moved``: the same operator reading another input."""
+
+    added: tuple[DagOperator, ...]
+    removed: tuple[DagOperator, ...]
+    changed: tuple[OperatorChange, ...]
+    links_added: tuple[DagLink, ...]
+    links_removed: tuple[DagLink, ...]
+    moved: tuple[OperatorChange, ...]
+
+
+@dataclass(frozen=True)
+class VersionRuns:
+    """The runs of one version; ``version_id`` is "" for runs recorded before versions."""
+
+    version_id: str
+    run_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RowVersions:
+    """VersionsOf for one node: the versions (and their runs) of its workflow whose same
+    relation holds a row equal to this one."""
+
+    node_id: str
+    workflow: str
+    relation: str
+    attributes: dict[str, str]
+    versions: tuple[VersionRuns, ...]
+
+    def runs(self, version_id: str) -> tuple[str, ...]:
+        """The runs of ``version_id`` holding the row; () when none does."""
+        return next((v.run_ids for v in self.versions if v.version_id == version_id), ())
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """A row (its attribute values) of two compared results, with its copies in each. For a
+    one-sided row: its copies' nodes, the source rows (TOKENs) of their backward trace and the
+    edit's operators on a path from those sources to the result."""
+
+    attributes: dict[str, str]
+    count_a: int
+    count_b: int
+    node_ids: tuple[str, ...] = ()
+    sources: tuple[Node, ...] = ()
+    edit_operators: tuple[DagOperator, ...] = ()
+
+
+@dataclass(frozen=True)
+class ResultComparison:
+    """CompareResults, as bags: ``only_a`` holds ``count_a - count_b`` copies of each row,
+    ``both`` the ``min`` of the two; ``truncated``: more one-sided rows than were explained."""
+
+    only_a: tuple[ResultRow, ...]
+    only_b: tuple[ResultRow, ...]
+    both: tuple[ResultRow, ...]
+    truncated: bool
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    """CheckEquivalence: the verdict, how it was reached (``method`` "identical" or "smt"),
+    why (``reason``), the covering segments checked, a counterexample when NOT_EQUIVALENT (one
+    tuple per leaf relation on which the results differ) and the time taken."""
+
+    verdict: Verdict
+    method: str
+    reason: str
+    segment_a: tuple[DagOperator, ...]
+    segment_b: tuple[DagOperator, ...]
+    counterexample: str
+    millis: float

@@ -15,7 +15,9 @@ import grpc
 import pytest
 
 from capture_agent import ProvenanceSession
-from sparkprov.v1 import query_pb2, query_pb2_grpc
+from sparkprov.client import QueryClient
+from sparkprov.query_errors import InvalidArgument, NotFound, QueryError
+from sparkprov.query_model import Equivalence, Verdict
 
 CITIES = {"LA": "CA", "SF": "CA", "NYC": "NY", "Austin": "TX", "Seattle": "WA"}
 WORDS = ["climate", "wildfire", "rain", "heat", "flood", "sun", "policy"]
@@ -95,28 +97,22 @@ def versions(spark, client) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     return out
 
 
-@pytest.fixture(scope="module")
-def stub(stack) -> Any:  # type: ignore[no-untyped-def]
-    channel = grpc.insecure_channel(stack.settings.grpc_addr)
-    yield query_pb2_grpc.ProvenanceQueryStub(channel)
-    channel.close()
-
-
 def _bag(rows: list[Any]) -> Counter[tuple[Any, ...]]:
     return Counter(tuple(r) for r in rows)
 
 
-def test_same_pipeline_twice_is_one_version(versions, stub) -> None:  # type: ignore[no-untyped-def]
+def test_same_pipeline_twice_is_one_version(versions, client) -> None:  # type: ignore[no-untyped-def]
     ids = versions["ids"]
     assert ids["a"] == ids["a2"]
     assert len({ids["a"], ids["b"], ids["c"], ids["d"]}) == 4
-    listed = stub.ListVersions(query_pb2.ListVersionsRequest(workflow=versions["workflow"]))
-    assert [v.version_id for v in listed.versions] == [ids["a"], ids["b"], ids["c"], ids["d"]]
-    assert [v.seq for v in listed.versions] == [1, 2, 3, 4]
+    listed = client.list_versions(versions["workflow"])
+    assert [v.version_id for v in listed] == [ids["a"], ids["b"], ids["c"], ids["d"]]
+    assert [v.seq for v in listed] == [1, 2, 3, 4]
+    assert {v.workflow for v in listed} == {versions["workflow"]}
     runs = versions["runs"]
-    assert sorted(listed.versions[0].run_ids) == sorted([runs["a"], runs["a2"]])
-    assert list(listed.versions[2].run_ids) == [runs["c"]]
-    assert set(listed.versions[0].sinks) >= {"wordcloud", "scatterplot", "choropleth"}
+    assert sorted(listed[0].run_ids) == sorted([runs["a"], runs["a2"]])
+    assert listed[2].run_ids == (runs["c"],)
+    assert set(listed[0].sinks) >= {"wordcloud", "scatterplot", "choropleth"}
 
 
 def test_versions_stored_once_with_edits(versions, neo4j_driver) -> None:  # type: ignore[no-untyped-def]
@@ -137,83 +133,61 @@ def test_versions_stored_once_with_edits(versions, neo4j_driver) -> None:  # typ
     assert records[0]["added"] == ["filter(predicate=(state = 'CA'))"]
 
 
-def test_diff_versions(versions, stub) -> None:  # type: ignore[no-untyped-def]
-    ids = versions["ids"]
-    a_b = stub.DiffVersions(
-        query_pb2.DiffVersionsRequest(
-            workflow=versions["workflow"], version_a=ids["a"], version_b=ids["b"]
-        )
-    )
-    assert [(o.kind, dict(o.params)) for o in a_b.added] == [
-        ("filter", {"predicate": "(state = 'CA')"})
-    ]
+def test_diff_versions(versions, client) -> None:  # type: ignore[no-untyped-def]
+    ids, workflow = versions["ids"], versions["workflow"]
+    a_b = client.diff_versions(workflow, ids["a"], ids["b"])
+    assert [(o.kind, o.params) for o in a_b.added] == [("filter", {"predicate": "(state = 'CA')"})]
     assert not a_b.removed and not a_b.changed
     # state_table -> join is cut; state_table -> filter -> join is added
     assert len(a_b.links_removed) == 1 and len(a_b.links_added) == 2
-    b_c = stub.DiffVersions(
-        query_pb2.DiffVersionsRequest(
-            workflow=versions["workflow"], version_a=ids["b"], version_b=ids["c"]
-        )
-    )
+    b_c = client.diff_versions(workflow, ids["b"], ids["c"])
     # the filter moved: the same operator, other links
     assert not b_c.added and not b_c.removed and not b_c.changed
     assert "(state = 'CA')" in [m.before.params.get("predicate") for m in b_c.moved]
     assert len(b_c.links_removed) == 3 and len(b_c.links_added) == 3
-    a_d = stub.DiffVersions(
-        query_pb2.DiffVersionsRequest(
-            workflow=versions["workflow"], version_a=ids["a"], version_b=ids["d"]
-        )
-    )
+    a_d = client.diff_versions(workflow, ids["a"], ids["d"])
     assert [(x.before.kind, x.after.kind) for x in a_d.changed] == [("with_column", "with_column")]
     assert "label_heat" in a_d.changed[0].after.params["udfs"]
 
 
-def _check(stub: Any, versions: dict[str, Any], a: str, b: str, sink: str) -> Any:
+def _check(client: QueryClient, versions: dict[str, Any], a: str, b: str, sink: str) -> Equivalence:
     ids = versions["ids"]
-    return stub.CheckEquivalence(
-        query_pb2.CheckEquivalenceRequest(
-            workflow=versions["workflow"], version_a=ids[a], version_b=ids[b], sink=sink
-        )
-    )
+    return client.check_equivalence(versions["workflow"], ids[a], ids[b], sink)
 
 
-def test_figure_1_equivalences(versions, stub) -> None:  # type: ignore[no-untyped-def]
+def test_figure_1_equivalences(versions, client) -> None:  # type: ignore[no-untyped-def]
     rows = versions["rows"]
-    wordcloud = _check(stub, versions, "a", "c", "wordcloud")
-    assert wordcloud.verdict == query_pb2.VERDICT_EQUIVALENT and wordcloud.method == "identical"
+    wordcloud = _check(client, versions, "a", "c", "wordcloud")
+    assert wordcloud.verdict == Verdict.EQUIVALENT and wordcloud.method == "identical"
     assert _bag(rows["a"]["wordcloud"]) == _bag(rows["c"]["wordcloud"])
 
-    choropleth = _check(stub, versions, "b", "c", "choropleth")
-    assert choropleth.verdict == query_pb2.VERDICT_NOT_EQUIVALENT, choropleth.reason
+    choropleth = _check(client, versions, "b", "c", "choropleth")
+    assert choropleth.verdict == Verdict.NOT_EQUIVALENT, choropleth.reason
     assert choropleth.counterexample
     assert _bag(rows["b"]["choropleth"]) != _bag(rows["c"]["choropleth"])
 
     # The explode above the join does not block: the covering segment below it is proven.
-    scatter = _check(stub, versions, "b", "c", "scatterplot")
-    assert scatter.verdict == query_pb2.VERDICT_EQUIVALENT, scatter.reason
+    scatter = _check(client, versions, "b", "c", "scatterplot")
+    assert scatter.verdict == Verdict.EQUIVALENT, scatter.reason
     assert scatter.method == "smt"
     assert {o.kind for o in scatter.segment_a} == {"filter", "join"}
     assert _bag(rows["b"]["scatterplot"]) == _bag(rows["c"]["scatterplot"])
 
 
-def test_unknown_where_the_verifier_cannot_decide(versions, stub) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_where_the_verifier_cannot_decide(versions, client) -> None:  # type: ignore[no-untyped-def]
     # a vs c scatterplot: the segments differ, but the explode above them may hide it.
-    scatter = _check(stub, versions, "a", "c", "scatterplot")
-    assert scatter.verdict == query_pb2.VERDICT_UNKNOWN
+    scatter = _check(client, versions, "a", "c", "scatterplot")
+    assert scatter.verdict == Verdict.UNKNOWN
     assert "generate" in scatter.reason or "project" in scatter.reason
     # a vs d: the changed UDF is inside the segment.
-    udf = _check(stub, versions, "a", "d", "choropleth")
-    assert udf.verdict == query_pb2.VERDICT_UNKNOWN
+    udf = _check(client, versions, "a", "d", "choropleth")
+    assert udf.verdict == Verdict.UNKNOWN
     assert "UDF label" in udf.reason
 
 
-def test_compare_results(versions, stub) -> None:  # type: ignore[no-untyped-def]
+def test_compare_results(versions, client) -> None:  # type: ignore[no-untyped-def]
     runs, rows = versions["runs"], versions["rows"]
-    answer = stub.CompareResults(
-        query_pb2.CompareResultsRequest(
-            run_a=runs["a"], relation_a="choropleth", run_b=runs["b"], relation_b="choropleth"
-        )
-    )
+    answer = client.compare_results(runs["a"], "choropleth", runs["b"], "choropleth")
     only_a = {r.attributes["state"]: r for r in answer.only_a}
     both = {r.attributes["state"] for r in answer.both}
     expected_a = {r["state"] for r in rows["a"]["choropleth"]}
@@ -230,27 +204,19 @@ def test_compare_results(versions, stub) -> None:  # type: ignore[no-untyped-def
         assert [(o.kind, o.params["predicate"]) for o in row.edit_operators] == [
             ("filter", "(state = 'CA')")
         ]
-    same = stub.CompareResults(
-        query_pb2.CompareResultsRequest(
-            run_a=runs["b"], relation_a="scatterplot", run_b=runs["c"], relation_b="scatterplot"
-        )
-    )
+    same = client.compare_results(runs["b"], "scatterplot", runs["c"], "scatterplot")
     assert not same.only_a and not same.only_b
     assert sum(r.count_a for r in same.both) == len(rows["b"]["scatterplot"])
 
 
-def test_versions_of(versions, stub) -> None:  # type: ignore[no-untyped-def]
+def test_versions_of(versions, client) -> None:  # type: ignore[no-untyped-def]
     runs, ids = versions["runs"], versions["ids"]
-    found = stub.FindNodes(
-        query_pb2.FindNodesRequest(run_id=runs["a"], relation="scatterplot", limit=1000)
-    ).nodes
+    found = client.find_nodes(runs["a"], "scatterplot", limit=1000)
     by_state: dict[bool, Any] = {}
     for node in found:
         by_state.setdefault(CITIES[node.attributes["location"]] == "CA", node)
-    answer = stub.VersionsOf(
-        query_pb2.VersionsOfRequest(node_ids=[by_state[True].id, by_state[False].id])
-    )
-    results = {r.node_id: r for r in answer.results}
+    answer = client.versions_of([by_state[True].id, by_state[False].id])
+    results = {r.node_id: r for r in answer}
     in_ca = {v.version_id: set(v.run_ids) for v in results[by_state[True].id].versions}
     elsewhere = {v.version_id: set(v.run_ids) for v in results[by_state[False].id].versions}
     # a CA row of version a's scatterplot is also in b's and c's (d labels differently)
@@ -261,60 +227,43 @@ def test_versions_of(versions, stub) -> None:  # type: ignore[no-untyped-def]
     assert results[by_state[True].id].relation == "scatterplot"
 
 
+INVALID, MISSING = grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND
+
+
 @pytest.mark.parametrize(
-    ("call", "request_", "code"),
+    ("call", "code", "error"),
     [
-        ("ListVersions", query_pb2.ListVersionsRequest(), grpc.StatusCode.INVALID_ARGUMENT),
-        (
-            "DiffVersions",
-            query_pb2.DiffVersionsRequest(workflow="nope", version_a="x", version_b="y"),
-            grpc.StatusCode.NOT_FOUND,
-        ),
-        (
-            "VersionsOf",
-            query_pb2.VersionsOfRequest(node_ids=["x!"]),
-            grpc.StatusCode.INVALID_ARGUMENT,
-        ),
-        ("VersionsOf", query_pb2.VersionsOfRequest(node_ids=["12345"]), grpc.StatusCode.NOT_FOUND),
-        (
-            "CompareResults",
-            query_pb2.CompareResultsRequest(run_a="nope", relation_a="r", run_b="nope"),
-            grpc.StatusCode.NOT_FOUND,
-        ),
-        (
-            "CompareResults",
-            query_pb2.CompareResultsRequest(run_a="nope"),
-            grpc.StatusCode.INVALID_ARGUMENT,
-        ),
-        (
-            "CheckEquivalence",
-            query_pb2.CheckEquivalenceRequest(workflow="w", version_a="a", version_b="b"),
-            grpc.StatusCode.INVALID_ARGUMENT,
-        ),
+        (lambda c: c.list_versions(""), INVALID, InvalidArgument),
+        (lambda c: c.diff_versions("nope", "x", "y"), MISSING, NotFound),
+        (lambda c: c.versions_of(["x!"]), INVALID, InvalidArgument),
+        (lambda c: c.versions_of(["12345"]), MISSING, NotFound),
+        (lambda c: c.compare_results("nope", "r", "nope"), MISSING, NotFound),
+        (lambda c: c.compare_results("nope", "", ""), INVALID, InvalidArgument),
+        (lambda c: c.check_equivalence("w", "a", "b", ""), INVALID, InvalidArgument),
+    ],
+    ids=[
+        "ListVersions-no-workflow",
+        "DiffVersions-unknown",
+        "VersionsOf-malformed-id",
+        "VersionsOf-unknown-id",
+        "CompareResults-unknown-run",
+        "CompareResults-no-relation",
+        "CheckEquivalence-no-sink",
     ],
 )
-def test_bad_requests(stub, call, request_, code) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(grpc.RpcError) as info:
-        getattr(stub, call)(request_)
-    assert info.value.code() == code, info.value.details()
+def test_bad_requests(client, call, code, error) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(QueryError) as info:
+        call(client)
+    assert info.value.code == code, info.value.details
+    assert type(info.value) is error and isinstance(info.value.__cause__, grpc.RpcError)
 
 
-def test_bad_sink_and_run(versions, stub) -> None:  # type: ignore[no-untyped-def]
+def test_bad_sink_and_run(versions, client) -> None:  # type: ignore[no-untyped-def]
     ids, runs = versions["ids"], versions["runs"]
-    with pytest.raises(grpc.RpcError) as info:
-        stub.CheckEquivalence(
-            query_pb2.CheckEquivalenceRequest(
-                workflow=versions["workflow"], version_a=ids["a"], version_b=ids["b"], sink="nope"
-            )
-        )
-    assert info.value.code() == grpc.StatusCode.NOT_FOUND
-    with pytest.raises(grpc.RpcError) as info:
-        stub.CompareResults(
-            query_pb2.CompareResultsRequest(
-                run_a=runs["a"], relation_a="nope", run_b=runs["b"], relation_b="choropleth"
-            )
-        )
-    assert info.value.code() == grpc.StatusCode.NOT_FOUND
+    with pytest.raises(NotFound):
+        client.check_equivalence(versions["workflow"], ids["a"], ids["b"], "nope")
+    with pytest.raises(NotFound):
+        client.compare_results(runs["a"], "nope", runs["b"], "choropleth")
 
 
 def test_a_redelivered_marker_changes_nothing(versions, stack, neo4j_driver) -> None:  # type: ignore[no-untyped-def]
