@@ -34,7 +34,7 @@ from query_service.model import (
 from query_service.queries import Queries, provenance
 from query_service.settings import QuerySettings
 from query_service.store import Store
-from query_service.traces import run, run_encoded
+from query_service.traces import TraceQuery, run, run_encoded
 from query_service.version_store import VersionStore
 from query_service.versions import Versions
 from sparkprov.limits import quote
@@ -139,26 +139,35 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
     ) -> query_pb2.TraceResponse | bytes:
         """The trace as the plugin serialized it when it can (see add_servicer), else built."""
         with _errors(context):
+            query = self._trace_query(request, direction)
             if not request.zoomed_out_modules:
-                limits.check(request)
-                query = adapter.trace_query(
-                    request, direction, self._settings.default_limit, self._settings.max_limit
-                )
                 done = run_encoded(
                     self._store, query, _deadline(context), transaction_timeout(context)
                 )
                 if done is not None:
                     return adapter.with_millis(*done)
-            return adapter.trace_response(self._run_trace(request, context, direction))
+            return adapter.trace_response(self._answer(request, query, context, direction))
         raise AssertionError("unreachable")
+
+    def _trace_query(self, request: query_pb2.TraceRequest, direction: Direction) -> TraceQuery:
+        limits.check(request)
+        return adapter.trace_query(
+            request, direction, self._settings.default_limit, self._settings.max_limit
+        )
 
     def _run_trace(
         self, request: query_pb2.TraceRequest, context: grpc.ServicerContext, direction: Direction
     ) -> TraceResult:
-        limits.check(request)
-        query = adapter.trace_query(
-            request, direction, self._settings.default_limit, self._settings.max_limit
-        )
+        return self._answer(request, self._trace_query(request, direction), context, direction)
+
+    def _answer(
+        self,
+        request: query_pb2.TraceRequest,
+        query: TraceQuery,
+        context: grpc.ServicerContext,
+        direction: Direction,
+    ) -> TraceResult:
+        """A checked trace request's answer: over zoomed-out modules, or the trace itself."""
         if request.zoomed_out_modules:
             modules = adapter.modules(list(request.zoomed_out_modules), "zoomed_out_modules")
             return self._queries.view_trace(

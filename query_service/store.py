@@ -306,25 +306,16 @@ class Store:
     ) -> TraceResult:
         """A whole trace inside Neo4j (``sparkprov.trace``), in one round trip; ``timeout_s``
         bounds its transaction. Raises NotFound for unknown seeds."""
-        query = neo4j.Query(_TRACE, timeout=timeout_s)
-        records, _, _ = self._driver.execute_query(
-            query,
-            parameters_={
-                "ids": node_ids,
-                "direction": direction.name,
-                "strategy": strategy.name,
-                "depth": max_depth,
-                "limit": limit,
-                "views": views,
-                "auto_max": auto_fetch_max,
-            },
-            routing_=neo4j.RoutingControl.READ,
-        )
-        r = records[0]
-        if r["missing"]:
-            shown = ", ".join(str(i) for i in r["missing"][:10])
-            raise NotFound(f"unknown node id(s): {shown}")
-        return _procedure_result(r)
+        parameters = {
+            "ids": node_ids,
+            "direction": direction.name,
+            "strategy": strategy.name,
+            "depth": max_depth,
+            "limit": limit,
+            "views": views,
+            "auto_max": auto_fetch_max,
+        }
+        return _procedure_result(self._trace_row(_TRACE, parameters, timeout_s))
 
     def trace_encoded(
         self,
@@ -338,24 +329,31 @@ class Store:
         timeout_s: float | None = None,
     ) -> bytes:
         """:meth:`trace` as the serialized ``TraceResponse`` (its ``stats.millis`` unset)."""
-        query = neo4j.Query(_TRACE_ENCODED, timeout=timeout_s)
+        parameters = {
+            "ids": node_ids,
+            "direction": direction.name,
+            "strategy": strategy.name,
+            "depth": max_depth,
+            "limit": limit,
+            "auto_max": auto_fetch_max,
+        }
+        return bytes(self._trace_row(_TRACE_ENCODED, parameters, timeout_s)["response"])
+
+    def _trace_row(
+        self, cypher: str, parameters: dict[str, Any], timeout_s: float | None
+    ) -> neo4j.Record:
+        """The one row of a sparkprov.trace call, its transaction bounded by ``timeout_s``;
+        NotFound for unknown seeds."""
         records, _, _ = self._driver.execute_query(
-            query,
-            parameters_={
-                "ids": node_ids,
-                "direction": direction.name,
-                "strategy": strategy.name,
-                "depth": max_depth,
-                "limit": limit,
-                "auto_max": auto_fetch_max,
-            },
+            neo4j.Query(cypher, timeout=timeout_s),
+            parameters_=parameters,
             routing_=neo4j.RoutingControl.READ,
         )
         r = records[0]
         if r["missing"]:
             shown = ", ".join(str(i) for i in r["missing"][:10])
             raise NotFound(f"unknown node id(s): {shown}")
-        return bytes(r["response"])
+        return r
 
     def subgraph(
         self, node_id: int, limit: int, max_nodes: int, auto_fetch_max: int

@@ -140,11 +140,8 @@ def run(
     if not isinstance(store, Store):
         return trace(store, query, check_deadline)
     started = time.perf_counter()
-    if not query.node_ids:
-        raise InvalidArgument("node_ids must name at least one node")
-    check_deadline()
     result = store.trace(
-        list(dict.fromkeys(query.node_ids)),
+        _seeds(query, check_deadline),
         query.direction,
         query.strategy,
         query.max_depth,
@@ -155,6 +152,14 @@ def run(
     )
     result.millis = (time.perf_counter() - started) * 1000
     return result
+
+
+def _seeds(query: TraceQuery, check_deadline: Callable[[], None]) -> list[int]:
+    """The query's seeds, once each, in order; the deadline checked before Neo4j is asked."""
+    if not query.node_ids:
+        raise InvalidArgument("node_ids must name at least one node")
+    check_deadline()
+    return list(dict.fromkeys(query.node_ids))
 
 
 def run_encoded(
@@ -168,11 +173,8 @@ def run_encoded(
     if not isinstance(store, Store):
         return None
     started = time.perf_counter()
-    if not query.node_ids:
-        raise InvalidArgument("node_ids must name at least one node")
-    check_deadline()
     encoded = store.trace_encoded(
-        list(dict.fromkeys(query.node_ids)),
+        _seeds(query, check_deadline),
         query.direction,
         query.strategy,
         query.max_depth,
