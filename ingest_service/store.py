@@ -61,6 +61,15 @@ _SCHEMA = [
     "CREATE CONSTRAINT sp_member_key IF NOT EXISTS FOR (k:MemberKey) REQUIRE k.key IS UNIQUE",
     "CREATE INDEX sp_member_pair IF NOT EXISTS FOR ()-[r:DERIVES]-() ON (r.pair)",
     *versions.SCHEMA,
+    # Runs completed before completion counted dangling nodes get their count: the query
+    # service reports a run complete only with the properties its completion writes
+    # (query_service.store.run_view).
+    """
+    MATCH (run:Run) WHERE run.complete AND run.dangling_nodes IS NULL
+    OPTIONAL MATCH (ghost:Node {pending_run: run.run_id})
+    WITH run, count(ghost) AS dangling
+    SET run.dangling_nodes = dangling
+    """,
 ]
 
 _LOCK = "MERGE (l:IngestLock {name: 'ingest'}) SET l.flushes = coalesce(l.flushes, 0) + 1"

@@ -597,21 +597,39 @@ class Store:
         return bool(self._read(_RUN_EXISTS, run=run_id)[0]["n"])
 
     def runs(self, workflow: str) -> list[RunView]:
-        out = []
-        for record in self._read(_RUNS, workflow=workflow):
-            r = record["r"]
-            out.append(
-                RunView(
-                    run_id=r["run_id"],
-                    workflow=r.get("workflow") or "",
-                    complete=bool(r.get("complete")),
-                    node_count=r.get("stored_nodes") or 0,
-                    edge_count=r.get("stored_edges") or 0,
-                    expected_node_count=r.get("expected_nodes", -1),
-                    expected_edge_count=r.get("expected_edges", -1),
-                    failed=bool(r.get("failed")),
-                    started_unix_ms=r.get("started_unix_ms") or 0,
-                    dangling_node_count=r.get("dangling_nodes") or 0,
-                )
-            )
-        return out
+        return [run_view(record["r"]) for record in self._read(_RUNS, workflow=workflow)]
+
+
+def run_view(r: Mapping[str, Any]) -> RunView:
+    """A Run node's properties as a view, complete only with the counts that made it complete.
+
+    Neo4j reads are read-committed and a read can meet a commit half applied: the ingest's
+    completing transaction updates ``complete`` in place but links ``expected_nodes``,
+    ``expected_edges`` and ``dangling_nodes`` as new properties, and a ListRuns between the two
+    saw ``complete`` without them (CI, after a SIGKILLed ingest caught up in one flush). A run is
+    reported complete only when the properties its completion writes are all there and agree;
+    otherwise it still reads as running, and the next poll sees the whole commit."""
+    expected_nodes = r.get("expected_nodes")
+    expected_edges = r.get("expected_edges")
+    stored_nodes = r.get("stored_nodes") or 0
+    stored_edges = r.get("stored_edges") or 0
+    complete = (
+        bool(r.get("complete"))
+        and expected_nodes is not None
+        and expected_edges is not None
+        and r.get("dangling_nodes") is not None
+        and stored_nodes >= expected_nodes
+        and stored_edges >= expected_edges
+    )
+    return RunView(
+        run_id=r["run_id"],
+        workflow=r.get("workflow") or "",
+        complete=complete,
+        node_count=stored_nodes,
+        edge_count=stored_edges,
+        expected_node_count=-1 if expected_nodes is None else expected_nodes,
+        expected_edge_count=-1 if expected_edges is None else expected_edges,
+        failed=bool(r.get("failed")),
+        started_unix_ms=r.get("started_unix_ms") or 0,
+        dangling_node_count=(r.get("dangling_nodes") or 0) if complete else 0,
+    )
