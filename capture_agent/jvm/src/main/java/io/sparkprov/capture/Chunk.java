@@ -1,8 +1,6 @@
 package io.sparkprov.capture;
 
 import java.nio.charset.StandardCharsets;
-import java.util.List;
-import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 
@@ -59,25 +57,6 @@ final class Chunk {
     size = 0;
   }
 
-  /** Copies one row of the tap's struct into the columns. */
-  void add(Row row) {
-    int r = size;
-    for (int i = 0; i < ids.length; i++) {
-      if (ids[i] != null) {
-        boolean isNull = row.isNullAt(i);
-        nulls[i][r] = isNull;
-        ids[i][r] = isNull ? 0L : row.getLong(i);
-      } else if (texts[i] != null) {
-        texts[i][r] = row.isNullAt(i) ? null : row.getString(i).getBytes(StandardCharsets.UTF_8);
-      } else if (flags[i] != null) {
-        flags[i][r] = !row.isNullAt(i) && row.getBoolean(i);
-      } else {
-        arrays[i][r] = row.isNullAt(i) ? null : longs(row.<Long>getList(i));
-      }
-    }
-    size = r + 1;
-  }
-
   /** Copies one row of the tap's struct, in Spark's internal types, into the columns. */
   void add(InternalRow row) {
     int r = size;
@@ -109,17 +88,6 @@ final class Chunk {
     return out;
   }
 
-  private static long[] longs(List<Long> values) {
-    long[] out = new long[values.size()];
-    for (int k = 0; k < out.length; k++) {
-      Long v = values.get(k);
-      if (v == null) {
-        throw new IllegalStateException("an id array holds a null id");
-      }
-      out[k] = v;
-    }
-    return out;
-  }
 
   /** The id column {@code name}; a null where the caller needs an id is refused. */
   long[] ids(String name) {

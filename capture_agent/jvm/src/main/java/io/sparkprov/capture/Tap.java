@@ -1,16 +1,16 @@
 package io.sparkprov.capture;
 
+import java.io.Serializable;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.apache.spark.TaskContext;
-import org.apache.spark.sql.Row;
-import org.apache.spark.sql.api.java.UDF1;
 
 /**
- * One capture point: a non-deterministic, always-true filter over the tap's input struct. Each
+ * One capture point: a non-deterministic, always-true filter over the tap's input struct
+ * ({@link TapExpression}, fused into whole-stage codegen). Each
  * row's inputs are copied into the task's {@link Chunk}; a full chunk becomes one message (its
  * {@link Emission} in {@link Wire} format) handed to the {@link Sink}. When the task ends, the
  * last chunk is sent and every message of the task must be acknowledged, or the task fails with
@@ -19,7 +19,7 @@ import org.apache.spark.sql.api.java.UDF1;
  * re-emits the same ids (they are Spark expressions of the data), which ingest stores once.
  */
 public final class Tap
-    implements UDF1<Row, Boolean>, Consumer<org.apache.spark.sql.catalyst.InternalRow> {
+    implements Consumer<org.apache.spark.sql.catalyst.InternalRow>, Serializable {
   private static final int MAX_UNACKNOWLEDGED = 32;
 
   private final TapPlan plan;
@@ -36,17 +36,6 @@ public final class Tap
 
   public TapPlan plan() {
     return plan;
-  }
-
-  /** One row, as the UDF tap sees it (external types). */
-  @Override
-  public Boolean call(Row row) {
-    TaskState s = taskState();
-    if (s.stopAfter != DiscardSink.Step.CALL) {
-      s.chunk.add(row);
-      s.sendIfFull();
-    }
-    return Boolean.TRUE;
   }
 
   /** One row, as the codegen tap ({@link TapExpression}) sees it (Spark's internal types). */

@@ -24,14 +24,6 @@ public final class Taps {
     return PROTOCOL;
   }
 
-  /** The capture point for {@code planJson} (a TapPlan), as a non-deterministic UDF. */
-  public UserDefinedFunction udf(String planJson, Sink sink, Counts counts) {
-    TapPlan plan = TapPlan.parse(planJson);
-    return functions.udf(new Tap(plan, sink, counts), DataTypes.BooleanType)
-        .asNondeterministic()
-        .withName("sparkprov_tap_" + plan.key());
-  }
-
   /**
    * The capture point for {@code planJson} (a TapPlan) as a boolean column over the struct
    * column {@code inputs}: a {@link TapExpression}, fused into whole-stage codegen.

@@ -6,7 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
-import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.util.GenericArrayData;
+import org.apache.spark.unsafe.types.UTF8String;
 import org.junit.jupiter.api.Test;
 
 class EmissionTest {
@@ -16,9 +19,18 @@ class EmissionTest {
         "", 0, List.of(), "", false, 0, salts, 4, 16);
   }
 
-  /** An array column as Spark hands it to a Row: a Scala sequence. */
+  /** An id array column as the codegen tap sees it: Spark's internal array. */
   private static Object seq(Long... ids) {
-    return scala.jdk.javaapi.CollectionConverters.asScala(List.of(ids)).toSeq();
+    return new GenericArrayData((Object[]) ids);
+  }
+
+  /** A tap struct's row in Spark's internal types (texts as UTF8String). */
+  private static InternalRow row(Object... values) {
+    Object[] internal = new Object[values.length];
+    for (int i = 0; i < values.length; i++) {
+      internal[i] = values[i] instanceof String text ? UTF8String.fromString(text) : values[i];
+    }
+    return new GenericInternalRow(internal);
   }
 
   @Test
@@ -34,8 +46,8 @@ class EmissionTest {
     TapPlan join = plan("join", List.of("id", "left", "right"), List.of("id", "id", "id"),
         List.of("name"), List.of());
     Chunk chunk = new Chunk(join);
-    chunk.add(RowFactory.create(10L, 1L, 2L, "a"));
-    chunk.add(RowFactory.create(11L, 3L, null, null));
+    chunk.add(row(10L, 1L, 2L, "a"));
+    chunk.add(row(11L, 3L, null, null));
     Emission e = Emission.of(join, chunk);
     assertArrayEquals(new long[] {1, 3, 2}, e.src());
     assertArrayEquals(new long[] {10, 11, 10}, e.dst());
@@ -51,8 +63,8 @@ class EmissionTest {
     TapPlan semi = plan("semi_join", List.of("id", "left", "witnesses"),
         List.of("id", "id", "ids"), List.of(), List.of(7L));
     Chunk chunk = new Chunk(semi);
-    chunk.add(RowFactory.create(10L, 1L, seq(5L)));
-    chunk.add(RowFactory.create(11L, 2L, seq(6L, 8L)));
+    chunk.add(row(10L, 1L, seq(5L)));
+    chunk.add(row(11L, 2L, seq(6L, 8L)));
     Emission e = Emission.of(semi, chunk);
     long sum = Emission.derive(11L, 7L);
     assertArrayEquals(new long[] {1, 2, 5, sum, 6, 8}, e.src());
@@ -65,8 +77,8 @@ class EmissionTest {
     TapPlan anti = plan("anti_join", List.of("id", "left", "right"), List.of("id", "id", "id"),
         List.of(), List.of());
     Chunk chunk = new Chunk(anti);
-    chunk.add(RowFactory.create(10L, 1L, -5L)); // excluded by the right row -5
-    chunk.add(RowFactory.create(11L, 2L, null)); // kept: nothing to emit
+    chunk.add(row(10L, 1L, -5L)); // excluded by the right row -5
+    chunk.add(row(11L, 2L, null)); // kept: nothing to emit
     Emission e = Emission.of(anti, chunk);
     assertArrayEquals(new long[] {1, -5}, e.src());
     assertArrayEquals(new long[] {10, 10}, e.dst());
@@ -83,7 +95,7 @@ class EmissionTest {
     TapPlan plus = plan("plus", List.of("id", "parent"), List.of("id", "id"), List.of(),
         List.of());
     Chunk chunk = new Chunk(plus);
-    chunk.add(RowFactory.create(10L, null));
+    chunk.add(row(10L, null));
     IllegalStateException e =
         assertThrows(IllegalStateException.class, () -> Emission.of(plus, chunk));
     assertTrue(e.getMessage().contains("parent"), e.getMessage());
@@ -94,7 +106,7 @@ class EmissionTest {
     TapPlan source = plan("source", List.of("id", "rowno"), List.of("id", "id"),
         List.of("name"), List.of());
     Chunk chunk = new Chunk(source);
-    chunk.add(RowFactory.create(10L, 0L, "x".repeat(17)));
+    chunk.add(row(10L, 0L, "x".repeat(17)));
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Emission.of(source, chunk));
     assertTrue(e.getMessage().startsWith("LimitExceeded: attribute_values"), e.getMessage());
   }
