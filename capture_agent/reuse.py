@@ -149,7 +149,10 @@ class ResultReuse:
         if stored.sources != sources:
             return None  # other input data: never the same result
         if stored.schema != schema:
-            log.warning("stored result %s has another schema: recomputing %s", entry, relation)
+            # Another projection is another result; the same sub-DAG with another schema is a
+            # manifest that was changed or a Spark that types otherwise: said, never reused.
+            if stored.version == op.id:
+                log.warning("stored result %s has another schema: recomputing %s", entry, relation)
             return None
         if stored.version != op.id and not _proven_equivalent(stored, dag, op, relation):
             return None
