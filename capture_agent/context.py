@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
     from capture_agent.jvm import JvmTaps
+    from capture_agent.reuse import ResultReuse
 
 __all__ = ["MAIN_SPLIT", "CaptureContext", "split_path"]
 
@@ -86,6 +87,8 @@ class CaptureContext:
         self.jvm = jvm
         self._jvm_sink: Any = None
         self._jvm_counts: Any = None
+        # Sink reuse (capture_agent.reuse), when the session has it on: `.named()` asks it.
+        self.reuse: ResultReuse | None = None
 
     @property
     def enabled(self) -> bool:

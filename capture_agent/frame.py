@@ -177,10 +177,19 @@ class TrackedFrame:
 
     # -- naming ---------------------------------------------------------------------------
 
-    @recorded("named", lambda self, relation, *a, **k: {"relation": relation})
     def named(self, relation: str, values: Values = "all") -> TrackedFrame:
         """Name this frame's rows as ``relation``: each row gets a node with the name and its
-        values (``values``: "all" columns, a list of columns, or None)."""
+        values (``values``: "all" columns, a list of columns, or None). In a session with
+        ``reuse=True`` the relation is a stored sink (capture_agent.reuse): computed and
+        written now, or read from an equivalent earlier result."""
+        out = self._name(relation, values)
+        reuse = self._ctx.reuse
+        if reuse is None or not self._ctx.enabled or self._ctx.dag.depth:
+            return out
+        return reuse.sink(out, relation, chosen(self.columns, values))
+
+    @recorded("named", lambda self, relation, *a, **k: {"relation": relation})
+    def _name(self, relation: str, values: Values = "all") -> TrackedFrame:
         if not relation:
             raise ValueError("relation name must not be empty")
         check_name("relation", relation)

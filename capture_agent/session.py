@@ -26,6 +26,8 @@ from capture_agent.jvm import JvmTaps
 from capture_agent.modules import Invocation
 from capture_agent.openlineage import NoopRunEvents, RunEvents, run_events
 from capture_agent.publisher import PublisherConfig
+from capture_agent.result_manifest import results_root
+from capture_agent.reuse import ResultReuse
 from capture_agent.taps import HIDDEN_PREFIX, ID, SourceSpec
 from sparkprov import defaults
 from sparkprov.events import encode_run_complete, encode_run_started
@@ -92,6 +94,13 @@ class ProvenanceSession:
     client to use, ``False`` (off), or ``None``: on only when ``OPENLINEAGE_URL``,
     ``OPENLINEAGE_CONFIG`` or ``SPARKPROV_OPENLINEAGE=1`` is set (capture_agent.openlineage).
     Off with the kill switch.
+
+    ``reuse=True`` stores every named relation's result (a sink) as parquet under
+    ``results_path`` (default ``SPARKPROV_RESULTS_PATH``, else ``results`` in the user's data
+    directory, e.g. ``~/.local/share/sparkprov/results``) and, where an equivalent result of an
+    earlier run is stored, returns that instead of computing it, its rows linked to the earlier
+    run's provenance (capture_agent.reuse; docs/versions.md, "Reuse"). The path must be one the
+    driver and the executors share (local mode, or a shared mount). Off with the kill switch.
     """
 
     def __init__(
@@ -110,6 +119,8 @@ class ProvenanceSession:
         emitter: Emitter | None = None,
         capture: str | None = None,
         openlineage: bool | OpenLineageClient | None = None,
+        reuse: bool = False,
+        results_path: str | os.PathLike[str] | None = None,
     ) -> None:
         if not workflow:
             raise ValueError("workflow must be a non-empty name")
@@ -166,6 +177,10 @@ class ProvenanceSession:
             splits=splits,
             jvm=JvmTaps(spark) if self.enabled and capture == "jvm" else None,
         )
+        self.reuse: ResultReuse | None = None
+        if reuse and self.enabled:
+            self.reuse = ResultReuse(spark, self.capture, results_root(results_path, os.environ))
+            self.capture.reuse = self.reuse
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -204,6 +219,8 @@ class ProvenanceSession:
             failure = e
             raise
         finally:
+            if self.reuse is not None:  # only a run whose lineage is whole is reused later
+                self.reuse.finish(succeeded=failure is None)
             read, named = list(self.capture.relations_read), list(self.capture.relations_named)
             if failure is None:
                 self.lineage_events.complete(read, named)
@@ -226,6 +243,7 @@ class ProvenanceSession:
                     error="" if exc is None else f"{type(exc).__name__}: {exc}"[:2000],
                     finished_unix_ms=int(time.time() * 1000),
                     version=self.workflow_dag(),
+                    reuses=self.reuse.reuses if self.reuse is not None else (),
                 )
             )
         except PublishError as e:
@@ -293,6 +311,8 @@ class ProvenanceSession:
         tracked = df.withColumn(rowno, row_id)
         tracked = tracked.withColumn(ID, self.capture.node_id(key, F.col(rowno)))
         self.capture.relations_read[relation] = None
+        if self.reuse is not None:
+            self.reuse.register_source(relation, df)
         spec = SourceSpec(key=key, relation=relation, attributes=chosen(df.columns, values))
         frame = TrackedFrame(self.capture, tracked, spec, {"rowno": F.col(rowno)})
         frame.dag_node = self.capture.dag.add(

@@ -331,6 +331,7 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int) -> FlushResul
         ]
         tx.run(_RUN_COMPLETE, rows=rows).consume()
         versions.write_versions(tx, flush.completed)
+        versions.write_reuses(tx, flush.completed)
     if per_run:
         rows = [
             {"run": run, "workflow": flush.workflows.get(run, ""), **counts}

@@ -3,7 +3,8 @@
 Schema (docs/versions.md): ``(:Version {key, id, workflow, seq, dag})-[:OF]->(:Workflow {name})``,
 ``(:Run)-[:OF_VERSION]->(:Version)``, and between consecutive versions of a workflow (in the
 order their first run completed) ``(:Version)-[:NEXT {added, removed, changed, links_added,
-links_removed}]->(:Version)``: the edit (sparkprov.workflow.diff). ``key`` is
+links_removed}]->(:Version)``: the edit (sparkprov.workflow.diff). A run that reused an earlier
+run's stored sink result: ``(:Run)-[:REUSES {sink, version}]->(:Run)``, one per sink. ``key`` is
 ``workflow/version id``, so one DAG in two workflows is two versions. Every write is a MERGE on a
 constrained key: a redelivered marker changes nothing.
 """
@@ -19,7 +20,7 @@ import neo4j
 from sparkprov.events import RunComplete
 from sparkprov.workflow import WorkflowDag, diff
 
-__all__ = ["SCHEMA", "version_key", "write_versions"]
+__all__ = ["SCHEMA", "version_key", "write_reuses", "write_versions"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,17 @@ MATCH (p:Version {key: $previous}), (v:Version {key: $key})
 MERGE (p)-[e:NEXT]->(v)
 SET e.added = $added, e.removed = $removed, e.changed = $changed,
     e.links_added = $links_added, e.links_removed = $links_removed
+"""
+
+
+# The earlier run is MERGEd: its markers may sit on another partition and arrive later; they
+# MERGE the same Run node and fill it.
+_REUSES = """
+UNWIND $rows AS row
+MATCH (run:Run {run_id: $run})
+MERGE (earlier:Run {run_id: row.run_id})
+MERGE (run)-[u:REUSES {sink: row.sink}]->(earlier)
+SET u.version = row.version
 """
 
 
@@ -92,3 +104,12 @@ def write_versions(tx: neo4j.ManagedTransaction, completed: Iterable[RunComplete
             links_removed=len(edit.links_removed),
         ).consume()
         log.debug("version %s of %s stored", dag.version_id, done.workflow)
+
+
+def write_reuses(tx: neo4j.ManagedTransaction, completed: Iterable[RunComplete]) -> None:
+    """Links every completed run to the runs whose stored results it reused (REUSES)."""
+    for done in completed:
+        if not done.reuses:
+            continue
+        rows = [{"sink": r.sink, "version": r.version, "run_id": r.run_id} for r in done.reuses]
+        tx.run(_REUSES, run=done.run_id, rows=rows).consume()

@@ -142,6 +142,10 @@ def runs_response(runs: list[RunView]) -> query_pb2.ListRunsResponse:
                 started_unix_ms=r.started_unix_ms,
                 state="RUN_STATE_" + r.state,
                 dangling_node_count=r.dangling_node_count,
+                reuses=[
+                    query_pb2.RunReuse(sink=u.sink, version=u.version, run_id=u.run_id)
+                    for u in r.reuses
+                ],
             )
             for r in runs
         ]

@@ -12,6 +12,7 @@ __all__ = [
     "NodeView",
     "NotFound",
     "QueryError",
+    "RunReuse",
     "RunView",
     "Semiring",
     "Strategy",
@@ -92,6 +93,15 @@ class TraceResult:
 
 
 @dataclass(frozen=True)
+class RunReuse:
+    """A sink a run reused from the stored result of run ``run_id`` (of sub-DAG ``version``)."""
+
+    sink: str
+    version: str
+    run_id: str
+
+
+@dataclass(frozen=True)
 class RunView:
     run_id: str
     workflow: str
@@ -103,6 +113,7 @@ class RunView:
     failed: bool
     started_unix_ms: int
     dangling_node_count: int = 0
+    reuses: tuple[RunReuse, ...] = ()
 
     @property
     def state(self) -> str:

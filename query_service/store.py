@@ -10,7 +10,7 @@ node's properties.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -25,6 +25,7 @@ from query_service.model import (
     InvalidArgument,
     NodeView,
     NotFound,
+    RunReuse,
     RunView,
     Strategy,
     TraceResult,
@@ -86,7 +87,10 @@ RETURN n, {_IDS} ORDER BY n.id
 _RUNS = """
 MATCH (r:Run)
 WHERE $workflow = '' OR r.workflow = $workflow
-RETURN r ORDER BY coalesce(r.started_unix_ms, 0) DESC, r.run_id
+OPTIONAL MATCH (r)-[u:REUSES]->(earlier:Run)
+WITH r, collect(CASE WHEN u IS NULL THEN null
+                     ELSE {sink: u.sink, version: u.version, run_id: earlier.run_id} END) AS reuses
+RETURN r, reuses ORDER BY coalesce(r.started_unix_ms, 0) DESC, r.run_id
 """
 _RUN_EXISTS = "MATCH (r:Run {run_id: $run}) RETURN count(r) AS n"
 
@@ -597,10 +601,13 @@ class Store:
         return bool(self._read(_RUN_EXISTS, run=run_id)[0]["n"])
 
     def runs(self, workflow: str) -> list[RunView]:
-        return [run_view(record["r"]) for record in self._read(_RUNS, workflow=workflow)]
+        return [
+            run_view(record["r"], record["reuses"])
+            for record in self._read(_RUNS, workflow=workflow)
+        ]
 
 
-def run_view(r: Mapping[str, Any]) -> RunView:
+def run_view(r: Mapping[str, Any], reuses: Sequence[Mapping[str, str]] = ()) -> RunView:
     """A Run node's properties as a view, complete only with the counts that made it complete.
 
     Neo4j reads are read-committed and a read can meet a commit half applied: the ingest's
@@ -632,4 +639,8 @@ def run_view(r: Mapping[str, Any]) -> RunView:
         failed=bool(r.get("failed")),
         started_unix_ms=r.get("started_unix_ms") or 0,
         dangling_node_count=(r.get("dangling_nodes") or 0) if complete else 0,
+        reuses=tuple(
+            RunReuse(u["sink"], u["version"], u["run_id"])
+            for u in sorted(reuses, key=lambda u: (u["sink"], u["run_id"]))
+        ),
     )

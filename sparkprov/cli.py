@@ -105,16 +105,19 @@ def main(ctx: click.Context, address: str, token: str, timeout: float) -> None:
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per run")
 @click.pass_context
 def runs(ctx: click.Context, workflow: str, as_json: bool) -> None:
-    """List runs, newest first: id, workflow, state, nodes and edges stored."""
+    """List runs, newest first: id, workflow, state, nodes and edges stored, and the sinks a
+    run reused from an earlier run's stored result (``reused SINK<-RUN``)."""
     with _client(ctx) as client:
         for run in client.runs(workflow):
             if as_json:
                 click.echo(json.dumps(plain(asdict(run))))
                 continue
             expected = "?" if run.expected_node_count < 0 else str(run.expected_node_count)
+            # A run that reused stored sink results says which, and whose: sink<-run.
+            reused = "".join(f"  reused {u.sink}<-{u.run_id}" for u in run.reuses)
             click.echo(
                 f"{run.run_id}  {run.workflow}  {run.state.name}  "
-                f"nodes={run.node_count}/{expected} edges={run.edge_count}"
+                f"nodes={run.node_count}/{expected} edges={run.edge_count}{reused}"
             )
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "MemberColumns",
     "NodeColumns",
     "RunComplete",
+    "ReusedResult",
     "RunStarted",
     "decode",
     "encode_batch",
@@ -190,6 +191,16 @@ class RunStarted:
 
 
 @dataclass(frozen=True)
+class ReusedResult:
+    """A sink a run reused instead of computing: the earlier run ``run_id`` stored it under
+    ``version``, the canonical id of the sink's sub-DAG (capture_agent.reuse)."""
+
+    sink: str
+    version: str
+    run_id: str
+
+
+@dataclass(frozen=True)
 class RunComplete:
     run_id: str
     workflow: str
@@ -199,6 +210,7 @@ class RunComplete:
     error: str
     finished_unix_ms: int
     version: WorkflowDag | None = None  # None from writers that predate versions
+    reuses: tuple[ReusedResult, ...] = ()
 
 
 Event = Batch | RunStarted | RunComplete
@@ -357,9 +369,12 @@ def encode_run_complete(
     error: str = "",
     finished_unix_ms: int = 0,
     version: WorkflowDag | None = None,
+    reuses: Sequence[ReusedResult] = (),
 ) -> bytes:
     limits.check_envelope(run_id, workflow)
     limits.check_string("error", error, limits.MAX_TEXT_BYTES)
+    for reuse in reuses:
+        _check_reuse(reuse)
     event = _envelope(run_id, workflow)
     done = event.run_complete
     done.node_count = node_count
@@ -369,7 +384,18 @@ def encode_run_complete(
     done.finished_unix_ms = finished_unix_ms
     if version is not None:
         _version_message(version, done.version)
+    for reuse in reuses:
+        done.reuses.add(sink=reuse.sink, version=reuse.version, run_id=reuse.run_id)
     return event.SerializeToString()
+
+
+def _check_reuse(reuse: ReusedResult) -> None:
+    """A reuse names a relation, a version id and a run: each within the limits, none empty."""
+    if not (reuse.sink and reuse.version and reuse.run_id):
+        raise MalformedEvent("bad_reuse", "a reused result needs a sink, a version and a run id")
+    limits.check_string("reuse.sink", reuse.sink, limits.MAX_NAME_BYTES)
+    limits.check_string("reuse.version", reuse.version, limits.MAX_NAME_BYTES)
+    limits.check_string("reuse.run_id", reuse.run_id, limits.MAX_NAME_BYTES)
 
 
 def _version_message(dag: WorkflowDag, out: lineage_pb2.WorkflowVersion) -> None:
@@ -405,6 +431,12 @@ def _version_of(message: lineage_pb2.WorkflowVersion) -> WorkflowDag:
     if dag.version_id != message.version_id:
         raise MalformedEvent("bad_version", "version_id is not the hash of the operator DAG")
     return dag
+
+
+def _reuse_of(message: lineage_pb2.ReusedResult) -> ReusedResult:
+    reuse = ReusedResult(message.sink, message.version, message.run_id)
+    _check_reuse(reuse)
+    return reuse
 
 
 def decode(data: bytes | None) -> Event:
@@ -453,6 +485,7 @@ def _decode_body(event: lineage_pb2.LineageEvent) -> Event:
             c.error,
             c.finished_unix_ms,
             _version_of(c.version) if c.HasField("version") else None,
+            tuple(_reuse_of(r) for r in c.reuses),
         )
     if body == "batch":
         return _decode_batch(event)

@@ -25,6 +25,7 @@ from sparkprov.query_model import (
     ResultRow,
     RowVersions,
     Run,
+    RunReuse,
     RunState,
     Semantics,
     Semiring,
@@ -155,6 +156,7 @@ def run(message: query_pb2.Run) -> Run:
         started_unix_ms=message.started_unix_ms,
         state=_enum(RunState, message.state),  # type: ignore[arg-type]
         dangling_node_count=message.dangling_node_count,
+        reuses=tuple(RunReuse(u.sink, u.version, u.run_id) for u in message.reuses),
     )
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "ResultRow",
     "RowVersions",
     "Run",
+    "RunReuse",
     "RunState",
     "Semantics",
     "Semiring",
@@ -149,6 +150,16 @@ class Trace:
 
 
 @dataclass(frozen=True)
+class RunReuse:
+    """A sink the run reused: the stored result of run ``run_id``, whose sub-DAG for the sink
+    has canonical id ``version`` (docs/versions.md, "Reuse")."""
+
+    sink: str
+    version: str
+    run_id: str
+
+
+@dataclass(frozen=True)
 class Run:
     run_id: str
     workflow: str
@@ -161,6 +172,7 @@ class Run:
     started_unix_ms: int
     state: RunState
     dangling_node_count: int
+    reuses: tuple[RunReuse, ...] = ()
 
 
 @dataclass(frozen=True)

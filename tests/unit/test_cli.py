@@ -16,7 +16,16 @@ from click.testing import CliRunner
 from sparkprov import cli
 from sparkprov.cli import EXIT_CODES, main
 from sparkprov.query_errors import InvalidArgument, NotFound, Unauthenticated, Unavailable
-from sparkprov.query_model import DagLink, DagOperator, OperatorChange, VersionDiff, VersionInfo
+from sparkprov.query_model import (
+    DagLink,
+    DagOperator,
+    OperatorChange,
+    Run,
+    RunReuse,
+    RunState,
+    VersionDiff,
+    VersionInfo,
+)
 
 COMMANDS = [
     "runs", "find", "trace", "export", "whatif-delete", "provenance", "open", "versions", "diff",
@@ -101,6 +110,13 @@ class FakeVersionsClient:
             VersionInfo("w", V3, 3, ("r4",), 10, ("wordcloud",), 0),
         ]
 
+    def runs(self, workflow: str = "") -> list[Run]:
+        reuse = (RunReuse("ca", "v1", "r1"), RunReuse("wordcloud", "v2", "r1"))
+        return [
+            Run("r2", "w", True, 5, 4, 5, 4, False, 2, RunState.COMPLETE, 0, reuse),
+            Run("r1", "w", True, 9, 8, 9, 8, False, 1, RunState.COMPLETE, 0),
+        ]
+
     def diff_versions(self, workflow: str, a: str, b: str) -> VersionDiff:
         self.diffs.append((workflow, a, b))
         moved = DagOperator("f1", "filter", {"predicate": "(state = 'CA')"}, ("j1",))
@@ -118,6 +134,18 @@ class FakeVersionsClient:
 def fake(monkeypatch: pytest.MonkeyPatch) -> type[FakeVersionsClient]:
     monkeypatch.setattr(cli, "QueryClient", FakeVersionsClient)
     return FakeVersionsClient
+
+
+def test_runs_marks_the_sinks_a_run_reused(fake: type[FakeVersionsClient]) -> None:
+    result = CliRunner().invoke(main, ["runs"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "r2  w  COMPLETE  nodes=5/5 edges=4  reused ca<-r1  reused wordcloud<-r1",
+        "r1  w  COMPLETE  nodes=9/9 edges=8",
+    ]
+    result = CliRunner().invoke(main, ["runs", "--json"])
+    first = json.loads(result.stdout.splitlines()[0])
+    assert first["reuses"][0] == {"sink": "ca", "version": "v1", "run_id": "r1"}
 
 
 def test_versions_lists_a_workflows_versions(fake: type[FakeVersionsClient]) -> None:

@@ -40,3 +40,16 @@ def test_a_run_without_its_marker_reports_unknown_expected_counts() -> None:
     run = run_view({"run_id": "r2", "complete": False, "stored_nodes": 3, "stored_edges": 0})
     assert (run.expected_node_count, run.expected_edge_count) == (-1, -1)
     assert run.state == "RUNNING" and run.workflow == ""
+
+
+def test_reuses_are_listed_by_sink() -> None:
+    reuses = [
+        {"sink": "wordcloud", "version": "v2", "run_id": "a"},
+        {"sink": "ca", "version": "v1", "run_id": "a"},
+    ]
+    run = run_view(_DONE, reuses)
+    assert [(u.sink, u.version, u.run_id) for u in run.reuses] == [
+        ("ca", "v1", "a"),
+        ("wordcloud", "v2", "a"),
+    ]
+    assert run_view(_DONE).reuses == ()
