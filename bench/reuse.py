@@ -18,7 +18,7 @@ filter. Every version runs three ways, with capture to the local stack's Kafka (
 Each sink is delivered to the caller in full (a ``noop`` write of its rows). Per version: wall
 time of the session, bytes added to the results path, lineage records emitted (nodes + edges),
 the sinks reused; per version pair and sink: the equivalence check's verdict and time in ms
-(query_service.equivalence, the same check reuse runs). Prints a side-by-side table with
+(sparkprov.equivalence, the same check reuse runs). Prints a side-by-side table with
 ratios and writes JSON under bench/results/ with the load average. Run it alone (flock).
 """
 
@@ -43,7 +43,7 @@ from pyspark.sql import functions as F
 
 from capture_agent import ProvenanceSession
 from examples.spark import local_spark
-from query_service.equivalence import check
+from sparkprov.equivalence import check
 from sparkprov.workflow import WorkflowDag
 
 RESULTS = Path(__file__).parent / "results"

@@ -7,7 +7,7 @@ With ``ProvenanceSession(..., reuse=True)`` every ``.named(sink)`` goes through
   reads (a content hash: row count and the sum of two 64-bit hashes of each row, one Spark
   aggregation per source and run) are the key. Stored results with the same key are looked up in
   the results path (capture_agent.result_manifest): one is reused if its sub-DAG is identical
-  (the same canonical id) or proven equivalent by Drove's check (query_service.equivalence,
+  (the same canonical id) or proven equivalent by Drove's check (sparkprov.equivalence,
   bag semantics): never on "unknown" or "not equivalent". Its schema must be the sink's, its
   files and checksums the manifest's; otherwise it is skipped with a log line and the sink is
   computed.
@@ -236,8 +236,8 @@ def _readable(entry: Path) -> StoredResult | None:
 
 
 def _proven_equivalent(stored: StoredResult, dag: WorkflowDag, op: Operator, relation: str) -> bool:
-    """Drove's check (query_service.equivalence): True only on a proof of equivalence."""
-    from query_service.equivalence import Verdict, check
+    """Drove's check (sparkprov.equivalence): True only on a proof of equivalence."""
+    from sparkprov.equivalence import Verdict, check
 
     try:
         before = stored.sub_dag()

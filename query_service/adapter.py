@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from query_service import limits
-from query_service.equivalence import Equivalence, Semantics, Verdict
 from query_service.model import (
     Direction,
     InvalidArgument,
@@ -20,6 +19,7 @@ from query_service.traces import TraceQuery
 from query_service.version_store import EqualRows, StoredVersion
 from query_service.versions import ComparedRow, Comparison
 from query_service.zoom import ZoomedView
+from sparkprov.equivalence import Equivalence, Semantics, Verdict
 from sparkprov.events import op_number
 from sparkprov.ids import InvalidNodeId, format_node_id, parse_node_id
 from sparkprov.v1 import lineage_pb2, query_pb2

@@ -15,11 +15,11 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from query_service.equivalence import Equivalence, Semantics, check
 from query_service.model import Direction, InvalidArgument, NodeView, NotFound
 from query_service.store import Store
 from query_service.traces import TraceQuery, run
 from query_service.version_store import EqualRows, Row, StoredVersion, VersionStore
+from sparkprov.equivalence import Equivalence, Semantics, check
 from sparkprov.limits import quote
 from sparkprov.workflow import Edit, Operator, WorkflowDag, diff
 

@@ -1,4 +1,4 @@
-"""query_service.equivalence and query_service.verifier: Drove's equivalence of two versions'
+"""sparkprov.equivalence and sparkprov.verifier: Drove's equivalence of two versions'
 sinks, decided by z3, on hand-built DAGs (parameters as the capture agent records them)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from query_service.equivalence import Equivalence, Semantics, Verdict, check
+from sparkprov.equivalence import Equivalence, Semantics, Verdict, check
 from sparkprov.workflow import DagBuilder, WorkflowDag
 
 R = [("k", "bigint"), ("x", "bigint"), ("s", "string")]

@@ -7,7 +7,7 @@
    untouched by the edit. Where the walk stops, the minimal segment that covers the edit begins;
    its leaves are the sub-DAGs both versions share (equal ids), read as the same relation.
 3. The segment is grown upward through the common top as long as the verifier models the
-   operators met (filters, projections, inner joins, aggregates; query_service.verifier): the
+   operators met (filters, projections, inner joins, aggregates; sparkprov.verifier): the
    maximal covering segment. z3 decides it.
 4. Equivalent segments make equivalent sinks: what lies above is the same deterministic
    operators over equal inputs. A segment proven different decides the sinks only when it
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from query_service.verifier import Semantics, Unsupported, compare, supported
+from sparkprov.verifier import Semantics, Unsupported, compare, supported
 from sparkprov.workflow import Operator, WorkflowDag
 
 __all__ = ["Equivalence", "Semantics", "Verdict", "check"]

@@ -30,7 +30,7 @@ from enum import Enum
 import z3
 from sqlglot import expressions as exp
 
-from query_service.expressions import Translator, Truth, Unsupported, Value, sort_of
+from sparkprov.expressions import Translator, Truth, Unsupported, Value, sort_of
 from sparkprov.workflow import Operator
 
 __all__ = ["Comparison", "Semantics", "Unsupported", "compare", "supported"]
