@@ -11,7 +11,10 @@ load). Query nodes: up to 64 nodes of the three largest components whose ancesto
 channel each: Python clients in threads would share one interpreter lock and measure themselves)
 send BackwardTrace requests back to back for ``--seconds`` after a warm-up, each picking the next
 node of its own rotation. Reports requests/s, latency percentiles and errors (a failed call, or
-an answer whose node count is not the node's ancestors + 1), and writes JSON under bench/results/.
+an answer whose node count is not the node's ancestors + 1), the CPU time Neo4j and the query
+service spent per request inside the measured window (/proc utime + stime: on a 2-core machine
+that, not the wall clock, says how many requests/s the server side can reach), and writes JSON
+under bench/results/.
 
 The goal (issue 15): >= 100 requests/s with p99 <= 300 ms and 0 errors, at 16 clients.
 """
@@ -24,6 +27,7 @@ import multiprocessing
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -105,12 +109,24 @@ def _client(
     results.put((latencies, errors))
 
 
+def cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far, user + system (/proc/<pid>/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_load(
-    address: str, strategy: int, nodes: list[tuple[int, int]], args: argparse.Namespace
+    address: str,
+    strategy: int,
+    nodes: list[tuple[int, int]],
+    args: argparse.Namespace,
+    servers: dict[str, int],
 ) -> dict[str, Any]:
+    """The load run; ``servers`` names the server processes (name -> pid) whose CPU time in the
+    measured window is reported per request."""
     ctx = multiprocessing.get_context("spawn")
     results = ctx.Queue()
-    ready = ctx.Barrier(args.clients)
+    ready = ctx.Barrier(args.clients + 1)  # and this process, to time the window
     procs = [
         ctx.Process(
             target=_client,
@@ -120,6 +136,11 @@ def run_load(
     ]
     for p in procs:
         p.start()
+    ready.wait()
+    time.sleep(args.warmup)
+    before = {name: cpu_seconds(pid) for name, pid in servers.items()}
+    time.sleep(args.seconds)
+    used = {name: cpu_seconds(pid) - before[name] for name, pid in servers.items()}
     latencies: list[float] = []
     errors: list[str] = []
     for _ in procs:
@@ -140,6 +161,9 @@ def run_load(
         "p90_ms": float(np.percentile(ms, 90)) if len(ms) else None,
         "p99_ms": float(np.percentile(ms, 99)) if len(ms) else None,
         "max_ms": float(ms.max()) if len(ms) else None,
+        "cpu_ms_per_request": {
+            name: 1000 * seconds / max(1, len(latencies)) for name, seconds in used.items()
+        },
     }
 
 
@@ -173,7 +197,14 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         started += stack.up(("query",))
-        report["load"] = run_load(stack.settings.grpc_addr, strategy, nodes, args)
+        servers = {name: stack.pid(name) for name in ("neo4j", "query")}
+        report["load"] = run_load(
+            stack.settings.grpc_addr,
+            strategy,
+            nodes,
+            args,
+            {name: pid for name, pid in servers.items() if pid is not None},
+        )
     report["machine"]["loadavg_after"] = list(os.getloadavg())
     load = report["load"]
     report["goal_met"] = (
@@ -191,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         f"errors {load['errors']}; load average {report['machine']['loadavg_before']} -> "
         f"{report['machine']['loadavg_after']}"
     )
+    cpu = ", ".join(f"{k} {v:.1f} ms" for k, v in load["cpu_ms_per_request"].items())
+    print(f"CPU per request: {cpu}")
     print(
         f"goal (>= 100 req/s, p99 <= 300 ms, 0 errors): {'met' if report['goal_met'] else 'MISSED'}"
     )

@@ -8,6 +8,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import org.neo4j.graphdb.Direction;
 import org.neo4j.graphdb.Node;
 import org.neo4j.graphdb.Relationship;
@@ -32,6 +33,11 @@ final class LogicalGraph {
   // Stored nodes by id (null: none), from index seeks and from the relationships walked: a trace
   // reads each node's view after reaching it, and seeks cost more than the walk.
   private final Map<Long, Node> nodes = new HashMap<>();
+  // Each stored node's properties, read in one pass over its property chain: a trace needs a
+  // node's id when it walks to it, its op when it expands it and all of it for its view, and
+  // reading them one by one walked the chain three times (JFR: most of a trace's store reads).
+  private final Map<Node, Long> idsOf = new HashMap<>();
+  private final Map<Long, Map<String, Object>> props = new HashMap<>();
   private Map<String, Integer> keys;
 
   LogicalGraph(Transaction tx) {
@@ -48,11 +54,32 @@ final class LogicalGraph {
     return n;
   }
 
-  /** A stored node's id, remembering the node for {@link #stored}. */
+  /** A stored node's id, remembering the node for {@link #stored} and its properties. */
   private long seen(Node n) {
-    long id = idOf(n);
+    Long known = idsOf.get(n);
+    if (known != null) {
+      return known;
+    }
+    Map<String, Object> all = n.getAllProperties();
+    long id = ((Number) all.get("id")).longValue();
+    idsOf.put(n, id);
     nodes.putIfAbsent(id, n);
+    props.putIfAbsent(id, all);
     return id;
+  }
+
+  /** A stored node's properties (null: no stored node), read once. */
+  Map<String, Object> properties(long id) {
+    Map<String, Object> known = props.get(id);
+    if (known != null) {
+      return known;
+    }
+    Node n = stored(id);
+    if (n == null) {
+      return null;
+    }
+    seen(n);
+    return props.get(id);
   }
 
   /** The derived node with this id, or null (neither stored nor derived: unknown). */
@@ -101,7 +128,7 @@ final class LogicalGraph {
           out.add(new long[] {seen(r.getStartNode()), id});
         }
       }
-      if ("AGGREGATE".equals(n.getProperty("op", null))) {
+      if ("AGGREGATE".equals(properties(id).get("op"))) {
         out.addAll(aggregateInputs(n, id));
       }
     }
@@ -255,7 +282,7 @@ final class LogicalGraph {
   String op(long id) {
     Node n = stored(id);
     if (n != null) {
-      return String.valueOf(n.getProperty("op", ""));
+      return String.valueOf(properties(id).getOrDefault("op", ""));
     }
     Derived d = resolve(id);
     return d == null ? "" : d.op();
@@ -283,7 +310,7 @@ final class LogicalGraph {
     if (carrier == null) {
       return resolve(id) == null ? null : node(id, null, null, null);
     }
-    return node(id, carrier.getAllProperties(), ids.component(carrier), ids.set(carrier).id());
+    return node(id, properties(seen(carrier)), ids.component(carrier), ids.set(carrier).id());
   }
 
   /**
@@ -294,41 +321,64 @@ final class LogicalGraph {
    * split path lie in the same connected set at every level, so they share their set.
    */
   List<NodeView> nodes(List<Long> traceIds, List<long[]> edges, List<Long> seeds) {
-    // Each carrier's properties are read once (property reads are most of a view's cost).
-    Map<Long, Long> carrierOf = new HashMap<>();
-    Map<Long, Map<String, Object>> props = new HashMap<>();
+    // Carriers are numbered in trace order so that the same-set groups are an int union-find.
+    Map<Long, Carrier> carrierOf = new HashMap<>(traceIds.size() * 2);
+    Map<Long, Carrier> carriers = new HashMap<>(traceIds.size() * 2);
     for (long id : traceIds) {
-      Long carrier = carrierId(id);
-      if (carrier != null && stored(carrier) != null) {
+      Long carrierId = carrierId(id);
+      Carrier carrier = carrierId == null ? null : carriers.get(carrierId);
+      Map<String, Object> p = carrier != null || carrierId == null ? null : properties(carrierId);
+      if (p != null) {
+        carrier = new Carrier(carrierId, carriers.size(), p, split(p));
+        carriers.put(carrierId, carrier);
+      }
+      if (carrier != null) {
         carrierOf.put(id, carrier);
-        props.computeIfAbsent(carrier, c -> stored(c).getAllProperties());
       }
     }
     Long shared = sharedComponent(seeds);
-    UnionFind sameSet = new UnionFind();
+    int[] group = new int[carriers.size()];
+    Arrays.setAll(group, i -> i);
     for (long[] e : edges) {
-      Long a = carrierOf.get(e[0]);
-      Long b = carrierOf.get(e[1]);
-      if (a != null && b != null && Arrays.equals(split(props.get(a)), split(props.get(b)))) {
-        sameSet.union(a, b);
+      Carrier a = carrierOf.get(e[0]);
+      Carrier b = carrierOf.get(e[1]);
+      if (a != null && b != null && a.id() != b.id() && Arrays.equals(a.split(), b.split())) {
+        group[root(group, a.index())] = root(group, b.index());
       }
     }
-    Map<Long, Long> setOfGroup = new HashMap<>();
+    Long[] setOfGroup = new Long[group.length];
     List<NodeView> out = new ArrayList<>(traceIds.size());
     for (long id : traceIds) {
-      Long carrier = carrierOf.get(id);
+      Carrier carrier = carrierOf.get(id);
       if (carrier == null) {
         out.add(node(id));
         continue;
       }
-      Node c = stored(carrier);
+      Node c = stored(carrier.id());
       long component = shared != null ? shared : ids.component(c);
-      Long set =
-          setOfGroup.computeIfAbsent(sameSet.find(carrier), g -> ids.set(c, component).id());
-      out.add(node(id, props.get(carrier), component, set));
+      int g = root(group, carrier.index());
+      if (setOfGroup[g] == null) {
+        setOfGroup[g] = ids.set(c, component).id();
+      }
+      out.add(node(id, carrier.props(), component, setOfGroup[g]));
     }
     return out;
   }
+
+  /** A group's root in an int union-find, halving the path on the way. */
+  private static int root(int[] group, int i) {
+    while (group[i] != i) {
+      group[i] = group[group[i]];
+      i = group[i];
+    }
+    return i;
+  }
+
+  /**
+   * The stored node that carries a trace node's ids (its index among the trace's carriers; a
+   * derived node and its member share one), with its properties and split path.
+   */
+  private record Carrier(long id, int index, Map<String, Object> props, String[] split) {}
 
   /** The id of the stored node that carries an id's ids (itself, or a derived node's member). */
   private Long carrierId(long id) {
@@ -366,8 +416,8 @@ final class LogicalGraph {
     String runId = carrierProps == null ? "" : text(carrierProps, "run_id");
     Node n = stored(id);
     if (n != null) {
-      Map<String, Object> props = carrierProps != null ? carrierProps : n.getAllProperties();
-      Map<String, String> attributes = new LinkedHashMap<>();
+      Map<String, Object> props = carrierProps != null ? carrierProps : properties(id);
+      Map<String, String> attributes = new TreeMap<>();
       props.forEach(
           (k, v) -> {
             if (k.startsWith("a_")) {

@@ -44,7 +44,7 @@ final class TraceMessage {
       out.message(1, node(n, part.reset(), entry));
     }
     for (long[] e : edges) {
-      part.reset().string(1, Long.toString(e[0])).string(2, Long.toString(e[1]));
+      part.reset().decimal(1, e[0]).decimal(2, e[1]);
       out.message(2, part);
     }
     out.bool(3, truncated);
@@ -61,16 +61,19 @@ final class TraceMessage {
   }
 
   private static ProtoWriter node(NodeView n, ProtoWriter out, ProtoWriter entry) {
-    out.string(1, Long.toString(n.id()))
+    out.decimal(1, n.id())
         .string(2, n.runId())
         .varint(3, OPS.getOrDefault(n.op(), 0))
         .string(4, n.label())
         .string(5, n.relation());
-    for (Map.Entry<String, String> a : new TreeMap<>(n.attributes()).entrySet()) {
+    Map<String, String> attributes = n.attributes() instanceof TreeMap<String, String> sorted
+        ? sorted
+        : new TreeMap<>(n.attributes());
+    for (Map.Entry<String, String> a : attributes.entrySet()) {
       out.message(6, entry.reset().string(1, a.getKey()).string(2, a.getValue()));
     }
     return out.string(7, n.value())
-        .string(8, n.component() == null ? "" : Long.toString(n.component()))
-        .string(9, n.set() == null ? "" : Long.toString(n.set()));
+        .decimalOrNone(8, n.component())
+        .decimalOrNone(9, n.set());
   }
 }

@@ -1,14 +1,13 @@
 package io.sparkprov.ingest;
 
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
 
 /**
  * A backward or forward trace, level by level from its seeds, with query_service/traces.py's
@@ -30,21 +29,22 @@ final class Traversal {
   record Outcome(
       List<Long> ids, List<long[]> edges, boolean truncated, long levels, long reached) {}
 
+  private static final Comparator<long[]> BY_ENDS =
+      Comparator.<long[]>comparingLong(e -> e[0]).thenComparingLong(e -> e[1]);
+
   private Traversal() {}
 
   static Outcome run(
       List<Long> seeds, boolean backward, long maxDepth, long limit, Expander expand) {
     Set<Long> order = new LinkedHashSet<>(seeds);
-    Set<List<Long>> edges =
-        new TreeSet<>(
-            Comparator.comparing((List<Long> e) -> e.get(0)).thenComparing(e -> e.get(1)));
+    List<long[]> edges = new ArrayList<>();
     List<Long> frontier = new ArrayList<>(order);
     long depth = 0;
     boolean truncated = false;
     while (!frontier.isEmpty() && (maxDepth == 0 || depth < maxDepth)) {
       List<Long> following = new ArrayList<>();
       for (long[] e : expand.next(frontier)) {
-        edges.add(Arrays.asList(e[0], e[1]));
+        edges.add(e);
         long reached = backward ? e[0] : e[1];
         if (order.add(reached)) {
           following.add(reached);
@@ -58,14 +58,24 @@ final class Traversal {
       }
     }
     List<Long> ids = order.stream().limit(limit).toList();
-    Set<Long> kept = Set.copyOf(ids);
-    List<long[]> among = new ArrayList<>();
-    for (List<Long> e : edges) {
-      if (kept.contains(e.get(0)) && kept.contains(e.get(1))) {
-        among.add(new long[] {e.get(0), e.get(1)});
+    // Every edge's two ends were reached; only a cut drops some of them.
+    Set<Long> kept = truncated ? new HashSet<>(ids) : order;
+    return new Outcome(ids, among(edges, kept), truncated, depth, order.size());
+  }
+
+  /** The distinct edges with both ends in {@code kept}, sorted by source then destination. */
+  private static List<long[]> among(List<long[]> edges, Set<Long> kept) {
+    edges.sort(BY_ENDS);
+    List<long[]> out = new ArrayList<>(edges.size());
+    long[] last = null;
+    for (long[] e : edges) {
+      if ((last == null || BY_ENDS.compare(last, e) != 0)
+          && kept.contains(e[0]) && kept.contains(e[1])) {
+        out.add(e);
       }
+      last = e;
     }
-    return new Outcome(ids, among, truncated, depth, order.size());
+    return out;
   }
 
   /** Expands level by level from the store: one look-up per frontier node. */

@@ -25,6 +25,15 @@ class ProtoWriterTest {
     assertArrayEquals(HexFormat.of().parseHex("08ffffffffffffffffff01"), got);
   }
 
+  @Test
+  void decimalWritesWhatTheDecimalTextWrites() {
+    for (long v : new long[] {0, 7, -5, 10, -10, 1234567890123L, Long.MAX_VALUE, Long.MIN_VALUE}) {
+      byte[] got = new ProtoWriter().decimal(3, v).toByteArray();
+      assertArrayEquals(new ProtoWriter().string(3, Long.toString(v)).toByteArray(), got);
+    }
+    assertArrayEquals(new byte[0], new ProtoWriter().decimalOrNone(3, null).toByteArray());
+  }
+
   /**
    * TraceResponse(nodes=[Node(id="-5", run_id="r", op=OP_TOKEN, label="L", relation="R",
    * attributes={"b": "2", "a": "1"}, component_id="7", set_id="8"), Node(id="6", op=OP_PLUS,
