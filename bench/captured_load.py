@@ -19,6 +19,7 @@ whose marker holds the same key is reused as it is (:func:`reusable`).
 from __future__ import annotations
 
 import os
+import sys
 import time
 import uuid
 from collections.abc import Mapping
@@ -101,7 +102,7 @@ def _capture(
         assert prov.run_id is not None
         return {
             "run_id": prov.run_id,
-            "input_rows": rows,
+            "source_rows": rows,
             "capture_s": capture_s,
             "lineage_nodes": nodes,
             "lineage_edges": edges,
@@ -135,6 +136,11 @@ def load_captured(
     create_topic(settings.kafka_bootstrap, topic, partitions)
     result = _capture(pipeline, input_rows, data, settings.kafka_bootstrap, topic)
     run_id = result["run_id"]
+    print(
+        f"captured {result['lineage_nodes']:,} nodes + {result['lineage_edges']:,} edges in "
+        f"{result['capture_s']:.1f}s; ingesting with {consumers} consumer(s)",
+        file=sys.stderr,
+    )
 
     env = {
         **os.environ,

@@ -1,8 +1,9 @@
 """Query latency on a captured workload: bench.query_latency's classes and table, over the stored
 graph of a real PySpark pipeline run under capture instead of a generated one (issue 15).
 
-    python -m bench.query_latency_captured [--pipeline tpch|pipeline] [--input-rows 1000000]
-        [--repeats 5] [--per-class 10] [--theta N] [--reuse] [--keep] [--folder .stack-qcapt]
+    python -m bench.query_latency_captured [--pipeline tpch|pipeline] [--input-rows 250000]
+        [--repeats 5] [--per-class 10] [--theta N] [--trace-timeout 60] [--reuse] [--keep]
+        [--folder .stack-qcapt]
         [--kafka-port 48092] [--controller-port 48093] [--bolt-port 48687] [--grpc-port 48051]
         [--ingest-http-port 0] [--consumers 2] [--partitions 4]
 
@@ -22,7 +23,9 @@ from; ``--per-class`` are taken in an order drawn from ``--seed``; a class witho
 reported empty (with its pool's ancestor counts), never filled with nodes outside its band.
 
 Each chosen node is traced as in bench.query_latency (RECURSIVE, COMPONENT, CONNECTED_SET, AUTO
-over gRPC; Cypher's ``[:DERIVES*]`` over Bolt; a warm-up round, then ``--repeats``). All
+over gRPC; Cypher's ``[:DERIVES*]`` over Bolt; a warm-up round, then ``--repeats``; a
+strategy past ``--trace-timeout`` or Cypher past ``--cypher-timeout`` on a node is counted as a
+timeout and not asked again for that node: COMPONENT reads a whole component). All
 strategies must return the same nodes and edges; Cypher the same nodes but the TENSOR and VALUE
 nodes the service derives from member edges; the stored ancestors must be those counted (else
 exit 1). Prints the table, the edges each strategy read and CONNECTED_SET's set-lineage (sets),
@@ -260,6 +263,7 @@ def measure(
     with driver:
         t = time.monotonic()
         graph = read_stored(driver, run_id)
+        read_s = time.monotonic() - t
         comps, large = large_components(driver, graph)
         adj = Adjacency(graph)
         counts = ancestor_counts(adj)
@@ -267,14 +271,24 @@ def measure(
         report["graph"] = {"stored_nodes": graph.nodes, "stored_edges": graph.edges}
         report["large_components"] = comps
         report["choosing_s"] = time.monotonic() - t
+        report["reading_s"] = read_s
         print(f"chose the query nodes in {report['choosing_s']:.1f}s", file=sys.stderr)
+        for name, c in classes.items():
+            print(
+                f"{name}: {c['candidates']:,} candidates of {c['pool']:,}, ancestors "
+                f"{sorted(c['ancestors'])}; pool {c['pool_histogram']}",
+                file=sys.stderr,
+            )
         channel = grpc.insecure_channel(
             stack.settings.grpc_addr,
             options=[("grpc.max_receive_message_length", 512 * 1024 * 1024)],
         )
         with channel:
             runner = Runner(
-                query_pb2_grpc.ProvenanceQueryStub(channel), driver, args.cypher_timeout
+                query_pb2_grpc.ProvenanceQueryStub(channel),
+                driver,
+                args.cypher_timeout,
+                args.trace_timeout,
             )
             report["classes"] = {}
             for name, c in classes.items():
@@ -308,10 +322,17 @@ def ratios(classes: dict[str, Any]) -> dict[str, dict[str, float]]:
     return out
 
 
+def _cell(method: dict[str, Any]) -> str:
+    """A median, with how many query nodes timed out (their times are not in it)."""
+    timeouts = method["timeouts"]
+    median = "-" if method["median_ms"] is None else f"{method['median_ms']:,.1f}"
+    return f"{median} ({timeouts} t/o)" if timeouts else median
+
+
 def print_report(report: dict[str, Any]) -> None:
     load, g = report["load"], report["graph"]
     print(
-        f"\n{load['pipeline']} at {load['input_rows']:,} input rows: captured "
+        f"\n{load['pipeline']} at {load['source_rows']:,} input rows: captured "
         f"{load['lineage_nodes']:,} nodes + {load['lineage_edges']:,} edges in "
         f"{load['capture_s']:.1f}s, ingested in {load['ingest_s']:.0f}s "
         f"({load['lineage_records_per_s']:,.0f} records/s); stored {g['stored_nodes']:,} nodes "
@@ -329,7 +350,7 @@ def print_report(report: dict[str, Any]) -> None:
         if "methods" not in c:
             print(f"{name:8}{'no candidates':>15}   {where}; pool: {c['pool_histogram']}")
             continue
-        row = "".join(f"{_fmt(c['methods'][m]['median_ms']):>15}" for m in methods)
+        row = "".join(f"{_cell(c['methods'][m]):>15}" for m in methods)
         lineage = f"ancestors {min(c['ancestors'])}-{max(c['ancestors'])}"
         print(f"{name:8}{row}   {lineage}, {where}")
     print(
@@ -353,12 +374,18 @@ def print_report(report: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pipeline", choices=PIPELINES, default="tpch")
-    parser.add_argument("--input-rows", type=int, default=1_000_000)
+    parser.add_argument("--input-rows", type=int, default=250_000, help="see bench/README.md")
     parser.add_argument("--theta", type=int, default=None, help="ingest's SPARKPROV_SET_THETA")
     parser.add_argument("--seed", type=int, default=7, help="query node order")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--per-class", type=int, default=10)
     parser.add_argument("--cypher-timeout", type=float, default=60.0)
+    parser.add_argument(
+        "--trace-timeout",
+        type=float,
+        default=60.0,
+        help="seconds; a strategy that takes longer on a node is not asked again for it",
+    )
     parser.add_argument("--reuse", action="store_true", help="keep a stack loaded alike")
     parser.add_argument("--keep", action="store_true", help="leave the stack running")
     parser.add_argument("--timeout", type=float, default=4 * 3600, help="loading, seconds")
