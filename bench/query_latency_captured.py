@@ -320,8 +320,13 @@ def measure(
     return runner.failures
 
 
-def ratios(classes: dict[str, Any]) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {}
+def _ratio(a: float, b: float) -> float | None:
+    """a / b, or None where either timed out on every node (no median to compare)."""
+    return None if float("inf") in (a, b) else a / b
+
+
+def ratios(classes: dict[str, Any]) -> dict[str, dict[str, float | None]]:
+    out: dict[str, dict[str, float | None]] = {}
     for name, c in classes.items():
         if "methods" not in c:
             continue
@@ -332,10 +337,10 @@ def ratios(classes: dict[str, Any]) -> dict[str, dict[str, float]]:
 
         best = min(med(m) for m in ("RECURSIVE", "COMPONENT", "CONNECTED_SET"))
         out[name] = {
-            "RECURSIVE/CONNECTED_SET": med("RECURSIVE") / med("CONNECTED_SET"),
-            "COMPONENT/CONNECTED_SET": med("COMPONENT") / med("CONNECTED_SET"),
-            "CYPHER/best": med(CYPHER) / best,
-            "AUTO/best": med("AUTO") / best,
+            "RECURSIVE/CONNECTED_SET": _ratio(med("RECURSIVE"), med("CONNECTED_SET")),
+            "COMPONENT/CONNECTED_SET": _ratio(med("COMPONENT"), med("CONNECTED_SET")),
+            "CYPHER/best": _ratio(med(CYPHER), best),
+            "AUTO/best": _ratio(med("AUTO"), best),
         }
     return out
 
@@ -384,7 +389,10 @@ def print_report(report: dict[str, Any]) -> None:
             print(f"{name:8}{row}{sets:>10}{int(np.median(nodes)):>10,}")
     print("\nratios")
     for name, r in report["ratios"].items():
-        print(f"{name:8}" + "   ".join(f"{k} {v:.2f}" for k, v in r.items()))
+        print(
+            f"{name:8}"
+            + "   ".join(f"{k} {'-' if v is None else f'{v:.2f}'}" for k, v in r.items())
+        )
     m = report["machine"]
     print(f"\nload average {m['loadavg_before'][0]:.2f} -> {m['loadavg_after'][0]:.2f}")
 
