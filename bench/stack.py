@@ -123,7 +123,9 @@ class Consumers:
 
     def start(self, i: int) -> None:
         env = dict(self.env)
-        env[defaults.ENV_INGEST_HTTP_ADDR] = f"127.0.0.1:{self.http_base + i}"
+        # http_base 0: every process binds an ephemeral port (no fixed port to collide on).
+        port = self.http_base + i if self.http_base else 0
+        env[defaults.ENV_INGEST_HTTP_ADDR] = f"127.0.0.1:{port}"
         log = open(self.logs / f"ingest-{i}.log", "ab")  # noqa: SIM115 - owned by the process
         self.procs[i] = subprocess.Popen(
             [sys.executable, "-m", "ingest_service"], env=env, stdout=log, stderr=log, cwd=ROOT
