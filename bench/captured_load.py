@@ -18,7 +18,6 @@ whose marker holds the same key is reused as it is (:func:`reusable`).
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 import uuid
@@ -26,9 +25,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bench.stack import Consumers, create_topic, exact_counts
+from bench.stack import Consumers, create_topic, exact_counts, ingest_env
 from localstack.stack import Stack
-from sparkprov import defaults
 
 __all__ = [
     "PIPELINES",
@@ -142,16 +140,7 @@ def load_captured(
         file=sys.stderr,
     )
 
-    env = {
-        **os.environ,
-        defaults.ENV_KAFKA_BOOTSTRAP: settings.kafka_bootstrap,
-        defaults.ENV_NEO4J_URI: settings.neo4j_uri,
-        defaults.ENV_TOPIC: topic,
-        defaults.ENV_DLQ_TOPIC: topic + ".dlq",
-        "SPARKPROV_INGEST_GROUP": f"bench-{run_id}",
-        "SPARKPROV_TOPIC_PARTITIONS": str(partitions),
-        "SPARKPROV_LOG_LEVEL": "WARNING",
-    }
+    env = ingest_env(settings, topic, run_id, partitions)
     if theta is not None:
         env["SPARKPROV_SET_THETA"] = str(theta)
     import neo4j

@@ -63,9 +63,8 @@ from bench.query_latency import (
     machine,
     run_class,
 )
-from bench.stack import RESULTS, ROOT, Ports, bench_stack, busy_ports
+from bench.stack import RESULTS, ROOT, Ports, bench_stack, busy_ports, without_addresses
 from localstack.stack import Stack
-from sparkprov import defaults
 from sparkprov.v1 import query_pb2_grpc
 
 __all__ = ["StoredGraph", "ancestor_counts", "histogram", "main", "pick_classes"]
@@ -73,16 +72,6 @@ __all__ = ["StoredGraph", "ancestor_counts", "histogram", "main", "pick_classes"
 MARKER = "query_latency_captured-loaded.json"
 CAP = max(hi for _, _, hi in CLASSES.values())  # counts past it are not needed exactly
 BINS = (0, 1, 10, 100, 201, 1000, 5000, 10_001)  # histogram edges of a pool's ancestor counts
-# Addresses come from --*-port only: a shell's SPARKPROV_NEO4J_URI must not point us at .stack.
-_ADDRESSES = {
-    defaults.ENV_KAFKA_BOOTSTRAP,
-    defaults.ENV_NEO4J_URI,
-    defaults.ENV_GRPC_ADDR,
-    defaults.ENV_INGEST_HTTP_ADDR,
-    defaults.ENV_NEO4J_HTTP_ADDR,
-    defaults.ENV_VIEWER_ADDR,
-    "SPARKPROV_KAFKA_CONTROLLER_PORT",
-}
 
 
 # -- the stored graph -------------------------------------------------------------------------
@@ -219,7 +208,7 @@ def captured_stack(
     ports = Ports(
         args.kafka_port, args.controller_port, args.bolt_port, args.grpc_port, args.ingest_http_port
     )
-    environ = {k: v for k, v in os.environ.items() if k not in _ADDRESSES}
+    environ = without_addresses(os.environ)
     stack = bench_stack({**environ, "SPARKPROV_LOG_LEVEL": "WARNING"}, args.folder, ports)
     marker = stack.dir / MARKER
     previous = json.loads(marker.read_text()) if marker.exists() else {}

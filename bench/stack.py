@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,41 @@ class Ports:
     def all(self, consumers: int = 2) -> list[int]:
         base = [self.kafka, self.kafka_controller, self.bolt, self.grpc]
         return base + [self.ingest_http + i for i in range(consumers)]
+
+
+# Addresses come from a bench's --*-port flags only: a shell's SPARKPROV_NEO4J_URI must not point
+# a bench at .stack.
+ADDRESS_VARIABLES = frozenset(
+    {
+        defaults.ENV_KAFKA_BOOTSTRAP,
+        defaults.ENV_NEO4J_URI,
+        defaults.ENV_GRPC_ADDR,
+        defaults.ENV_INGEST_HTTP_ADDR,
+        defaults.ENV_NEO4J_HTTP_ADDR,
+        defaults.ENV_VIEWER_ADDR,
+        "SPARKPROV_KAFKA_CONTROLLER_PORT",
+    }
+)
+
+
+def without_addresses(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` without the variables that name a server's address."""
+    return {k: v for k, v in environ.items() if k not in ADDRESS_VARIABLES}
+
+
+def ingest_env(settings: Any, topic: str, run_id: str, partitions: int) -> dict[str, str]:
+    """The environment of bulk-loading ingest processes: their own topic, dead-letter topic and
+    consumer group, quiet logs."""
+    return {
+        **os.environ,
+        defaults.ENV_KAFKA_BOOTSTRAP: settings.kafka_bootstrap,
+        defaults.ENV_NEO4J_URI: settings.neo4j_uri,
+        defaults.ENV_TOPIC: topic,
+        defaults.ENV_DLQ_TOPIC: topic + ".dlq",
+        "SPARKPROV_INGEST_GROUP": f"bench-{run_id}",
+        "SPARKPROV_TOPIC_PARTITIONS": str(partitions),
+        "SPARKPROV_LOG_LEVEL": "WARNING",
+    }
 
 
 def busy_ports(ports: list[int]) -> list[int]:
@@ -202,16 +238,7 @@ def ingest(
     publish_s = time.monotonic() - started
     total = graph.nodes + graph.edges
 
-    env = {
-        **os.environ,
-        defaults.ENV_KAFKA_BOOTSTRAP: settings.kafka_bootstrap,
-        defaults.ENV_NEO4J_URI: settings.neo4j_uri,
-        defaults.ENV_TOPIC: topic,
-        defaults.ENV_DLQ_TOPIC: topic + ".dlq",
-        "SPARKPROV_INGEST_GROUP": f"bench-{run_id}",
-        "SPARKPROV_TOPIC_PARTITIONS": str(options.partitions),
-        "SPARKPROV_LOG_LEVEL": "WARNING",
-    }
+    env = ingest_env(settings, topic, run_id, options.partitions)
     consumers = Consumers(options.consumers, env, logs, options.http_base)
     bar = Progress(total, f"ingesting with {options.consumers} consumers")
     t0 = time.monotonic()

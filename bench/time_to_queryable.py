@@ -47,7 +47,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from bench.capture_overhead import make_pipeline_inputs, pipeline
-from bench.stack import RESULTS, ROOT, Ports, bench_stack, busy_ports
+from bench.stack import RESULTS, ROOT, Ports, bench_stack, busy_ports, without_addresses
 from capture_agent import ProvenanceSession
 from examples.spark import local_spark
 from localstack.stack import Stack
@@ -57,16 +57,6 @@ from sparkprov.query_errors import QueryError
 from sparkprov.query_model import Run
 
 WARMUP_TOPIC = "sparkprov.bench.warmup"  # ingest does not read it
-# Addresses come from --*-port only: a shell's SPARKPROV_NEO4J_URI must not point us at .stack.
-_ADDRESSES = {
-    defaults.ENV_KAFKA_BOOTSTRAP,
-    defaults.ENV_NEO4J_URI,
-    defaults.ENV_GRPC_ADDR,
-    defaults.ENV_INGEST_HTTP_ADDR,
-    defaults.ENV_NEO4J_HTTP_ADDR,
-    defaults.ENV_VIEWER_ADDR,
-    "SPARKPROV_KAFKA_CONTROLLER_PORT",
-}
 
 Body = Callable[[ProvenanceSession], Any]
 
@@ -341,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     ports = Ports(
         args.kafka_port, args.controller_port, args.bolt_port, args.grpc_port, args.ingest_http_port
     )
-    environ = {k: v for k, v in os.environ.items() if k not in _ADDRESSES}
+    environ = without_addresses(os.environ)
     environ["SPARKPROV_LOG_LEVEL"] = "WARNING"
     stack = bench_stack(environ, args.folder, ports)
     stack.down()  # what an earlier run left in this folder (--keep)
