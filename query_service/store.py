@@ -310,15 +310,10 @@ class Store:
     ) -> TraceResult:
         """A whole trace inside Neo4j (``sparkprov.trace``), in one round trip; ``timeout_s``
         bounds its transaction. Raises NotFound for unknown seeds."""
-        parameters = {
-            "ids": node_ids,
-            "direction": direction.name,
-            "strategy": strategy.name,
-            "depth": max_depth,
-            "limit": limit,
-            "views": views,
-            "auto_max": auto_fetch_max,
-        }
+        parameters = _trace_parameters(
+            node_ids, direction, strategy, max_depth, limit, auto_fetch_max
+        )
+        parameters["views"] = views
         return _procedure_result(self._trace_row(_TRACE, parameters, timeout_s))
 
     def trace_encoded(
@@ -333,14 +328,9 @@ class Store:
         timeout_s: float | None = None,
     ) -> bytes:
         """:meth:`trace` as the serialized ``TraceResponse`` (its ``stats.millis`` unset)."""
-        parameters = {
-            "ids": node_ids,
-            "direction": direction.name,
-            "strategy": strategy.name,
-            "depth": max_depth,
-            "limit": limit,
-            "auto_max": auto_fetch_max,
-        }
+        parameters = _trace_parameters(
+            node_ids, direction, strategy, max_depth, limit, auto_fetch_max
+        )
         return bytes(self._trace_row(_TRACE_ENCODED, parameters, timeout_s)["response"])
 
     def _trace_row(
@@ -605,6 +595,25 @@ class Store:
             run_view(record["r"], record["reuses"])
             for record in self._read(_RUNS, workflow=workflow)
         ]
+
+
+def _trace_parameters(
+    node_ids: list[int],
+    direction: Direction,
+    strategy: Strategy,
+    max_depth: int,
+    limit: int,
+    auto_fetch_max: int,
+) -> dict[str, Any]:
+    """The parameters both sparkprov.trace calls (plain and encoded) take."""
+    return {
+        "ids": node_ids,
+        "direction": direction.name,
+        "strategy": strategy.name,
+        "depth": max_depth,
+        "limit": limit,
+        "auto_max": auto_fetch_max,
+    }
 
 
 def run_view(r: Mapping[str, Any], reuses: Sequence[Mapping[str, str]] = ()) -> RunView:
