@@ -57,11 +57,13 @@ SET e.added = $added, e.removed = $removed, e.changed = $changed,
 
 
 # The earlier run is MERGEd: its markers may sit on another partition and arrive later; they
-# MERGE the same Run node and fill it.
+# MERGE the same Run node and fill it, so it is created as ingest_service.store creates a Run
+# (counts at zero, not complete), or its counts would add to null and it would never complete.
 _REUSES = """
 UNWIND $rows AS row
 MATCH (run:Run {run_id: $run})
 MERGE (earlier:Run {run_id: row.run_id})
+  ON CREATE SET earlier.stored_nodes = 0, earlier.stored_edges = 0, earlier.complete = false
 MERGE (run)-[u:REUSES {sink: row.sink}]->(earlier)
 SET u.version = row.version
 """
