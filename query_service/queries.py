@@ -122,10 +122,17 @@ class Queries:
 
     # -- Subgraph --------------------------------------------------------------------------
 
-    def subgraph(self, node_id: int, limit: int, check: Callable[[], None]) -> TraceResult:
+    def subgraph(
+        self,
+        node_id: int,
+        limit: int,
+        check: Callable[[], None],
+        timeout_s: float | None = None,
+    ) -> TraceResult:
+        """Subgraph(n); ``timeout_s`` bounds the call inside Neo4j (``check`` the loop here)."""
         if isinstance(self._store, Store):  # inside Neo4j, one round trip
             check()
-            return self._store.subgraph(node_id, limit, self._max, AUTO_FETCH_MAX)
+            return self._store.subgraph(node_id, limit, self._max, AUTO_FETCH_MAX, timeout_s)
         return self.subgraph_here(node_id, limit, check)
 
     def subgraph_here(self, node_id: int, limit: int, check: Callable[[], None]) -> TraceResult:
@@ -230,21 +237,29 @@ class Queries:
         views, into = self._store.closure_inputs(down.ids)
         return Graph.of(into, views)
 
-    def _propagated(self, ids: list[int], check: Callable[[], None]) -> Propagated:
-        """Definition 4.2 inside Neo4j, one round trip."""
+    def _propagated(
+        self, ids: list[int], check: Callable[[], None], timeout_s: float | None
+    ) -> Propagated:
+        """Definition 4.2 inside Neo4j, one round trip, bounded by ``timeout_s``."""
         check()
-        done = self._store.propagate_deletion(list(dict.fromkeys(ids)), self._max, AUTO_FETCH_MAX)
+        done = self._store.propagate_deletion(
+            list(dict.fromkeys(ids)), self._max, AUTO_FETCH_MAX, timeout_s
+        )
         if done.truncated:
             raise InvalidArgument(f"the deletion's forward closure has more than {self._max} nodes")
         return done
 
     def delete(
-        self, ids: list[int], modules: list[str], check: Callable[[], None] = _nothing
+        self,
+        ids: list[int],
+        modules: list[str],
+        check: Callable[[], None] = _nothing,
+        timeout_s: float | None = None,
     ) -> Deletion:
         if not ids:
             raise InvalidArgument("node_ids must name at least one node")
         if not modules and isinstance(self._store, Store):
-            done = self._propagated(ids, check)
+            done = self._propagated(ids, check, timeout_s)
             return Deletion(done.removed, recompute_touched(done.touched))
         if modules:
             graph = self._view(ids, modules).graph
@@ -265,13 +280,18 @@ class Queries:
         return Deletion(removed, recompute(graph, removed, values))
 
     def depends_on(
-        self, node_id: int, on: list[int], modules: list[str], check: Callable[[], None] = _nothing
+        self,
+        node_id: int,
+        on: list[int],
+        modules: list[str],
+        check: Callable[[], None] = _nothing,
+        timeout_s: float | None = None,
     ) -> bool:
         if not on:
             raise InvalidArgument("on_node_ids must name at least one node")
         if not modules and isinstance(self._store, Store):
             self._require([node_id])
-            return node_id in set(self._propagated(on, check).removed)
+            return node_id in set(self._propagated(on, check, timeout_s).removed)
         if modules:
             graph = self._view([node_id, *on], modules).graph
         else:

@@ -64,12 +64,12 @@ def _errors(context: grpc.ServicerContext) -> Iterator[None]:
     except QueryError as e:
         context.abort(_CODES.get(type(e), grpc.StatusCode.INVALID_ARGUMENT), limits.message(str(e)))
     except _DeadlineExceeded:
-        context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline passed during the trace")
+        context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline passed during the call")
     except neo4j.exceptions.ClientError as e:
-        # A trace inside Neo4j runs in a transaction bounded by the call's deadline.
+        # A call inside Neo4j runs in a transaction bounded by the call's deadline.
         if "TransactionTimedOut" not in (e.code or ""):
             raise
-        context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline passed during the trace")
+        context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "deadline passed inside Neo4j")
     except (neo4j.exceptions.ServiceUnavailable, neo4j.exceptions.SessionExpired) as e:
         log.warning("Neo4j unavailable: %s", e)
         context.abort(grpc.StatusCode.UNAVAILABLE, limits.message(f"graph store unavailable: {e}"))
@@ -77,6 +77,7 @@ def _errors(context: grpc.ServicerContext) -> Iterator[None]:
 
 # Past this, a remaining time is no deadline: gRPC reports a call sent without one as ~2^63 ns.
 _NO_DEADLINE_S = 7 * 24 * 3600.0
+_SHORTEST_S = 0.001  # Neo4j's transaction timeouts are whole milliseconds
 
 
 def transaction_timeout(context: grpc.ServicerContext) -> float | None:
@@ -86,7 +87,8 @@ def transaction_timeout(context: grpc.ServicerContext) -> float | None:
     remaining = context.time_remaining()
     if remaining is None or remaining > _NO_DEADLINE_S:
         return None
-    return max(0.0, float(remaining))
+    # Neo4j reads a timeout of 0 as none at all; a spent deadline still gets the shortest one.
+    return max(_SHORTEST_S, float(remaining))
 
 
 def _deadline(context: grpc.ServicerContext) -> Callable[[], None]:
@@ -220,7 +222,9 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
             limit = adapter.limit(
                 request.limit, self._settings.default_limit, self._settings.max_limit
             )
-            result = self._queries.subgraph(node_id, limit, _deadline(context))
+            result = self._queries.subgraph(
+                node_id, limit, _deadline(context), transaction_timeout(context)
+            )
             return adapter.trace_response(result)
         raise AssertionError("unreachable")
 
@@ -256,7 +260,9 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
             limits.check(request)
             ids = adapter.node_ids(list(request.node_ids), "node_ids")
             modules = adapter.modules(list(request.zoomed_out_modules), "zoomed_out_modules")
-            result = self._queries.delete(ids, modules, _deadline(context))
+            result = self._queries.delete(
+                ids, modules, _deadline(context), transaction_timeout(context)
+            )
             return adapter.deletion_response(result)
         raise AssertionError("unreachable")
 
@@ -268,7 +274,9 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
             node_id = adapter.node_id(request.node_id)
             on = adapter.node_ids(list(request.on_node_ids), "on_node_ids")
             modules = adapter.modules(list(request.zoomed_out_modules), "zoomed_out_modules")
-            depends = self._queries.depends_on(node_id, on, modules, _deadline(context))
+            depends = self._queries.depends_on(
+                node_id, on, modules, _deadline(context), transaction_timeout(context)
+            )
             return query_pb2.DependsOnResponse(depends=depends)
         raise AssertionError("unreachable")
 

@@ -291,8 +291,16 @@ class Store:
         return self._driver
 
     def _read(self, query: str, **params: Any) -> list[neo4j.Record]:
+        return self._bounded(query, params, None)
+
+    def _bounded(
+        self, query: str, parameters: dict[str, Any], timeout_s: float | None
+    ) -> list[neo4j.Record]:
+        """A read whose transaction Neo4j ends after ``timeout_s`` (None: the server's bound)."""
         records, _, _ = self._driver.execute_query(
-            query, parameters_=params, routing_=neo4j.RoutingControl.READ
+            neo4j.Query(query, timeout=timeout_s),
+            parameters_=parameters,
+            routing_=neo4j.RoutingControl.READ,
         )
         return records
 
@@ -338,35 +346,44 @@ class Store:
     ) -> neo4j.Record:
         """The one row of a sparkprov.trace call, its transaction bounded by ``timeout_s``;
         NotFound for unknown seeds."""
-        records, _, _ = self._driver.execute_query(
-            neo4j.Query(cypher, timeout=timeout_s),
-            parameters_=parameters,
-            routing_=neo4j.RoutingControl.READ,
-        )
-        r = records[0]
+        r = self._bounded(cypher, parameters, timeout_s)[0]
         if r["missing"]:
             shown = ", ".join(str(i) for i in r["missing"][:10])
             raise NotFound(f"unknown node id(s): {shown}")
         return r
 
     def subgraph(
-        self, node_id: int, limit: int, max_nodes: int, auto_fetch_max: int
+        self,
+        node_id: int,
+        limit: int,
+        max_nodes: int,
+        auto_fetch_max: int,
+        timeout_s: float | None = None,
     ) -> TraceResult:
-        """Lipstick's Subgraph(n) inside Neo4j (``sparkprov.subgraph``); raises NotFound for an
-        unknown node and InvalidArgument when its ancestry or descendants exceed ``max_nodes``."""
-        r = self._read(
-            _SUBGRAPH, id=node_id, limit=limit, max_nodes=max_nodes, auto_max=auto_fetch_max
-        )[0]
+        """Lipstick's Subgraph(n) inside Neo4j (``sparkprov.subgraph``), its transaction bounded
+        by ``timeout_s``; raises NotFound for an unknown node and InvalidArgument when its
+        ancestry or descendants exceed ``max_nodes``."""
+        parameters = {
+            "id": node_id,
+            "limit": limit,
+            "max_nodes": max_nodes,
+            "auto_max": auto_fetch_max,
+        }
+        r = self._bounded(_SUBGRAPH, parameters, timeout_s)[0]
         if r["missing"]:
             raise NotFound(f"unknown node id(s): {node_id}")
         if r["tooLarge"]:
             raise InvalidArgument(f"{r['tooLarge']} has more than {max_nodes} nodes")
         return _procedure_result(r)
 
-    def propagate_deletion(self, ids: list[int], limit: int, auto_fetch_max: int) -> Propagated:
+    def propagate_deletion(
+        self, ids: list[int], limit: int, auto_fetch_max: int, timeout_s: float | None = None
+    ) -> Propagated:
         """Definition 4.2 inside Neo4j (``sparkprov.propagateDeletion``) over the forward
-        closure of ``ids``, found with AUTO's strategy; raises NotFound for unknown ids."""
-        r = self._read(_PROPAGATE, ids=ids, limit=limit, auto_max=auto_fetch_max)[0]
+        closure of ``ids``, found with AUTO's strategy, its transaction bounded by
+        ``timeout_s``; raises NotFound for unknown ids."""
+        parameters = {"ids": ids, "limit": limit, "auto_max": auto_fetch_max}
+        r = self._bounded(_PROPAGATE, parameters, timeout_s)[0]
         if r["missing"]:
             shown = ", ".join(str(i) for i in r["missing"][:10])
             raise NotFound(f"unknown node id(s): {shown}")

@@ -4,12 +4,14 @@ RPC with DEADLINE_EXCEEDED (the check runs between trace levels), a live one let
 from __future__ import annotations
 
 import grpc
+import neo4j
 import networkx as nx
 import pytest
 
 from query_service import limits
 from query_service.server import ProvenanceQueryServicer, transaction_timeout
 from query_service.settings import QuerySettings
+from query_service.store import Store
 from sparkprov.v1 import query_pb2
 
 from .test_traces import FakeStore
@@ -134,9 +136,51 @@ def test_status_texts_are_capped() -> None:
 
 @pytest.mark.parametrize(
     ("remaining", "expected"),
-    [(None, None), (9.2e18, None), (30.0, 30.0), (-1.0, 0.0)],
+    [(None, None), (9.2e18, None), (30.0, 30.0), (0.0, 0.001), (-1.0, 0.001)],
 )
 def test_transaction_timeout_is_the_callers_deadline(
     remaining: float | None, expected: float | None
 ) -> None:
     assert transaction_timeout(FakeContext(remaining)) == expected  # type: ignore[arg-type]
+
+
+class _TimedOut(neo4j.exceptions.ClientError):
+    """What Neo4j's driver raises when a transaction outlives its timeout."""
+
+    @property
+    def code(self) -> str:
+        return "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration"
+
+
+class _SlowDriver:
+    """A driver whose every transaction outlives its timeout; keeps the timeouts it was given."""
+
+    def __init__(self) -> None:
+        self.timeouts: list[float | None] = []
+
+    def execute_query(self, query: neo4j.Query, **_: object) -> None:
+        self.timeouts.append(query.timeout)
+        raise _TimedOut("the transaction has been terminated")
+
+
+@pytest.mark.parametrize(
+    ("method", "request_"),
+    [
+        ("BackwardTrace", query_pb2.TraceRequest(node_ids=["3"])),
+        ("ForwardTrace", query_pb2.TraceRequest(node_ids=["0"], strategy=2)),
+        ("Subgraph", query_pb2.SubgraphRequest(node_id="1")),
+        ("PropagateDeletion", query_pb2.DeletionRequest(node_ids=["0"])),
+    ],
+)
+def test_a_call_inside_neo4j_is_bounded_by_the_callers_deadline(
+    method: str, request_: object
+) -> None:
+    """Each call that runs inside Neo4j gives its transaction the caller's remaining time, and a
+    transaction Neo4j ended for it answers DEADLINE_EXCEEDED (not UNKNOWN)."""
+    driver = _SlowDriver()
+    servicer = ProvenanceQueryServicer(Store(driver), QuerySettings())  # type: ignore[arg-type]
+    context = FakeContext(remaining=4.5)
+    with pytest.raises(Aborted, match="deadline passed inside Neo4j"):
+        getattr(servicer, method)(request_, context)
+    assert context.code == grpc.StatusCode.DEADLINE_EXCEEDED
+    assert driver.timeouts == [4.5]
