@@ -357,6 +357,31 @@ def warm(runner: Runner, queries: dict[str, dict[str, Any]], seconds: float) -> 
     return {"seconds": round(time.monotonic() - started, 1), "calls": calls}
 
 
+def floor(runner: Runner, adj: Adjacency, graph: Graph, repeats: int = 200) -> dict[str, Any]:
+    """The fixed cost of each path, from a trace with nothing to walk: a source node's backward
+    trace through the service (gRPC, the service, one Bolt call of the plugin) and Cypher's query
+    for it over Bolt, beside a bare ``RETURN 1`` over Bolt (the driver's round trip)."""
+    indptr = adj.parents[0]
+    source = int(graph.ids[int(np.flatnonzero(indptr[1:] == indptr[:-1])[0])])
+    calls = {
+        "bolt RETURN 1": lambda: runner.driver.execute_query(
+            "RETURN 1 AS one", routing_=neo4j.RoutingControl.READ
+        ),
+        "cypher, no ancestors": lambda: runner.cypher(source),
+        "gRPC RECURSIVE, no ancestors": lambda: runner.trace(source, "RECURSIVE"),
+    }
+    out: dict[str, Any] = {"node": str(source)}
+    for name, call in calls.items():
+        millis = []
+        for round_ in range(repeats + 10):
+            t = time.perf_counter()
+            call()
+            if round_ >= 10:
+                millis.append((time.perf_counter() - t) * 1000)
+        out[name] = _median(millis)
+    return out
+
+
 def run_class(
     runner: Runner, name: str, ids: list[int], ancestors: list[int], repeats: int
 ) -> dict[str, Any]:
@@ -685,6 +710,7 @@ def measure(
     with channel:
         runner = Runner(query_pb2_grpc.ProvenanceQueryStub(channel), driver, args.cypher_timeout)
         report["warmup"] = warm(runner, queries, args.warmup)
+        report["floor_ms"] = floor(runner, adj, graph)
         report["classes"] = {}
         for name, q in queries.items():
             result = run_class(runner, name, q["ids"], q["ancestors"], args.repeats)
@@ -753,7 +779,11 @@ def print_report(report: dict[str, Any]) -> None:
     )
     for cls, c in report["classes"].items():
         row = "".join(f"{_fmt(c['methods'][m]['median_ms']):>15}" for m in methods)
-        lineage = f"ancestors {min(c['ancestors'])}-{max(c['ancestors'])}"
+        lineage = (
+            f"ancestors {min(c['ancestors'])}-{max(c['ancestors'])}"
+            if c["ancestors"]
+            else "no such node"
+        )
         print(f"{cls:8}{row}   {lineage}{'' if c['in_band'] else ' (band empty: closest)'}")
     print(
         f"\nmedian edges read per trace (set-lineage: CONNECTED_SET's sets)\n{'class':8}"
@@ -764,6 +794,10 @@ def print_report(report: dict[str, Any]) -> None:
         ms = c["methods"]
         row = "".join(f"{_fmt(ms[m]['edges_fetched_median']):>15}" for m in STRATEGIES)
         print(f"{cls:8}{row}{_fmt(ms['CONNECTED_SET']['sets_visited_median']):>10}")
+    print(
+        "\nfixed cost (median ms): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in report["floor_ms"].items() if k != "node")
+    )
     print("\nratios")
     for cls, r in report["ratios"].items():
         print(f"{cls:8}" + "   ".join(f"{k} {v:.2f}" for k, v in r.items()))
