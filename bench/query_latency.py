@@ -343,17 +343,21 @@ def warm(runner: Runner, queries: dict[str, dict[str, Any]], seconds: float) -> 
     that the plugin's and Cypher's code paths run compiled, not interpreted: a Neo4j just started
     (every run with ``--reuse``) spends its first ~40 s of traces in the JIT (bench.query_load's
     runs measured 24.5 ms of CPU per trace with 5 s of warm-up and 13.0 ms with 90 s)."""
+    work = [
+        (int(node_id), method)
+        for name, methods in WARM_METHODS.items()
+        for node_id in queries.get(name, {}).get("ids", [])
+        for method in methods
+    ]
     started = time.monotonic()
     calls = 0
-    while calls == 0 or time.monotonic() - started < seconds:
-        for name, methods in WARM_METHODS.items():
-            for node_id in queries[name]["ids"]:
-                for method in methods:
-                    if method == CYPHER:
-                        runner.cypher(node_id)
-                    else:
-                        runner.trace(node_id, method)
-                    calls += 1
+    while work and (calls == 0 or time.monotonic() - started < seconds):
+        for node_id, method in work:
+            if method == CYPHER:
+                runner.cypher(node_id)
+            else:
+                runner.trace(node_id, method)
+            calls += 1
     return {"seconds": round(time.monotonic() - started, 1), "calls": calls}
 
 

@@ -62,6 +62,7 @@ from bench.query_latency import (
     large_components,
     machine,
     run_class,
+    warm,
 )
 from bench.stack import RESULTS, ROOT, Ports, bench_stack, busy_ports, without_addresses
 from localstack.stack import Stack
@@ -297,6 +298,11 @@ def measure(
                 args.cypher_timeout,
                 args.trace_timeout,
             )
+            chosen = {
+                name: {"ids": [int(graph.ids[p]) for p in c["positions"]]}
+                for name, c in classes.items()
+            }
+            report["warmup"] = warm(runner, chosen, args.warmup)
             report["classes"] = {}
             for name, c in classes.items():
                 entry = {k: v for k, v in c.items() if k != "positions"}
@@ -400,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         default=60.0,
         help="seconds; a strategy that takes longer on a node is not asked again for it",
+    )
+    parser.add_argument(
+        "--warmup", type=float, default=60.0, help="seconds of traces before timing (JIT)"
     )
     parser.add_argument("--reuse", action="store_true", help="keep a stack loaded alike")
     parser.add_argument("--keep", action="store_true", help="leave the stack running")
