@@ -194,7 +194,7 @@ public final class Deletions {
     }
 
     private Set<Long> parents(long id) {
-      return parents.computeIfAbsent(id, k -> ends(graph.parents(List.of(k)), 0));
+      return parents.computeIfAbsent(id, k -> ends(graph.parents(List.of(k), false), 0));
     }
 
     private Set<Long> children(long id) {
