@@ -306,7 +306,7 @@ def measure(
             report["classes"] = {}
             for name, c in classes.items():
                 entry = {k: v for k, v in c.items() if k != "positions"}
-                ids = [int(graph.ids[p]) for p in c["positions"]]
+                ids = chosen[name]["ids"]
                 entry["ids"] = [str(i) for i in ids]
                 if ids:
                     entry["methods"] = run_class(runner, name, ids, c["ancestors"], args.repeats)
