@@ -1,7 +1,7 @@
 """Capture overhead: each workload plain and captured, in one process, the modes alternating.
 
     python -m bench.capture_overhead [--pairs 3] [--warmup 1]
-        [--workloads pipeline,cars,arctic,tpch] [--modes plain,jvm,python]
+        [--workloads pipeline,cars,arctic,tpch] [--modes plain,jvm,python] [--topic T]
 
 "Captured" includes publishing every lineage batch to the real Kafka of the local stack (topic
 ``sparkprov.bench``, which the ingest service does not consume, so ingest does not compete for
@@ -11,6 +11,15 @@ with the kill switch (``ProvenanceSession(enabled=False)``: a constant id column
 ``tpch`` runs all 22 TPC-H queries (bench.tpch, over tables generated once at ``--tpch-scale``
 and read from Parquet) and times their total. Prints the median ratio captured/plain per
 workload and mode and writes JSON under bench/results/, with the load average.
+
+Bytes per input row: what one captured run adds to the topic's log (``DescribeLogDirs``: record
+batches as the broker stores them, compression included), divided by the rows of the workload's
+sources (pipeline: orders + customers; tpch: the eight tables' rows; cars and Arctic: per lineage
+record only). A mode may name a codec: ``jvm-none`` is ``jvm`` with
+``SPARKPROV_KAFKA_COMPRESSION=none`` (default: zstd), so ``--modes plain,jvm,jvm-none``
+compares both in one run. ``--topic sparkprov.lineage`` publishes where the local stack's
+ingest service consumes, for the ratios of the one-machine deployment (ingest competing for the
+cores).
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from bench.stack import topic_bytes
 from capture_agent import ProvenanceSession
 from examples import arctic, cars
 from examples.spark import local_spark
@@ -112,18 +122,35 @@ def tpch(prov: ProvenanceSession, paths: dict[str, str], values: str = "all") ->
     return sum(len(query(dict(sources)).collect()) for query in QUERIES.values())
 
 
+def tpch_rows(spark: SparkSession, paths: dict[str, str]) -> int:
+    return sum(spark.read.parquet(path).count() for path in paths.values())
+
+
 def timed(
-    spark: SparkSession, mode: str, body: Callable[[ProvenanceSession], Any]
+    spark: SparkSession, mode: str, body: Callable[[ProvenanceSession], Any], topic: str = TOPIC
 ) -> tuple[float, tuple[int, int]]:
-    """One run of ``body``: ``mode`` "plain" (the kill switch), "jvm" or "python" capture."""
-    started = time.perf_counter()
-    enabled = mode != "plain"
-    capture = mode if enabled else None
-    with ProvenanceSession(
-        spark, workflow="bench", topic=TOPIC, enabled=enabled, capture=capture
-    ) as prov:
-        body(prov)
-    return time.perf_counter() - started, prov.counts()
+    """One run of ``body``: ``mode`` "plain" (the kill switch), "jvm" or "python" capture, with
+    a codec after a dash ("jvm-none")."""
+    capture, _, codec = mode.partition("-")
+    enabled = capture != "plain"
+    saved = os.environ.get(defaults.ENV_KAFKA_COMPRESSION)
+    os.environ[defaults.ENV_KAFKA_COMPRESSION] = codec or saved or defaults.KAFKA_COMPRESSION
+    try:
+        started = time.perf_counter()
+        with ProvenanceSession(
+            spark,
+            workflow="bench",
+            topic=topic,
+            enabled=enabled,
+            capture=capture if enabled else None,
+        ) as prov:
+            body(prov)
+        return time.perf_counter() - started, prov.counts()
+    finally:
+        if saved is None:
+            os.environ.pop(defaults.ENV_KAFKA_COMPRESSION, None)
+        else:
+            os.environ[defaults.ENV_KAFKA_COMPRESSION] = saved
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cars-exec", type=int, default=10)
     parser.add_argument("--arctic-exec", type=int, default=2)
     parser.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "sparkprov-bench"))
+    parser.add_argument("--topic", default=TOPIC, help="sparkprov.lineage: ingest consumes it")
     args = parser.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = local_spark("sparkprov-bench")
@@ -154,10 +182,13 @@ def main(argv: list[str] | None = None) -> int:
     data.mkdir(parents=True, exist_ok=True)
     facts, dims = make_pipeline_inputs(spark, data, args.rows, args.dim)
     workloads = base_workloads(facts, dims, args.cars, args.cars_exec, args.arctic_exec)
+    input_rows: dict[str, int] = {"pipeline": args.rows + args.dim}
     chosen = [w for w in args.workloads.split(",") if w]
     if "tpch" in chosen:
         paths = tpch_inputs(spark, data, args.tpch_scale)
         workloads["tpch"] = lambda prov: tpch(prov, paths, args.tpch_values)
+        input_rows["tpch"] = tpch_rows(spark, paths)
+    bootstrap = os.environ.get(defaults.ENV_KAFKA_BOOTSTRAP, defaults.KAFKA_BOOTSTRAP)
     modes = [m for m in args.modes.split(",") if m]
     if modes[0] != "plain" or len(modes) < 2:
         parser.error("--modes starts with plain and names at least one capture mode")
@@ -168,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_before": os.getloadavg(),
         "workloads": {},
     }
+    report["topic"] = args.topic
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"capture_overhead-{time.strftime('%Y%m%d-%H%M%S')}.json"
     report["arguments"] = vars(args)
@@ -177,13 +209,17 @@ def main(argv: list[str] | None = None) -> int:
         these = [m for m in modes if m != "python" or name in python_workloads]
         for _ in range(args.warmup):  # JIT, Python workers, file cache
             for mode in these:
-                timed(spark, mode, body)
+                timed(spark, mode, body, args.topic)
         seconds: dict[str, list[float]] = {mode: [] for mode in these}
         lineage: dict[str, tuple[int, int]] = {}
+        wire: dict[str, list[int]] = {mode: [] for mode in these if mode != "plain"}
         for i in range(args.pairs):
             order = these if i % 2 == 0 else list(reversed(these))
             for mode in order:
-                elapsed, counts = timed(spark, mode, body)
+                before = topic_bytes(bootstrap, args.topic) if mode != "plain" else 0
+                elapsed, counts = timed(spark, mode, body, args.topic)
+                if mode != "plain":
+                    wire[mode].append(topic_bytes(bootstrap, args.topic) - before)
                 seconds[mode].append(elapsed)
                 lineage[mode] = counts
             print(
@@ -196,11 +232,28 @@ def main(argv: list[str] | None = None) -> int:
             "median_s": {m: statistics.median(v) for m, v in seconds.items()},
             "ratio": {m: statistics.median(v) / plain for m, v in seconds.items() if m != "plain"},
             "lineage": {m: {"nodes": n, "edges": e} for m, (n, e) in lineage.items()},
+            "wire_bytes": wire,
+            "input_rows": input_rows.get(name),
+            "bytes_per_input_row": {
+                m: statistics.median(b) / input_rows[name]
+                for m, b in wire.items()
+                if b and name in input_rows
+            },
+            "bytes_per_record": {
+                m: statistics.median(b) / max(1, sum(lineage[m])) for m, b in wire.items() if b
+            },
             "load_average_after": os.getloadavg(),
         }
         report["workloads"][name] = entry
+
+        def per_row(m: str, entry: dict[str, Any] = entry) -> str:
+            if m in entry["bytes_per_input_row"]:
+                return f" {entry['bytes_per_input_row'][m]:.1f} B/input row"
+            return f" {entry['bytes_per_record'][m]:.1f} B/record"
+
         ratios = "  ".join(
-            f"{m} {entry['median_s'][m]:6.2f}s ratio {r:.2f}" for m, r in entry["ratio"].items()
+            f"{m} {entry['median_s'][m]:6.2f}s ratio {r:.2f}{per_row(m)}"
+            for m, r in entry["ratio"].items()
         )
         nodes, edges = next(iter(lineage[m] for m in these if m != "plain"))
         print(

@@ -40,6 +40,7 @@ __all__ = [
     "ingest",
     "peak_rss_mib",
     "stored",
+    "topic_bytes",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,6 +137,27 @@ def peak_rss_mib(pid: int) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def topic_bytes(bootstrap: str, topic: str) -> int:
+    """Bytes the brokers' logs hold for ``topic`` (every partition, record batches as stored:
+    after compression; ``DescribeLogDirs``, so any Kafka answers, not only a local one). A run's
+    bytes on the wire are the growth of this across the run."""
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        answers = admin.describe_log_dirs()
+    finally:
+        admin.close()
+    return sum(
+        partition["partition_size"]
+        for broker in answers
+        for log_dir in broker["log_dirs"]
+        for t in log_dir["topics"]
+        if t["name"] == topic
+        for partition in t["partitions"]
+    )
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:

@@ -209,7 +209,7 @@ def kafka_settings(config: PublisherConfig) -> dict[str, str]:
         "max.block.ms": str(bound_ms),
         "request.timeout.ms": str(request_ms),
         "delivery.timeout.ms": str(delivery_ms),
-        "compression.type": os.environ.get("SPARKPROV_KAFKA_COMPRESSION", "none"),
+        "compression.type": config.compression,
     }
     settings.update(config.security.as_java_settings())
     return settings

@@ -19,17 +19,19 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from capture_agent.errors import PublishError
+from sparkprov import defaults
 from sparkprov.kafka_security import KafkaSecurity
 
 __all__ = ["PartitionSender", "PublisherConfig", "producer_bounds", "producer_for"]
 
 log = logging.getLogger(__name__)
 
-_producers: dict[tuple[str, KafkaSecurity, float, int], Any] = {}
+_producers: dict[tuple[str, KafkaSecurity, float, int, str], Any] = {}
 _lock = threading.Lock()
 
 
@@ -45,6 +47,21 @@ class PublisherConfig:
     # TLS and SASL (sparkprov.kafka_security): built on the driver, pickled to the executors
     # with the rest of the config, so they need no environment.
     security: KafkaSecurity = field(default_factory=KafkaSecurity)
+    # Kafka's compression.type for the lineage batches: one of defaults.KAFKA_COMPRESSIONS.
+    compression: str = defaults.KAFKA_COMPRESSION
+
+    def __post_init__(self) -> None:
+        if self.compression not in defaults.KAFKA_COMPRESSIONS:
+            raise ValueError(
+                f"Kafka compression must be one of {', '.join(defaults.KAFKA_COMPRESSIONS)}, "
+                f"got {self.compression!r} ({defaults.ENV_KAFKA_COMPRESSION})"
+            )
+
+    @staticmethod
+    def compression_from_env(environ: Mapping[str, str]) -> str:
+        """``SPARKPROV_KAFKA_COMPRESSION``, else the default (zstd)."""
+        value = environ.get(defaults.ENV_KAFKA_COMPRESSION, "").strip().lower()
+        return value or defaults.KAFKA_COMPRESSION
 
 
 def producer_bounds(config: PublisherConfig, linger_ms: int) -> tuple[int, int, int]:
@@ -61,7 +78,13 @@ def producer_for(config: PublisherConfig) -> Any:
     bounds. The bounds are part of the key: a producer made for a session with a short
     ``timeout_s`` must not serve a later session of the same process that allows a longer one
     (its records would expire after the first session's bound)."""
-    key = (config.bootstrap, config.security, config.timeout_s, config.max_message_bytes)
+    key = (
+        config.bootstrap,
+        config.security,
+        config.timeout_s,
+        config.max_message_bytes,
+        config.compression,
+    )
     with _lock:
         producer = _producers.get(key)
         if producer is None:
@@ -77,6 +100,7 @@ def producer_for(config: PublisherConfig) -> Any:
                     linger_ms=linger_ms,
                     batch_size=1024 * 1024,
                     max_request_size=config.max_message_bytes,
+                    compression_type=None if config.compression == "none" else config.compression,
                     max_block_ms=bound_ms,
                     delivery_timeout_ms=delivery_ms,
                     request_timeout_ms=request_ms,

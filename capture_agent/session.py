@@ -146,6 +146,7 @@ class ProvenanceSession:
                         topic=topic or os.environ.get(defaults.ENV_TOPIC, defaults.TOPIC),
                         timeout_s=publish_timeout_s,
                         security=kafka_security or KafkaSecurity.from_env(os.environ),
+                        compression=PublisherConfig.compression_from_env(os.environ),
                     )
                 )
                 if enabled

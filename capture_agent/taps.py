@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from sparkprov.derived import MemberColumns, derive, salt_of
-from sparkprov.events import EdgeColumns, NodeColumns, encode_batch
+from sparkprov.events import EdgeColumns, NodeColumns, encode_batch, truncate_values
 
 __all__ = [
     "AntiJoinSpec",
@@ -507,6 +507,7 @@ def make_tap(spec: TapSpec, ctx: TapContext, split: tuple[str, ...] = ()) -> Any
             for start in range(0, len(pdf), step):
                 chunk = pdf.iloc[start : start + step]
                 nodes, edges, members = spec.wire(chunk)
+                nodes, members = truncate_values(nodes, members)
                 if split:
                     nodes = [b if b.split else replace(b, split=split) for b in nodes]
                     members = [m if m.split else replace(m, split=split) for m in members]

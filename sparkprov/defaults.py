@@ -12,6 +12,7 @@ __all__ = [
     "ENV_GRPC_ADDR",
     "ENV_INGEST_HTTP_ADDR",
     "ENV_KAFKA_BOOTSTRAP",
+    "ENV_KAFKA_COMPRESSION",
     "ENV_NEO4J_HTTP_ADDR",
     "ENV_NEO4J_PASSWORD",
     "ENV_NEO4J_TLS_CA",
@@ -22,6 +23,8 @@ __all__ = [
     "ENV_TOPIC",
     "ENV_VIEWER_ADDR",
     "KAFKA_BOOTSTRAP",
+    "KAFKA_COMPRESSION",
+    "KAFKA_COMPRESSIONS",
     "DLQ_TOPIC",
     "GRPC_ADDR",
     "INGEST_HTTP_ADDR",
@@ -33,6 +36,9 @@ __all__ = [
 
 ENV_KAFKA_BOOTSTRAP = "SPARKPROV_KAFKA_BOOTSTRAP"
 ENV_TOPIC = "SPARKPROV_TOPIC"
+# The codec of the capture agent's lineage batches (Kafka's compression.type, applied per record
+# batch by the producer, read transparently by every consumer).
+ENV_KAFKA_COMPRESSION = "SPARKPROV_KAFKA_COMPRESSION"
 ENV_DLQ_TOPIC = "SPARKPROV_DLQ_TOPIC"
 ENV_NEO4J_URI = "SPARKPROV_NEO4J_URI"
 ENV_NEO4J_USER = "SPARKPROV_NEO4J_USER"
@@ -52,6 +58,12 @@ ENV_NEO4J_HTTP_ADDR = "SPARKPROV_NEO4J_HTTP_ADDR"
 ENV_OPENLINEAGE = "SPARKPROV_OPENLINEAGE"
 
 KAFKA_BOOTSTRAP = "127.0.0.1:9092"
+# zstd by default: lineage batches are columns of texts and ids, and zstd keeps up with the
+# producer on one core (bench/README.md, "Bytes per input row"). The Python consumer and producer
+# read and write it through the `zstandard` package, a dependency of sparkprov.
+KAFKA_COMPRESSION = "zstd"
+# The codecs the ingest service (kafka-python) reads with sparkprov's dependencies alone.
+KAFKA_COMPRESSIONS = ("none", "gzip", "zstd")
 TOPIC = "sparkprov.lineage"
 DLQ_TOPIC = "sparkprov.lineage.dlq"
 NEO4J_URI = "bolt://127.0.0.1:7687"

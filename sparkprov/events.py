@@ -51,6 +51,7 @@ __all__ = [
     "encode_run_complete",
     "encode_run_started",
     "op_number",
+    "truncate_values",
 ]
 
 # 2: batches may carry member blocks (LineageBatch.members). A reader of version 1 would skip
@@ -311,6 +312,32 @@ def _member_block(cols: MemberColumns) -> bytes:
     # Fields in number order: the id columns (1, 2) from the arrays' bytes, then the rest.
     ids = _packed_fixed64(_KEY_MEMBER_IDS, cols.members)
     return ids + _packed_fixed64(_KEY_GROUP_IDS, cols.groups) + block.SerializeToString()
+
+
+def truncate_values(
+    nodes: Sequence[NodeColumns], members: Sequence[MemberColumns] = ()
+) -> tuple[list[NodeColumns], list[MemberColumns]]:
+    """The blocks with every text that comes from data (labels, values, attribute values,
+    members' values) at most ``MAX_TEXT_BYTES``, cut and marked by ``limits.truncate``: a value
+    of any size never fails a captured job (docs/capture.md, "Values of any size"). Blocks whose
+    texts all fit are returned as they are."""
+    cap = limits.truncate_all
+    out_nodes = []
+    for b in nodes:
+        labels, values = cap(b.labels), cap(b.values)
+        attributes = {name: cap(column) for name, column in b.attributes.items()}
+        changed = labels is not b.labels or values is not b.values or any(
+            attributes[name] is not column for name, column in b.attributes.items()
+        )
+        out_nodes.append(
+            replace(b, labels=labels, values=values, attributes=attributes) if changed else b
+        )
+    out_members = []
+    for m in members:
+        columns = [cap(column) for column in m.values]
+        changed = any(c is not o for c, o in zip(columns, m.values, strict=True))
+        out_members.append(replace(m, values=columns) if changed else m)
+    return out_nodes, out_members
 
 
 def encode_batch(

@@ -11,7 +11,11 @@ event as a whole is bounded by ``sparkprov.events.MAX_EVENT_BYTES``. Sizes are U
 
 Writers: ``sparkprov.events.encode_*`` raise :class:`LimitExceeded` (a ValueError naming the field
 and the limit) before anything is sent, so the capture agent fails the call that produced the
-value. Readers: ingest's decoder dead-letters such an event with reason ``limit:<field>``.
+value. Data values are the exception: a row's attribute value, a v-node's value or a label made
+from data can be of any size, and lineage is the ids, not the values, so the capture agent keeps
+such a text :func:`truncate`-d to :data:`MAX_TEXT_BYTES` and marked (the JVM taps do the same,
+byte for byte: io.sparkprov.capture.Texts) rather than fail the user's job. Readers: ingest's
+decoder dead-letters such an event with reason ``limit:<field>``.
 :func:`quote` is how any message shows an input: a short prefix, never the whole value.
 """
 
@@ -40,6 +44,9 @@ __all__ = [
     "check_strings",
     "quote",
     "quote_all",
+    "truncate",
+    "truncate_all",
+    "truncation_mark",
 ]
 
 # Run ids, workflows, relation names, split names, attribute names, application ids.
@@ -58,6 +65,37 @@ MAX_AGGREGATES_PER_BLOCK = 256
 MAX_EDGES_PER_BATCH = 1_000_000
 # How much of an input a message quotes.
 QUOTE_CHARS = 64
+
+
+def truncation_mark(size: int) -> str:
+    """What ends a truncated text: the size in UTF-8 bytes of the whole value."""
+    return f"…[truncated: {size} bytes]"
+
+
+def truncate(value: str, limit: int = MAX_TEXT_BYTES) -> str:
+    """``value`` if it fits in ``limit`` UTF-8 bytes; else its longest prefix, cut at a character
+    boundary, followed by :func:`truncation_mark`, all of it at most ``limit`` bytes."""
+    if len(value) * 4 <= limit:
+        return value
+    raw = value.encode("utf-8", "surrogatepass")
+    if len(raw) <= limit:
+        return value
+    mark = truncation_mark(len(raw))
+    head = raw[: max(0, limit - len(mark.encode("utf-8")))]
+    # The cut may fall inside a character: its leading bytes go (Texts.java backs off alike).
+    return head.decode("utf-8", "ignore") + mark
+
+
+def truncate_all(values: Sequence[str | None], limit: int = MAX_TEXT_BYTES) -> Sequence[str | None]:
+    """:func:`truncate` of every text of a column (None stays); the column itself when every
+    text fits, as nearly always (one pass over the lengths)."""
+    try:
+        longest = max(map(len, values), default=0)
+    except TypeError:  # None entries (null attribute values)
+        longest = max(map(len, filter(None, values)), default=0)
+    if longest * 4 <= limit:
+        return values
+    return [None if v is None else truncate(v, limit) for v in values]
 
 
 class LimitExceeded(ValueError):

@@ -4,9 +4,14 @@ the limit, before anything is sent; the decoder refuses an event built without t
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 from sparkprov import events, limits
+from sparkprov.derived import MemberColumns
 from sparkprov.events import MalformedEvent, NodeColumns
 from sparkprov.limits import LimitExceeded
 from sparkprov.v1 import lineage_pb2
@@ -122,3 +127,46 @@ def test_quote_shows_a_short_prefix() -> None:
     quoted = limits.quote("z" * 1_000_000)
     assert quoted.startswith("'" + "z" * limits.QUOTE_CHARS + "'...")
     assert len(quoted) < 100
+
+
+TRUNCATION_CASES = (
+    Path(__file__).parents[2] / "capture_agent/jvm/src/test/resources/truncation-cases.json"
+)
+
+
+def test_truncate_gives_the_cases_the_jvm_taps_give_too() -> None:
+    # The same file is read by TextsTest.java: both writers cut and mark alike.
+    cases = json.loads(TRUNCATION_CASES.read_text(encoding="utf-8"))["cases"]
+    assert len(cases) >= 5
+    for case in cases:
+        kept = limits.truncate(case["value"], case["limit"])
+        assert kept == case["expected"], case["name"]
+        assert len(kept.encode("utf-8")) <= case["limit"], case["name"]
+
+
+def test_a_large_value_is_cut_to_the_limit_and_says_its_size() -> None:
+    kept = limits.truncate("v" * 100_000)
+    assert len(kept.encode("utf-8")) == limits.MAX_TEXT_BYTES
+    assert kept.endswith("…[truncated: 100000 bytes]")
+    assert kept.startswith("v" * 1000)
+
+
+def test_truncate_values_cuts_data_texts_and_keeps_blocks_that_fit() -> None:
+    fits = NodeColumns("TOKEN", [1, 2], labels=["R#0.0", "R#0.1"], attributes={"a": ["x", None]})
+    big = NodeColumns(
+        "VALUE", [3], labels=["y" * 70_000], values=["y" * 70_000], attributes={"a": ["z" * 70_000]}
+    )
+    members = MemberColumns(
+        "g#1", np.array([1], dtype=np.int64), np.array([9], dtype=np.int64), values=[["w" * 70_000]]
+    )
+    nodes, (member,) = events.truncate_values([fits, big], [members])
+    assert nodes[0] is fits
+    cut = nodes[1]
+    for text in (cut.labels[0], cut.values[0], cut.attributes["a"][0], member.values[0][0]):
+        assert text is not None
+        assert len(text.encode("utf-8")) == limits.MAX_TEXT_BYTES
+        assert text.endswith("…[truncated: 70000 bytes]")
+    # Encoding now succeeds where the whole value would have been refused.
+    events.encode_batch("r", "w", "t", 0, 0, nodes, None, members=[member])
+    with pytest.raises(LimitExceeded):
+        events.encode_batch("r", "w", "t", 0, 0, [big], None)

@@ -32,3 +32,28 @@ def test_a_producer_serves_only_sessions_with_its_own_bounds(
     assert short is not long
     assert short.options["delivery_timeout_ms"] < long.options["delivery_timeout_ms"]
     assert producer_for(PublisherConfig("127.0.0.1:1", "t", timeout_s=90)) is long
+
+
+def test_lineage_travels_zstd_compressed_by_default_in_both_producers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import kafka
+
+    from capture_agent.jvm import kafka_settings
+
+    monkeypatch.setattr(kafka, "KafkaProducer", _FakeProducer)
+    monkeypatch.setattr(publisher, "_producers", {})
+    config = PublisherConfig("127.0.0.1:1", "t")
+    assert config.compression == "zstd"
+    assert producer_for(config).options["compression_type"] == "zstd"
+    assert kafka_settings(config)["compression.type"] == "zstd"
+    off = PublisherConfig("127.0.0.1:1", "t", compression="none")
+    assert producer_for(off).options["compression_type"] is None
+    assert kafka_settings(off)["compression.type"] == "none"
+
+
+def test_the_compression_comes_from_the_environment_and_a_wrong_one_is_refused() -> None:
+    assert PublisherConfig.compression_from_env({}) == "zstd"
+    assert PublisherConfig.compression_from_env({"SPARKPROV_KAFKA_COMPRESSION": " GZIP "}) == "gzip"
+    with pytest.raises(ValueError, match="SPARKPROV_KAFKA_COMPRESSION"):
+        PublisherConfig("b", "t", compression="brotli")

@@ -93,39 +93,30 @@ record Emission(
     }
 
     private void node(NodeBlock block) {
-      texts("label", new String[] {block.label()});
-      texts("labels", block.labels());
-      texts("values", block.values());
+      labelOfPlan(block.label());
+      if (block.labels() != null) {
+        Texts.truncateAll(block.labels(), plan.maxTextBytes());
+      }
+      if (block.values() != null) {
+        Texts.truncateAll(block.values(), plan.maxTextBytes());
+      }
       for (byte[][] column : block.attributeValues()) {
-        utf8("attribute_values", column);
+        Texts.truncateAll(column, plan.maxTextBytes());
       }
       nodes.add(block);
       nodeCount += block.shared() ? 0 : block.ids().length;
     }
 
-    /** Refuses a text over the limit, as sparkprov.limits does before Python sends. */
-    private void texts(String field, String[] values) {
-      if (values == null) {
-        return;
-      }
+    /** A block's one label comes from the plan (an op's sign, a function's name), never from
+     * data: one over the limit is refused, as sparkprov.limits does before Python sends. Texts
+     * from data are truncated instead ({@link Texts}). */
+    private void labelOfPlan(String label) {
       int limit = plan.maxTextBytes();
-      for (String v : values) {
-        if (v != null && v.length() * 3 > limit
-            && v.getBytes(StandardCharsets.UTF_8).length > limit) {
-          throw Failures.limit(field + " of tap " + plan.key() + " holds a value of "
-              + v.getBytes(StandardCharsets.UTF_8).length + " bytes, over the limit of " + limit);
-        }
-      }
-    }
-
-    /** As {@link #texts}, for texts kept as UTF-8. */
-    private void utf8(String field, byte[][] values) {
-      int limit = plan.maxTextBytes();
-      for (byte[] v : values) {
-        if (v != null && v.length > limit) {
-          throw Failures.limit(field + " of tap " + plan.key() + " holds a value of "
-              + v.length + " bytes, over the limit of " + limit);
-        }
+      if (label != null && label.length() * 3 > limit
+          && label.getBytes(StandardCharsets.UTF_8).length > limit) {
+        throw Failures.limit("label of tap " + plan.key() + " holds a value of "
+            + label.getBytes(StandardCharsets.UTF_8).length + " bytes, over the limit of "
+            + limit);
       }
     }
 
@@ -343,7 +334,7 @@ record Emission(
       long present = 0;
       for (int i = 0; i < plan.aggregates(); i++) {
         byte[][] column = chunk.textBytes("x" + i);
-        utf8("values", column);
+        Texts.truncateAll(column, plan.maxTextBytes());
         for (byte[] v : column) {
           present += v == null ? 0 : 1;
         }

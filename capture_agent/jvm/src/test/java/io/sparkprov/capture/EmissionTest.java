@@ -102,13 +102,31 @@ class EmissionTest {
   }
 
   @Test
-  void aTextOverTheLimitIsRefusedBeforeSending() {
-    TapPlan source = plan("source", List.of("id", "rowno"), List.of("id", "id"),
-        List.of("name"), List.of());
+  void aValueOverTheLimitTravelsTruncatedAndMarked() {
+    TapPlan source = new TapPlan("source", "k#1", "run", "wf", "R", List.of("name"),
+        List.of("id", "rowno"), List.of("id", "id"), List.of("main"), "", 0, List.of(), "", false,
+        0, List.of(), 4, 40);
     Chunk chunk = new Chunk(source);
-    chunk.add(row(10L, 0L, "x".repeat(17)));
-    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Emission.of(source, chunk));
-    assertTrue(e.getMessage().startsWith("LimitExceeded: attribute_values"), e.getMessage());
+    chunk.add(row(10L, 0L, "x".repeat(100)));
+    chunk.add(row(11L, 1L, "short"));
+    Emission e = Emission.of(source, chunk);
+    byte[][] names = e.nodes().get(0).attributeValues().get(0);
+    String kept = new String(names[0], java.nio.charset.StandardCharsets.UTF_8);
+    assertEquals("x".repeat(15) + "…[truncated: 100 bytes]", kept); // 40 bytes in all
+    assertEquals("short", new String(names[1], java.nio.charset.StandardCharsets.UTF_8));
+    assertEquals(2, e.nodeCount());
+  }
+
+  @Test
+  void aPlanLabelOverTheLimitIsRefused() {
+    TapPlan box = new TapPlan("black_box", "k#1", "run", "wf", "R", List.of(),
+        List.of("id", "parent"), List.of("id", "id"), List.of("main"), "f".repeat(50), 0,
+        List.of(), "", false, 0, List.of(), 4, 40);
+    Chunk chunk = new Chunk(box);
+    chunk.add(row(10L, 1L));
+    IllegalArgumentException e =
+        assertThrows(IllegalArgumentException.class, () -> Emission.of(box, chunk));
+    assertTrue(e.getMessage().startsWith("LimitExceeded: label"), e.getMessage());
   }
 
   @Test
