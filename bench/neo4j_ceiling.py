@@ -445,7 +445,7 @@ class FlushFile:
 def schema_statements() -> list[str]:
     """The real store's constraints and indexes (ingest_service.store), as ``ensure_schema``
     runs them."""
-    return list(ingest_store._SCHEMA)
+    return list(ingest_store.SCHEMA)
 
 
 def graph_counts(driver: neo4j.Driver) -> dict[str, int]:

@@ -31,11 +31,19 @@ from sparkprov.blocks import EdgeBlock, MemberBlock, NodeBlock
 from sparkprov.events import Batch, RunComplete, RunStarted, member_block
 from sparkprov.runtime import neo4j_driver
 
-__all__ = ["Flush", "FlushResult", "RecordRejected", "Store", "StoreError", "StoreUnavailable"]
+__all__ = [
+    "SCHEMA",
+    "Flush",
+    "FlushResult",
+    "RecordRejected",
+    "Store",
+    "StoreError",
+    "StoreUnavailable",
+]
 
 log = logging.getLogger(__name__)
 
-_SCHEMA = [
+SCHEMA = [
     "CREATE CONSTRAINT sp_node_id IF NOT EXISTS FOR (n:Node) REQUIRE n.id IS UNIQUE",
     "CREATE CONSTRAINT sp_run_id IF NOT EXISTS FOR (r:Run) REQUIRE r.run_id IS UNIQUE",
     "CREATE CONSTRAINT sp_component_id IF NOT EXISTS FOR (c:Component) REQUIRE c.id IS UNIQUE",
@@ -270,7 +278,7 @@ class Store:
 
     def ensure_schema(self) -> None:
         try:
-            for statement in _SCHEMA:
+            for statement in SCHEMA:
                 self._driver.execute_query(statement)
         except neo4j.exceptions.DriverError as e:
             raise StoreUnavailable(str(e)) from e

@@ -326,8 +326,10 @@ def truncate_values(
     for b in nodes:
         labels, values = cap(b.labels), cap(b.values)
         attributes = {name: cap(column) for name, column in b.attributes.items()}
-        changed = labels is not b.labels or values is not b.values or any(
-            attributes[name] is not column for name, column in b.attributes.items()
+        changed = (
+            labels is not b.labels
+            or values is not b.values
+            or any(attributes[name] is not column for name, column in b.attributes.items())
         )
         out_nodes.append(
             replace(b, labels=labels, values=values, attributes=attributes) if changed else b

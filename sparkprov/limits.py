@@ -3,7 +3,7 @@
 Why these numbers: Neo4j refuses a string property longer than about 8 KB in a range index (the
 write fails with "Property value is too large to index", which no retry fixes). The strings it
 indexes for us are run ids (``Run.run_id``, ``Node.pending_run``, ``Node(run_id, relation)``),
-relation names (the same composite index) and workflows (``Run.workflow``); see ``_SCHEMA`` in
+relation names (the same composite index) and workflows (``Run.workflow``); see ``SCHEMA`` in
 ingest_service/store.py. Names are held to :data:`MAX_NAME_BYTES`, so even the composite key of a
 run id and a relation stays far below the index limit. Texts that are stored but never indexed
 (labels, values, attribute values, a run's error) may be larger, up to :data:`MAX_TEXT_BYTES`; an
@@ -22,6 +22,7 @@ decoder dead-letters such an event with reason ``limit:<field>``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
 __all__ = [
     "MAX_AGGREGATES_PER_BLOCK",
@@ -48,6 +49,8 @@ __all__ = [
     "truncate_all",
     "truncation_mark",
 ]
+
+_Text = TypeVar("_Text", str, str | None)
 
 # Run ids, workflows, relation names, split names, attribute names, application ids.
 MAX_NAME_BYTES = 512
@@ -86,16 +89,13 @@ def truncate(value: str, limit: int = MAX_TEXT_BYTES) -> str:
     return head.decode("utf-8", "ignore") + mark
 
 
-def truncate_all(values: Sequence[str | None], limit: int = MAX_TEXT_BYTES) -> Sequence[str | None]:
+def truncate_all(values: Sequence[_Text], limit: int = MAX_TEXT_BYTES) -> Sequence[_Text]:
     """:func:`truncate` of every text of a column (None stays); the column itself when every
     text fits, as nearly always (one pass over the lengths)."""
-    try:
-        longest = max(map(len, values), default=0)
-    except TypeError:  # None entries (null attribute values)
-        longest = max(map(len, filter(None, values)), default=0)
+    longest = max((len(v) for v in values if v is not None), default=0)
     if longest * 4 <= limit:
         return values
-    return [None if v is None else truncate(v, limit) for v in values]
+    return [v if v is None else truncate(v, limit) for v in values]
 
 
 class LimitExceeded(ValueError):
