@@ -11,6 +11,7 @@ import time
 from types import FrameType
 
 from ingest_service.consumer import Consumer
+from ingest_service.indexer import Indexer
 from ingest_service.metrics import Metrics
 from ingest_service.monitoring import serve
 from ingest_service.settings import IngestSettings
@@ -50,6 +51,7 @@ def main() -> int:
     metrics = Metrics()
     http = serve(settings.http_addr, metrics)
     consumer = Consumer(settings, store, metrics)
+    indexer = Indexer(store, metrics, busy=consumer.busy)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info(
@@ -58,6 +60,7 @@ def main() -> int:
             settings.shutdown_grace_s,
         )
         consumer.stop()
+        indexer.stop()
         watchdog = threading.Timer(
             settings.shutdown_grace_s, _abandon, (settings.shutdown_grace_s,)
         )
@@ -73,9 +76,12 @@ def main() -> int:
         settings.group_id,
         settings.neo4j_uri,
     )
+    indexing = indexer.start()
     try:
         consumer.run()
     finally:
+        indexer.stop()
+        indexing.join(timeout=settings.shutdown_grace_s)
         http.shutdown()
         store.close()
     return 0

@@ -197,6 +197,10 @@ class Consumer:
     def stop(self) -> None:
         self._stop.set()
 
+    def busy(self) -> bool:
+        """Whether records wait to be written or events are buffered (the indexer yields)."""
+        return bool(self._waiting) or self._buffer.events > 0
+
     def run(self) -> None:
         """Consume until :meth:`stop`; then write and commit what is buffered."""
         self.metrics.ready = True

@@ -35,6 +35,12 @@ class Metrics:
     # Kafka consumers closed and made again because the group had silently left this member
     # without its partitions (ingest_service.membership).
     consumer_recreations: int = 0
+    # The indexer (ingest_service.indexer): its calls, their time, the writes it indexed, and
+    # the writes whose ids wait (as of its last call).
+    index_calls: int = 0
+    index_seconds_total: float = 0.0
+    writes_indexed: int = 0
+    ids_pending_writes: int = 0
     # Set at every turn of the loop: /healthz reports a loop stuck for long (in a write, or
     # retrying while Neo4j is away).
     last_loop_monotonic: float = field(default_factory=time.monotonic)

@@ -93,6 +93,25 @@ def _render(m: Metrics) -> str:
             "Kafka consumers recreated because the group left this member without partitions",
             m.consumer_recreations,
         ),
+        ("sparkprov_ingest_index_calls_total", "counter", "calls of the indexer", m.index_calls),
+        (
+            "sparkprov_ingest_index_seconds_total",
+            "counter",
+            "seconds in the indexer's calls",
+            round(m.index_seconds_total, 6),
+        ),
+        (
+            "sparkprov_ingest_writes_indexed_total",
+            "counter",
+            "writes whose component and set ids the indexer kept",
+            m.writes_indexed,
+        ),
+        (
+            "sparkprov_ingest_ids_pending_writes",
+            "gauge",
+            "writes whose ids wait for the indexer (as of its last call)",
+            m.ids_pending_writes,
+        ),
     ]
     out = []
     for name, kind, help_text, value in rows:

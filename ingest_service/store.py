@@ -1,13 +1,18 @@
 """Neo4j writes of the ingest service. All of its Cypher lives here, always parameterized.
 
 One flush is one write transaction (``execute_write`` retries it on transient errors, so it is
-idempotent by construction): a lock node serialises writers, then our procedure
-``sparkprov.write`` (ingest_service/neo4j_procedure, Ingest.java; its jar is loaded from Neo4j's
-plugins folder by the local stack's launcher or a server) upserts the flush's node and edge
-blocks (their contract: sparkprov.blocks) and keeps component ids, connected sets and set
-dependencies exact, by reference (docs/graph-schema.md, "Component and set ids";
-ingest_service.sets states what they must equal); then run markers are recorded and runs whose
-counts are complete are marked so.
+idempotent by construction): our procedure ``sparkprov.write`` (ingest_service/neo4j_procedure,
+Ingest.java; its jar is loaded from Neo4j's plugins folder by the local stack's launcher or a
+server) upserts the flush's node and edge blocks (their contract: sparkprov.blocks); then run
+markers are recorded and runs whose counts are complete are marked so. Writers run in parallel:
+no lock serialises them (two that create the same node at once: the loser's transaction is
+retried, and finds it).
+
+Ids behind the data (docs/graph-schema.md, "Component and set ids"): by default a write leaves
+the component ids, connected sets and set dependencies to the indexer and records what it
+created (``:IdWork``); :meth:`Store.index` (run by ingest_service.indexer) keeps them exact by
+reference, oldest writes first, while no write runs. A run is queryable once its data is stored
+and indexed once no id work of it is left (ingest_service.sets states what the ids must equal).
 
 Errors, by what the consume loop does about them: :class:`StoreUnavailable` when retrying may
 fix the write (Neo4j unreachable, a leader switch, a deadlock, any transient error, or a refusal
@@ -34,6 +39,7 @@ from sparkprov.runtime import neo4j_driver
 __all__ = [
     "SCHEMA",
     "Flush",
+    "IndexResult",
     "FlushResult",
     "RecordRejected",
     "Store",
@@ -58,6 +64,9 @@ SCHEMA = [
         for name in ("sp_node_set", "sp_node_component", *(f"sp_node_s{k}" for k in range(LEVELS)))
     ),
     "CREATE INDEX sp_set_component IF NOT EXISTS FOR (s:ConnectedSet) ON (s.component_id)",
+    # Writers and the indexer meet at one barrier node (IdWork.java): made here, once.
+    "CREATE CONSTRAINT sp_id_barrier IF NOT EXISTS FOR (b:IdBarrier) REQUIRE b.name IS UNIQUE",
+    "MERGE (:IdBarrier {name: 'ids'})",
     # Only placeholders hold pending_run, so this index holds only them (FlushWriter.PENDING in
     # ingest_service/neo4j_procedure).
     "CREATE INDEX sp_node_pending IF NOT EXISTS FOR (n:Node) ON (n.pending_run)",
@@ -80,13 +89,19 @@ SCHEMA = [
     """,
 ]
 
-_LOCK = "MERGE (l:IngestLock {name: 'ingest'}) SET l.flushes = coalesce(l.flushes, 0) + 1"
-
 _WRITE = """
-CALL sparkprov.write($blocks, $edges, $theta, $members)
+CALL sparkprov.write($blocks, $edges, $theta, $members, $defer)
   YIELD run, nodes, edges, merges, conflict_blocks, conflict_ids
 RETURN run, nodes, edges, merges, conflict_blocks, conflict_ids
 """
+
+_INDEX = """
+CALL sparkprov.index($max_edges) YIELD items, edges, merges, remaining, indexed_runs
+RETURN items, edges, merges, remaining, indexed_runs
+"""
+
+_PENDING = "CALL sparkprov.pendingIds() YIELD writes RETURN writes"
+
 
 _RUN_STARTED = """
 UNWIND $rows AS r
@@ -243,6 +258,18 @@ class Flush:
 
 
 @dataclass(frozen=True)
+class IndexResult:
+    """One call of the indexer: the writes it indexed and their edges, the components merged
+    away, the writes still waiting, and the runs it left with no id work."""
+
+    items: int
+    edges: int
+    merges: int
+    remaining: int
+    indexed_runs: list[str]
+
+
+@dataclass(frozen=True)
 class FlushResult:
     nodes_created: int
     edges_created: int
@@ -255,10 +282,19 @@ class FlushResult:
     conflicts: list[tuple[int, int]] = field(default_factory=list)
 
 
+# Two writers that create the same node (or member key) at once: the one that commits second
+# fails on the unique constraint. The write is idempotent, so it is run again and finds the node.
+_RACE = "Neo.ClientError.Schema.ConstraintValidationFailed"
+_RACE_RETRIES = 8
+
+
 class Store:
-    def __init__(self, driver: neo4j.Driver, theta: int = DEFAULT_THETA) -> None:
+    def __init__(
+        self, driver: neo4j.Driver, theta: int = DEFAULT_THETA, *, defer_ids: bool = True
+    ) -> None:
         self._driver = driver
         self._theta = theta
+        self._defer_ids = defer_ids
 
     @classmethod
     def connect(
@@ -284,17 +320,57 @@ class Store:
             raise StoreUnavailable(str(e)) from e
 
     def write(self, flush: Flush) -> FlushResult:
-        """One transaction (the driver retries transient errors for a while). Raises
-        :class:`StoreUnavailable` or :class:`RecordRejected`."""
+        """One transaction (the driver retries transient errors for a while, and a race with
+        another writer on a new node is run again). Raises :class:`StoreUnavailable` or
+        :class:`RecordRejected`."""
+        for attempt in range(_RACE_RETRIES + 1):
+            try:
+                with self._driver.session() as session:
+                    return session.execute_write(_write, flush, self._theta, self._defer_ids)
+            except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as e:
+                if getattr(e, "code", None) == _RACE and attempt < _RACE_RETRIES:
+                    log.debug("another writer created a node of this flush first; again")
+                    continue
+                raise _classify(e) from e
+        raise AssertionError("unreachable")  # the last attempt returns or raises
+
+    def index(self, max_edges: int) -> IndexResult:
+        """One call of the indexer (ingest_service.indexer): keeps the ids of the oldest
+        deferred writes, about ``max_edges`` edges of them, in one transaction that no write
+        runs beside. Raises :class:`StoreUnavailable` or :class:`RecordRejected`."""
         try:
             with self._driver.session() as session:
-                return session.execute_write(_write, flush, self._theta)
+                record = session.execute_write(
+                    lambda tx: tx.run(_INDEX, max_edges=max_edges).single(strict=True)
+                )
         except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as e:
             raise _classify(e) from e
+        return IndexResult(
+            items=record["items"],
+            edges=record["edges"],
+            merges=record["merges"],
+            remaining=record["remaining"],
+            indexed_runs=list(record["indexed_runs"]),
+        )
+
+    def drain_ids(self, max_edges: int = 50_000) -> int:
+        """Index until no write's ids wait (tests, backfills, the reindex); the calls made."""
+        calls = 0
+        while True:
+            calls += 1
+            if not self.index(max_edges).remaining:
+                return calls
+
+    def pending_ids(self) -> int:
+        """Writes whose ids the indexer has not kept yet."""
+        try:
+            records, _, _ = self._driver.execute_query(_PENDING, routing_=neo4j.RoutingControl.READ)
+        except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as e:
+            raise _classify(e) from e
+        return int(records[0]["writes"])
 
 
-def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int) -> FlushResult:
-    tx.run(_LOCK).consume()
+def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int, defer_ids: bool) -> FlushResult:
     per_run: dict[str, dict[str, int]] = {}
     nodes_created = edges_created = merged = 0
     conflicts: list[tuple[int, int]] = []
@@ -302,7 +378,12 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int) -> FlushResul
     # procedure too: one that is missing or answers other columns is not the data's fault.
     if flush.blocks or flush.edges or flush.members or not flush:
         records = tx.run(
-            _WRITE, blocks=flush.blocks, edges=flush.edges, theta=theta, members=flush.members
+            _WRITE,
+            blocks=flush.blocks,
+            edges=flush.edges,
+            theta=theta,
+            members=flush.members,
+            defer=defer_ids,
         )
         for record in records:
             counts = per_run.setdefault(record["run"], {"nodes": 0, "edges": 0})
@@ -321,7 +402,7 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int) -> FlushResul
                 "started": s.started_unix_ms,
                 "app": s.application_id,
             }
-            for s in flush.started
+            for s in sorted(flush.started, key=lambda s: s.run_id)
         ]
         tx.run(_RUN_STARTED, rows=rows).consume()
     if flush.completed:
@@ -335,15 +416,16 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int) -> FlushResul
                 "error": c.error,
                 "finished": c.finished_unix_ms,
             }
-            for c in flush.completed
+            for c in sorted(flush.completed, key=lambda c: c.run_id)
         ]
         tx.run(_RUN_COMPLETE, rows=rows).consume()
         versions.write_versions(tx, flush.completed)
         versions.write_reuses(tx, flush.completed)
     if per_run:
+        # In one order (by run) in every writer: two writers never wait for each other's runs.
         rows = [
             {"run": run, "workflow": flush.workflows.get(run, ""), **counts}
-            for run, counts in per_run.items()
+            for run, counts in sorted(per_run.items())
         ]
         tx.run(_RUN_COUNTS, rows=rows).consume()
 

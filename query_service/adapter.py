@@ -109,6 +109,7 @@ def trace_response(result: TraceResult) -> query_pb2.TraceResponse:
             millis=result.millis,
             nodes_reached=result.extra.get("nodes_reached", len(result.nodes)),
             edges_returned=len(result.edges),
+            ids_pending=result.ids_pending,
         ),
     )
 
@@ -142,6 +143,7 @@ def runs_response(runs: list[RunView]) -> query_pb2.ListRunsResponse:
                 started_unix_ms=r.started_unix_ms,
                 state="RUN_STATE_" + r.state,
                 dangling_node_count=r.dangling_node_count,
+                indexed=r.indexed,
                 reuses=[
                     query_pb2.RunReuse(sink=u.sink, version=u.version, run_id=u.run_id)
                     for u in r.reuses

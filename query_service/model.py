@@ -90,6 +90,8 @@ class TraceResult:
     millis: float = 0.0
     extra: dict[str, int] = field(default_factory=dict)
     ids: list[int] = field(default_factory=list)  # the returned node ids, in order
+    # The strategy asked for reads ids, which were pending: RECURSIVE ran (TraceStats).
+    ids_pending: bool = False
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,8 @@ class RunView:
     started_unix_ms: int
     dangling_node_count: int = 0
     reuses: tuple[RunReuse, ...] = ()
+    # Complete and no write of it waits for the indexer: its component and set ids are current.
+    indexed: bool = False
 
     @property
     def state(self) -> str:

@@ -93,6 +93,8 @@ WITH r, collect(CASE WHEN u IS NULL THEN null
 RETURN r, reuses ORDER BY coalesce(r.started_unix_ms, 0) DESC, r.run_id
 """
 _RUN_EXISTS = "MATCH (r:Run {run_id: $run}) RETURN count(r) AS n"
+# Runs some of whose writes still wait for the indexer (ingest_service.indexer): not indexed.
+_RUNS_PENDING_IDS = "MATCH (w:IdWork) UNWIND w.runs AS run RETURN DISTINCT run"
 
 # CSProv: the set-dependency graph, one level per call, and the edges by their end's set.
 _SET_PARENTS = """
@@ -161,8 +163,10 @@ RETURN {_EDGE}
 # Traces.java) with the strategies of query_service.traces, views of the nodes included.
 _TRACE = """
 CALL sparkprov.trace($ids, $direction, $strategy, $depth, $limit, $views, $auto_max)
-YIELD missing, ids, nodes, sources, targets, truncated, strategy, levels, reached, fetched, sets
-RETURN missing, ids, nodes, sources, targets, truncated, strategy, levels, reached, fetched, sets
+YIELD missing, ids, nodes, sources, targets, truncated, strategy, levels, reached, fetched, sets,
+      ids_pending
+RETURN missing, ids, nodes, sources, targets, truncated, strategy, levels, reached, fetched, sets,
+       ids_pending
 """
 # The same trace as the bytes of query.proto's TraceResponse, written by the plugin
 # (TraceMessage.java): the service passes them on without rebuilding each node in Python.
@@ -243,6 +247,7 @@ def _procedure_result(r: neo4j.Record) -> TraceResult:
         edges_fetched=r["fetched"],
         sets_visited=r["sets"],
         extra={"nodes_reached": r["reached"]},
+        ids_pending=bool(r.get("ids_pending", False)),
     )
 
 
@@ -608,10 +613,12 @@ class Store:
         return bool(self._read(_RUN_EXISTS, run=run_id)[0]["n"])
 
     def runs(self, workflow: str) -> list[RunView]:
-        return [
+        pending = {record["run"] for record in self._read(_RUNS_PENDING_IDS)}
+        views = [
             run_view(record["r"], record["reuses"])
             for record in self._read(_RUNS, workflow=workflow)
         ]
+        return [replace(v, indexed=v.complete and v.run_id not in pending) for v in views]
 
 
 def _trace_parameters(

@@ -120,8 +120,9 @@ class QueryClient:
         reply = self._call(self.stub.ListRuns, query_pb2.ListRunsRequest(workflow=workflow))
         return [query_adapter.run(r) for r in reply.runs]
 
-    def wait_for_run(self, run_id: str, timeout_s: float = 120.0) -> Run:
-        """Poll ListRuns until the run is complete (everything its marker counted is stored).
+    def wait_for_run(self, run_id: str, timeout_s: float = 120.0, *, indexed: bool = False) -> Run:
+        """Poll ListRuns until the run is complete (everything its marker counted is stored:
+        queryable), or with ``indexed`` until its component and set ids are current too.
         Raises :class:`RunNotComplete` after ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         last: Run | None = None
@@ -129,7 +130,7 @@ class QueryClient:
             for run in self.runs():
                 if run.run_id == run_id:
                     last = run
-                    if run.complete:
+                    if run.complete and (run.indexed or not indexed):
                         return run
             time.sleep(0.5)
         state = (
@@ -137,8 +138,10 @@ class QueryClient:
             if last is None
             else f"{last.node_count}/{last.expected_node_count} nodes, "
             f"{last.edge_count}/{last.expected_edge_count} edges stored"
+            + (", ids pending" if last.complete and not last.indexed else "")
         )
-        raise RunNotComplete(f"run {run_id} not complete after {timeout_s:.0f}s ({state})")
+        wanted = "indexed" if indexed else "complete"
+        raise RunNotComplete(f"run {run_id} not {wanted} after {timeout_s:.0f}s ({state})")
 
     def find_nodes(
         self,

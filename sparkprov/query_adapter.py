@@ -98,6 +98,7 @@ def _stats(message: query_pb2.TraceStats) -> TraceStats:
         millis=message.millis,
         nodes_reached=message.nodes_reached,
         edges_returned=message.edges_returned,
+        ids_pending=message.ids_pending,
     )
 
 
@@ -156,6 +157,7 @@ def run(message: query_pb2.Run) -> Run:
         started_unix_ms=message.started_unix_ms,
         state=_enum(RunState, message.state),  # type: ignore[arg-type]
         dangling_node_count=message.dangling_node_count,
+        indexed=message.indexed,
         reuses=tuple(RunReuse(u.sink, u.version, u.run_id) for u in message.reuses),
     )
 

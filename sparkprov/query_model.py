@@ -134,6 +134,8 @@ class TraceStats:
     millis: float = 0.0
     nodes_reached: int = 0
     edges_returned: int = 0
+    # The strategy asked for reads component or set ids, which were pending: RECURSIVE ran.
+    ids_pending: bool = False
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,8 @@ class Run:
     state: RunState
     dangling_node_count: int
     reuses: tuple[RunReuse, ...] = ()
+    # Complete, and its component and set ids current (../shared/MODEL.md section 6).
+    indexed: bool = False
 
 
 @dataclass(frozen=True)

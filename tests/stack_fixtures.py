@@ -45,12 +45,19 @@ def neo4j_driver(stack: Stack) -> Iterator[neo4j.Driver]:
 class CheckedClient(QueryClient):
     """The query client, asserting of every run a test waits for that its lineage is whole:
     every edge it stored ends at nodes it stored (no COMPLETE_WITH_DANGLING). A test of the
-    dangling state itself passes ``dangling_ok=True``."""
+    dangling state itself passes ``dangling_ok=True``. Tests read component and set ids after
+    the wait, so it waits until the run is indexed as well as complete (queryable); a test of
+    the queryable state alone passes ``indexed=False``."""
 
     def wait_for_run(
-        self, run_id: str, timeout_s: float = 120.0, *, dangling_ok: bool = False
+        self,
+        run_id: str,
+        timeout_s: float = 120.0,
+        *,
+        dangling_ok: bool = False,
+        indexed: bool = True,
     ) -> Run:
-        run = super().wait_for_run(run_id, timeout_s)
+        run = super().wait_for_run(run_id, timeout_s, indexed=indexed)
         if not dangling_ok:
             assert run.dangling_node_count == 0, (
                 f"run {run_id}: {run.dangling_node_count} edge ends were never stored"

@@ -146,6 +146,9 @@ def test_incremental_ids_equal_a_recomputation_and_keep_lineage_inside_sets(
     rng.shuffle(items)
     for batch in _batches(items, rng):
         store.write(flush_of(run, batch, ids, splits))
+        if rng.random() < 0.3:  # ids behind the data: the indexer now and then, part of it
+            store.index(rng.randint(1, 20))
+    store.drain_ids()
 
     node_ids = sorted(ids.values())
     graph, component, connected, deps = _stored(neo4j_driver, node_ids)

@@ -52,6 +52,7 @@ def test_every_strategy_returns_the_same_trace(stores, dag) -> None:  # type: ig
         size = rng.randint(1, 10)
         ingest.write(flush_of(run, items[i : i + size], ids, splits))
         i += size
+    ingest.drain_ids()  # the strategies read component and set ids: current ones
 
     graph = nx.DiGraph([(ids[a], ids[b]) for a, b in edges])
     graph.add_nodes_from(ids.values())
@@ -83,6 +84,7 @@ def test_strategies_through_grpc(client, stores) -> None:  # type: ignore[no-unt
     ids = {n: random.SystemRandom().getrandbits(62) + 1 for n in splits}
     items = [("node", n) for n in splits] + [("edge", e) for e in edges]
     ingest.write(flush_of(run, items, ids, splits))  # type: ignore[arg-type]
+    ingest.drain_ids()
     replies = {}
     for strategy in WireStrategy:
         replies[strategy] = client.backward_trace([str(ids[2])], strategy=strategy)

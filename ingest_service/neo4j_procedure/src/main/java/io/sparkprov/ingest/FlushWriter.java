@@ -61,8 +61,7 @@ final class FlushWriter {
   /** The phases of one call, timed and logged when a call is slow. */
   private enum Phase {
     UPSERT,
-    COMPONENTS,
-    SETS
+    COMPONENTS
   }
 
   /** An edge, from the node that is used to the node derived from it. */
@@ -80,7 +79,6 @@ final class FlushWriter {
   private final Transaction tx;
   private final Log log;
   private final long[] nanos = new long[Phase.values().length];
-  private long rereadCount;
 
   private final Map<Long, Node> cache = new HashMap<>();
   // Ids whose node this call created (as a placeholder or to fill it at once).
@@ -96,7 +94,21 @@ final class FlushWriter {
   Stream<Ingest.Written> write(
       List<NodeBlock> blocks, List<EdgeBlock> edgeBlocks, List<MemberBlock> memberBlocks,
       long theta) {
+    return write(blocks, edgeBlocks, memberBlocks, theta, false);
+  }
+
+  /**
+   * The upsert, then the ids: kept in this transaction, or with {@code deferIds} left to the
+   * indexer ({@link IdIndexer}): the call records what it created and filled ({@link IdWork})
+   * and returns no merges.
+   */
+  Stream<Ingest.Written> write(
+      List<NodeBlock> blocks, List<EdgeBlock> edgeBlocks, List<MemberBlock> memberBlocks,
+      long theta, boolean deferIds) {
     long started = System.nanoTime();
+    if (deferIds) {
+      IdWork.enter(tx); // shared with other writers, exclusive of the indexer
+    }
     Map<String, RunCounts> perRun = new LinkedHashMap<>();
     Set<Long> fresh = new HashSet<>();
     for (int b = 0; b < blocks.size(); b++) {
@@ -105,7 +117,12 @@ final class FlushWriter {
     Set<Edge> edges = writeEdges(memberBlocks, edgeBlocks, perRun);
     registerMemberKeys(memberBlocks);
     lap(Phase.UPSERT, started);
-    long merges = maintainIds(edges, fresh, theta);
+    long merges = 0;
+    if (deferIds) {
+      IdWork.record(tx, edges, filled(fresh), perRun.keySet(), theta);
+    } else {
+      merges = maintainIds(edges, fresh, theta);
+    }
     logIfSlow(started, fresh.size(), edges.size());
     return results(perRun, merges).stream();
   }
@@ -124,10 +141,8 @@ final class FlushWriter {
     long totalMs = (System.nanoTime() - started) / 1_000_000;
     if (totalMs >= SLOW_MS || log.isDebugEnabled()) {
       log.info(
-          "sparkprov.write took %d ms: %d fresh nodes, %d edges; ms: upsert %d, components %d,"
-              + " sets %d; reread %d",
-          totalMs, freshNodes, edges, ms(Phase.UPSERT), ms(Phase.COMPONENTS), ms(Phase.SETS),
-          rereadCount);
+          "sparkprov.write took %d ms: %d fresh nodes, %d edges; ms: upsert %d, ids %d",
+          totalMs, freshNodes, edges, ms(Phase.UPSERT), ms(Phase.COMPONENTS));
     }
   }
 
@@ -356,36 +371,19 @@ final class FlushWriter {
 
   /** Keeps every id exact after the upsert; returns the number of components merged away. */
   private long maintainIds(Set<Edge> edges, Set<Long> fresh, long theta) {
-    if (edges.isEmpty() && fresh.isEmpty()) {
-      return 0;
-    }
     long t = System.nanoTime();
-    IdMaintenance ids = new IdMaintenance(tx, this::stored, theta);
-    long merges = ids.mergeComponents(edges);
-    t = lap(Phase.COMPONENTS, t);
-    ids.maintainSets(knownEdges(edges, fresh));
-    rereadCount = ids.rereadCount;
-    lap(Phase.SETS, t);
+    long merges =
+        IdMaintenance.apply(tx, this::stored, theta, Visibility.ALL, edges, filled(fresh));
+    lap(Phase.COMPONENTS, t);
     return merges;
   }
 
-  /**
-   * The edges that join sets for the first time: those whose two ends are stored nodes (not
-   * placeholders), among the edges this call created and the stored edges of placeholders this
-   * call filled (a node created by this call has no stored edges of its own).
-   */
-  private Set<Edge> knownEdges(Set<Edge> edges, Set<Long> fresh) {
-    Set<Edge> out = new LinkedHashSet<>();
-    Map<Node, Boolean> known = new HashMap<>(); // after the upsert, no node changes state
-    for (Edge e : edges) {
-      if (known.computeIfAbsent(node(e.src()), FlushWriter::known)
-          && known.computeIfAbsent(node(e.dst()), FlushWriter::known)) {
-        out.add(e);
-      }
-    }
+  /** The placeholders this call filled: fresh nodes it did not create (an earlier call did). */
+  private List<Long> filled(Set<Long> fresh) {
+    List<Long> out = new ArrayList<>();
     for (long id : fresh) {
       if (!created.contains(id)) {
-        IdMaintenance.addKnownIncident(node(id), out);
+        out.add(id);
       }
     }
     return out;

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.LongFunction;
+import java.util.function.Predicate;
 import java.util.function.ToIntFunction;
 import org.neo4j.graphdb.Direction;
 import org.neo4j.graphdb.Label;
@@ -46,16 +47,23 @@ final class Forest {
   private final int level; // -1: components
   private final LongFunction<Node> nodes;
   private final ToIntFunction<Node> depth;
+  private final Joins joins;
   private final Map<Long, Node> records = new HashMap<>();
   private final Map<Long, Long> roots = new HashMap<>();
   private final Map<Node, Long> births = new HashMap<>();
   // Roots merged away in this transaction whose birth id is no longer carried (lone nodes).
   private final Map<Long, Long> absorbed = new HashMap<>();
 
+  /** Whether the edge a -> b joins two groups of this level ({@link IdView#joins}). */
+  interface Joins {
+    boolean test(int level, Node a, Node b);
+  }
+
   private Forest(
       Transaction tx, Label label, String keyProperty, String nodeProperty, int level,
-      LongFunction<Node> nodes, ToIntFunction<Node> depth) {
+      LongFunction<Node> nodes, ToIntFunction<Node> depth, Joins joins) {
     this.depth = depth;
+    this.joins = joins;
     this.tx = tx;
     this.label = label;
     this.keyProperty = keyProperty;
@@ -66,14 +74,17 @@ final class Forest {
 
   static Forest components(Transaction tx, LongFunction<Node> nodes) {
     return new Forest(
-        tx, FlushWriter.COMPONENT, "id", FlushWriter.COMPONENT_ID, -1, nodes, n -> 1);
+        tx, FlushWriter.COMPONENT, "id", FlushWriter.COMPONENT_ID, -1, nodes, n -> 1,
+        (level, a, b) -> true);
   }
 
   /** The sets of one split level; {@code depth} is a node's number of levels (IdView#depth). */
   static Forest levelSets(
-      Transaction tx, int level, LongFunction<Node> nodes, ToIntFunction<Node> depth) {
+      Transaction tx, int level, LongFunction<Node> nodes, ToIntFunction<Node> depth,
+      Joins joins) {
     return new Forest(
-        tx, FlushWriter.LEVEL_SET, "key", FlushWriter.LEVEL_KEYS[level], level, nodes, depth);
+        tx, FlushWriter.LEVEL_SET, "key", FlushWriter.LEVEL_KEYS[level], level, nodes, depth,
+        joins);
   }
 
   /**
@@ -131,7 +142,7 @@ final class Forest {
    * Walking costs what reading the group's edges costs, which is what a member index would be
    * used for, without an index entry per node to keep at every write.
    */
-  List<Node> members(long root, Set<FlushWriter.Edge> skipped) {
+  List<Node> members(long root, Predicate<FlushWriter.Edge> skipped) {
     Node founder = nodes.apply(root);
     if (founder == null) {
       return List.of();
@@ -161,14 +172,16 @@ final class Forest {
   }
 
   private boolean joins(Node a, Node b) {
-    return level < 0 || IdView.joins(level, a, b);
+    return level < 0 || joins.test(level, a, b);
   }
 
-  private static boolean skips(Set<FlushWriter.Edge> skipped, Node a, Node b) {
-    return !skipped.isEmpty()
-        && skipped.contains(new FlushWriter.Edge(
-            ((Number) a.getProperty("id")).longValue(), ((Number) b.getProperty("id")).longValue()));
+  private static boolean skips(Predicate<FlushWriter.Edge> skipped, Node a, Node b) {
+    return skipped.test(new FlushWriter.Edge(
+        ((Number) a.getProperty("id")).longValue(), ((Number) b.getProperty("id")).longValue()));
   }
+
+  /** No edge skipped: a group as stored. */
+  static final Predicate<FlushWriter.Edge> NONE = e -> false;
 
   // ---- Writes -------------------------------------------------------------------------------
 

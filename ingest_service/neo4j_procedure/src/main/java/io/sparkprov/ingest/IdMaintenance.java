@@ -41,6 +41,7 @@ final class IdMaintenance {
 
   private final Transaction tx;
   private final LongFunction<Node> nodes;
+  private final Visibility visibility;
   private final IdView view;
   private final long theta;
   private final Map<Long, Node> setRecords = new HashMap<>();
@@ -51,11 +52,52 @@ final class IdMaintenance {
   private Set<Edge> addedEdges = Set.of();
   long rereadCount;
 
-  IdMaintenance(Transaction tx, LongFunction<Node> nodes, long theta) {
+  IdMaintenance(Transaction tx, LongFunction<Node> nodes, long theta, Visibility visibility) {
     this.tx = tx;
     this.nodes = nodes;
-    this.view = new IdView(tx, nodes, theta);
+    this.visibility = visibility;
+    this.view = new IdView(tx, nodes, theta, visibility);
     this.theta = theta;
+  }
+
+  /**
+   * Keeps every id exact after a write (or, for the indexer, after the writes it indexes) that
+   * created {@code edges} and filled the placeholders {@code filled}; returns the number of
+   * components merged away. {@code nodes} finds a stored node by id.
+   */
+  static long apply(
+      Transaction tx,
+      LongFunction<Node> nodes,
+      long theta,
+      Visibility visibility,
+      Set<Edge> edges,
+      Collection<Long> filled) {
+    if (edges.isEmpty() && filled.isEmpty()) {
+      return 0;
+    }
+    IdMaintenance ids = new IdMaintenance(tx, nodes, theta, visibility);
+    long merges = ids.mergeComponents(edges);
+    ids.maintainSets(ids.knownEdges(edges, filled));
+    return merges;
+  }
+
+  /**
+   * The edges that join sets for the first time: those whose two ends are stored nodes (not
+   * placeholders), among the edges written and the stored edges of the placeholders filled.
+   */
+  private Set<Edge> knownEdges(Set<Edge> edges, Collection<Long> filled) {
+    Set<Edge> out = new LinkedHashSet<>();
+    Map<Node, Boolean> known = new HashMap<>(); // no node changes state while ids are kept
+    for (Edge e : edges) {
+      if (known.computeIfAbsent(node(e.src()), visibility::known)
+          && known.computeIfAbsent(node(e.dst()), visibility::known)) {
+        out.add(e);
+      }
+    }
+    for (long id : filled) {
+      addKnownIncident(node(id), out, visibility);
+    }
+    return out;
   }
 
   // ---- Components: every edge counts, placeholders included. ----------------------------------
@@ -203,7 +245,10 @@ final class IdMaintenance {
       // Grew past theta: its members' sets are deeper now; their dependencies are re-read.
       refined.add(o.id());
       reread.add(o.root()); // its founding node, even if its one property was just rewritten
-      for (Node m : view.levels[level].members(o.root(), addedEdges)) {
+      Set<Edge> added = addedEdges;
+      for (Node m :
+          view.levels[level].members(
+              o.root(), e -> added.contains(e) || visibility.pending(e))) {
         reread.add(prop(m, "id"));
       }
       deleteDependencies(o.record());
@@ -250,7 +295,7 @@ final class IdMaintenance {
     Set<Edge> edges = new LinkedHashSet<>(knownEdges);
     rereadCount = reread.size();
     for (long id : reread) {
-      addKnownIncident(node(id), edges);
+      addKnownIncident(node(id), edges, visibility);
     }
     Set<Long> ends = new HashSet<>();
     Map<Long, Set<Long>> deps = new HashMap<>();
@@ -377,15 +422,21 @@ final class IdMaintenance {
     }
   }
 
-  /** Adds the stored DERIVES edges at {@code n} whose two ends are known nodes. */
-  static void addKnownIncident(Node n, Set<Edge> out) {
+  /**
+   * Adds the stored DERIVES edges at {@code n} whose two ends are known nodes, leaving out the
+   * edges of writes not indexed yet ({@link Visibility}).
+   */
+  static void addKnownIncident(Node n, Set<Edge> out, Visibility visibility) {
     try (ResourceIterable<Relationship> rels =
         n.getRelationships(Direction.BOTH, FlushWriter.DERIVES)) {
       for (Relationship r : rels) {
         Node a = r.getStartNode();
         Node b = r.getEndNode();
-        if (FlushWriter.known(a) && FlushWriter.known(b)) {
-          out.add(new Edge(prop(a, "id"), prop(b, "id")));
+        if (visibility.known(a) && visibility.known(b)) {
+          Edge e = new Edge(prop(a, "id"), prop(b, "id"));
+          if (!visibility.pending(e)) {
+            out.add(e);
+          }
         }
       }
     }

@@ -32,22 +32,29 @@ final class IdView {
   private final LongFunction<Node> nodes;
   private final Map<Node, Integer> depths = new HashMap<>();
   private final Map<Node, String[]> splits = new HashMap<>();
+  private final Visibility visibility;
 
   /**
    * A writer's view: every node it resolves lies in a component kept under {@code theta} (the
    * writer checks each component it touches) or in one of a single node.
    */
-  IdView(Transaction tx, LongFunction<Node> nodes, long theta) {
-    this(tx, nodes, theta, false);
+  IdView(Transaction tx, LongFunction<Node> nodes, long theta, Visibility visibility) {
+    this(tx, nodes, theta, false, visibility);
   }
 
-  private IdView(Transaction tx, LongFunction<Node> nodes, long theta, boolean perComponent) {
+  private IdView(
+      Transaction tx,
+      LongFunction<Node> nodes,
+      long theta,
+      boolean perComponent,
+      Visibility visibility) {
+    this.visibility = visibility;
     this.perComponent = perComponent;
     this.tx = tx;
     this.nodes = nodes;
     this.components = Forest.components(tx, nodes);
     for (int k = 0; k < levels.length; k++) {
-      levels[k] = Forest.levelSets(tx, k, nodes, this::depth);
+      levels[k] = Forest.levelSets(tx, k, nodes, this::depth, this::joins);
     }
     this.theta = theta;
   }
@@ -59,7 +66,7 @@ final class IdView {
 
   /** A reader's view that finds nodes by id with {@code nodes} (a caller's cache, say). */
   static IdView reader(Transaction tx, LongFunction<Node> nodes) {
-    return new IdView(tx, nodes, DEFAULT_THETA, true);
+    return new IdView(tx, nodes, DEFAULT_THETA, true, Visibility.ALL);
   }
 
   Node nodeById(long id) {
@@ -125,8 +132,8 @@ final class IdView {
    * placeholders), the level is one the source's split path has, and the two paths share their
    * part there (their first level+1 names). Both ends of such an edge have the level.
    */
-  static boolean joins(int level, Node a, Node b) {
-    if (!FlushWriter.known(a) || !FlushWriter.known(b) || level >= depthOf(a)) {
+  boolean joins(int level, Node a, Node b) {
+    if (!visibility.known(a) || !visibility.known(b) || level >= depthOf(a)) {
       return false;
     }
     return samePart(splitOf(a), splitOf(b), level);

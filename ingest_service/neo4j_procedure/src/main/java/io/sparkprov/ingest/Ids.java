@@ -30,15 +30,21 @@ public final class Ids {
   }
 
   @UserFunction(name = "sparkprov.component")
-  @Description("The node's current component id")
+  @Description("The node's current component id; null while ids are pending (the indexer)")
   public Long component(@Name("node") Node node) {
-    return node == null ? null : IdView.reader(tx).component(node);
+    return node == null || IdIndexer.hasPending(tx) ? null : IdView.reader(tx).component(node);
   }
 
   @UserFunction(name = "sparkprov.set")
-  @Description("The node's current connected-set id (CSProv)")
+  @Description("The node's current connected-set id (CSProv); null while ids are pending")
   public Long set(@Name("node") Node node) {
-    return node == null ? null : IdView.reader(tx).set(node).id();
+    return node == null || IdIndexer.hasPending(tx) ? null : IdView.reader(tx).set(node).id();
+  }
+
+  @UserFunction(name = "sparkprov.idsPending")
+  @Description("Whether some write's component and set ids wait for the indexer")
+  public Boolean idsPending() {
+    return IdIndexer.hasPending(tx);
   }
 
   @UserFunction(name = "sparkprov.theta")
@@ -60,7 +66,7 @@ public final class Ids {
       return Stream.empty();
     }
     IdView view = IdView.reader(tx);
-    return view.components.members(view.components.root(id), Set.of()).stream().map(Member::new);
+    return view.components.members(view.components.root(id), Forest.NONE).stream().map(Member::new);
   }
 
   @Procedure(name = "sparkprov.setNodes", mode = Mode.READ)
@@ -90,7 +96,7 @@ public final class Ids {
     }
     int level = ((Number) record.getProperty("level")).intValue();
     long root = IdView.rootOfSet(level, setId);
-    return view.levels[level].members(root, Set.of()).stream()
+    return view.levels[level].members(root, Forest.NONE).stream()
         .filter(n -> view.set(n).id() == setId)
         .toList();
   }

@@ -69,17 +69,59 @@ public final class Ingest {
   @Procedure(name = "sparkprov.write", mode = Mode.WRITE)
   @Description(
       "Upsert one flush of lineage node blocks, edge blocks and member blocks; keep component and"
-          + " set ids")
+          + " set ids, or with defer_ids leave them to sparkprov.index")
   public Stream<Written> write(
       @Name("blocks") List<Map<String, Object>> blocks,
       @Name("edges") List<Map<String, Object>> edgeBlocks,
       @Name("theta") long theta,
-      @Name(value = "members", defaultValue = "[]") List<Map<String, Object>> memberBlocks) {
+      @Name(value = "members", defaultValue = "[]") List<Map<String, Object>> memberBlocks,
+      @Name(value = "defer_ids", defaultValue = "false") boolean deferIds) {
     return new FlushWriter(tx, log)
         .write(
             NodeBlock.parseAll(blocks),
             EdgeBlock.parseAll(edgeBlocks),
             MemberBlock.parseAll(memberBlocks),
-            theta);
+            theta,
+            deferIds);
+  }
+
+  /** One row of {@code sparkprov.index}: see {@link IdIndexer.Result}. */
+  public static final class Indexed {
+    public long items;
+    public long edges;
+    public long merges;
+    public long remaining;
+    public List<String> indexed_runs;
+
+    Indexed(IdIndexer.Result r) {
+      this.items = r.items();
+      this.edges = r.edges();
+      this.merges = r.merges();
+      this.remaining = r.remaining();
+      this.indexed_runs = r.indexed();
+    }
+  }
+
+  @Procedure(name = "sparkprov.index", mode = Mode.WRITE)
+  @Description(
+      "Keep the component and set ids of deferred writes, oldest first, about max_edges edges"
+          + " per call; yields what was indexed and how many writes remain")
+  public Stream<Indexed> index(@Name(value = "max_edges", defaultValue = "50000") long maxEdges) {
+    return Stream.of(new Indexed(IdIndexer.index(tx, maxEdges)));
+  }
+
+  /** One row of {@code sparkprov.pendingIds}. */
+  public static final class Pending {
+    public long writes;
+
+    Pending(long writes) {
+      this.writes = writes;
+    }
+  }
+
+  @Procedure(name = "sparkprov.pendingIds", mode = Mode.READ)
+  @Description("The number of deferred writes whose component and set ids are not kept yet")
+  public Stream<Pending> pendingIds() {
+    return Stream.of(new Pending(IdIndexer.pendingCount(tx)));
   }
 }

@@ -40,9 +40,16 @@ final class LogicalGraph {
   private final Map<Long, Map<String, Object>> props = new HashMap<>();
   private Map<String, Integer> keys;
 
+  /**
+   * Whether some write's ids wait for the indexer ({@link IdWork}): node views then show no ids
+   * (pending, not stale) and traces that need them run RECURSIVE ({@link Traces}).
+   */
+  final boolean idsPending;
+
   LogicalGraph(Transaction tx) {
     this.tx = tx;
     this.ids = IdView.reader(tx, this::stored);
+    this.idsPending = IdIndexer.hasPending(tx);
   }
 
   Node stored(long id) {
@@ -206,7 +213,7 @@ final class LogicalGraph {
   /** Every logical edge out of the component's nodes, hence every edge of the component. */
   List<long[]> componentEdges(long component) {
     List<long[]> out = new ArrayList<>();
-    for (Node a : ids.components.members(ids.components.root(component), Set.of())) {
+    for (Node a : ids.components.members(ids.components.root(component), Forest.NONE)) {
       outEdges(a, out);
     }
     return out;
@@ -321,6 +328,9 @@ final class LogicalGraph {
     if (carrier == null) {
       return resolve(id) == null ? null : node(id, null, null, null);
     }
+    if (idsPending) {
+      return node(id, properties(seen(carrier)), null, null);
+    }
     return node(id, properties(seen(carrier)), ids.component(carrier), ids.set(carrier).id());
   }
 
@@ -347,7 +357,7 @@ final class LogicalGraph {
         carrierOf.put(id, carrier);
       }
     }
-    Long shared = sharedComponent(seeds);
+    Long shared = idsPending ? null : sharedComponent(seeds);
     int[] group = new int[carriers.size()];
     Arrays.setAll(group, i -> i);
     for (long[] e : edges) {
@@ -363,6 +373,10 @@ final class LogicalGraph {
       Carrier carrier = carrierOf.get(id);
       if (carrier == null) {
         out.add(node(id));
+        continue;
+      }
+      if (idsPending) {
+        out.add(node(id, carrier.props(), null, null));
         continue;
       }
       Node c = stored(carrier.id());

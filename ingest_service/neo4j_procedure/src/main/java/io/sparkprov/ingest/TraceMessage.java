@@ -31,7 +31,13 @@ final class TraceMessage {
           Map.entry("EXCLUDED", 10));
 
   /** The TraceStats fields the procedure knows. */
-  record Stats(String strategy, long levels, long edgesFetched, long setsVisited, long reached) {}
+  record Stats(
+      String strategy,
+      long levels,
+      long edgesFetched,
+      long setsVisited,
+      long reached,
+      boolean idsPending) {}
 
   private TraceMessage() {}
 
@@ -55,7 +61,8 @@ final class TraceMessage {
         .varint(4, stats.edgesFetched())
         .varint(5, stats.setsVisited())
         .varint(7, stats.reached())
-        .varint(8, edges.size());
+        .varint(8, edges.size())
+        .bool(9, stats.idsPending());
     out.message(4, part);
     return out.toByteArray();
   }

@@ -41,6 +41,8 @@ public final class Traces {
     public List<Long> targets;
     public boolean truncated;
     public String strategy;
+    /** The strategy asked for needs component or set ids, which were pending: RECURSIVE ran. */
+    public boolean ids_pending;
     public long levels;
     public long reached;
     public long fetched;
@@ -76,7 +78,12 @@ public final class Traces {
     if (!row.missing.isEmpty()) {
       return Stream.of(empty(row));
     }
-    Plan plan = new Planner(graph, seeds, backward, maxDepth, autoFetchMax).plan(strategy);
+    // Ids behind the data: while some write's ids wait, the strategies that read them would see
+    // stale ones, so RECURSIVE runs instead (it reads only edges) and the row says why.
+    boolean idsPending = graph.idsPending && !"RECURSIVE".equals(strategy);
+    Plan plan = new Planner(graph, seeds, backward, maxDepth, autoFetchMax)
+        .plan(idsPending ? "RECURSIVE" : strategy);
+    row.ids_pending = idsPending;
     Traversal.Outcome outcome = Traversal.run(seeds, backward, maxDepth, limit, plan.expander());
     List<NodeView> nodes = views || encoded
         ? graph.nodes(outcome.ids(), outcome.edges(), seeds)
@@ -89,7 +96,7 @@ public final class Traces {
     row.sets = plan.sets();
     if (encoded) {
       TraceMessage.Stats stats = new TraceMessage.Stats(
-          row.strategy, row.levels, row.fetched, row.sets, row.reached);
+          row.strategy, row.levels, row.fetched, row.sets, row.reached, row.ids_pending);
       row.response = TraceMessage.encode(nodes, outcome.edges(), row.truncated, stats);
       return Stream.of(emptyLists(row));
     }

@@ -99,6 +99,24 @@ final class EmbeddedNeo4j implements AutoCloseable {
         });
   }
 
+  /** One call that leaves its ids to the indexer (ingest's flush: defer_ids). */
+  List<Map<String, Object>> writeDeferred(List<?> blocks, List<?> edges, long theta) {
+    return query(
+        "CALL sparkprov.write($blocks, $edges, $theta, [], true)"
+            + " YIELD run, nodes, edges, merges, conflict_blocks, conflict_ids"
+            + " RETURN run, nodes, edges, merges, conflict_blocks, conflict_ids",
+        Map.of("blocks", blocks, "edges", edges, "theta", theta));
+  }
+
+  /** One call of the indexer, in its own transaction: its row. */
+  Map<String, Object> index(long maxEdges) {
+    return query(
+            "CALL sparkprov.index($max) YIELD items, edges, merges, remaining, indexed_runs"
+                + " RETURN items, edges, merges, remaining, indexed_runs",
+            Map.of("max", maxEdges))
+        .get(0);
+  }
+
   /** The rows of a read query. */
   List<Map<String, Object>> query(String cypher, Map<String, Object> params) {
     return db.executeTransactionally(

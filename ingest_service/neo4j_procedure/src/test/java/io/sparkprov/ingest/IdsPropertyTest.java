@@ -490,6 +490,61 @@ class IdsPropertyTest {
     }
   }
 
+  /**
+   * The same scenarios written as ingest writes them, ids left to the indexer: between flushes
+   * the indexer runs a random number of times with a random bound (none, part of the queue, all
+   * of it), so it indexes several writes at once, one write in several calls never, and writes
+   * whose placeholders later writes fill while those wait. Whenever the queue is empty, every id
+   * equals the from-scratch recomputation over all flushes so far.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @ValueSource(longs = {1L, 2L, 3L, 17L, 42L, 20260611L})
+  void idsKeptBehindTheDataAreExactOnceIndexed(long seed) throws Exception {
+    neo4j = EmbeddedNeo4j.shared();
+    scenario = new Scenario(seed);
+    Model model = new Model(scenario);
+    Random r = new Random(seed * 31 + 7);
+    long totalMerges = 0;
+    long expectedMerges = 0;
+    for (int f = 0; f < scenario.flushes.size(); f++) {
+      Flush flush = scenario.flushes.get(f);
+      where = "deferred, seed " + seed + ", theta " + scenario.theta + ", flush " + f + " of "
+          + scenario.flushes.size();
+      expectedMerges += model.mergesOf(flush);
+      List<Map<String, Object>> rows =
+          neo4j.writeDeferred(scenario.blocks(flush), scenario.edgeBlocks(flush), scenario.theta);
+      model.apply(flush);
+      for (Map<String, Object> row : rows) {
+        check(asLong(row.get("merges")) == 0, "a deferred write merged components: " + row);
+      }
+      int calls = r.nextInt(3);
+      for (int c = 0; c < calls; c++) {
+        totalMerges += asLong(neo4j.index(1 + r.nextInt(40)).get("merges"));
+      }
+      if (r.nextInt(3) == 0 || f == scenario.flushes.size() - 1) {
+        totalMerges += drain();
+        check(totalMerges == expectedMerges,
+            "merges: expected " + expectedMerges + " in all, the indexer made " + totalMerges);
+        checkIds(model);
+      }
+    }
+  }
+
+  /** Indexes until no write is left; the components merged. */
+  private long drain() {
+    long merges = 0;
+    for (int guard = 0; guard < 10_000; guard++) {
+      Map<String, Object> row = neo4j.index(25);
+      merges += asLong(row.get("merges"));
+      if (asLong(row.get("remaining")) == 0) {
+        check(query("MATCH (w:IdWork) RETURN count(w) AS n", Map.of()).get(0).get("n")
+            .equals(0L), "id work left after the indexer said none remains");
+        return merges;
+      }
+    }
+    throw new AssertionError(where + ": the indexer never emptied its queue");
+  }
+
   private void check(boolean ok, String what) {
     if (!ok) {
       fail(where + ": " + what);

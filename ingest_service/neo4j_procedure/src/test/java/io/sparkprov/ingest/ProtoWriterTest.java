@@ -49,7 +49,7 @@ class ProtoWriterTest {
             List.of(a, b),
             List.of(new long[] {-5, 6}),
             false,
-            new TraceMessage.Stats("RECURSIVE", 1, 1, 0, 2));
+            new TraceMessage.Stats("RECURSIVE", 1, 1, 0, 2, false));
     String python =
         "0a250a022d35120172180122014c2a0152"
             + "32060a0161120131" // attributes, sorted by key

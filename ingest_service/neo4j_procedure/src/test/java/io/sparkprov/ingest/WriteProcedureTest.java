@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 
 /** {@code sparkprov.write} on an embedded Neo4j: upserts, placeholders, and the ids it keeps. */
 class WriteProcedureTest {
-  private static final String RUN = "run-1";
+  static final String RUN = "run-1";
   private static final long THETA = 25000;
 
   private static EmbeddedNeo4j neo4j;

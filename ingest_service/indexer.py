@@ -1,0 +1,99 @@
+"""The indexer: component and set ids kept behind the data (docs/graph-schema.md, "Component and
+set ids"; ../shared/MODEL.md section 6).
+
+Writes store their data and record their id work (``:IdWork``); this loop calls
+``sparkprov.index`` (:meth:`Store.index`), which keeps the ids of the oldest writes exactly and
+deletes their work, while no write runs beside it. Data comes first: the loop indexes while the
+consumer has nothing to write (``busy`` is false), and at the latest ``max_wait_s`` after its last
+call even under a steady load, so ids lag a busy stream by a bounded time. Any number of ingest
+processes may run one: the calls exclude each other inside Neo4j.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from ingest_service.metrics import Metrics
+from ingest_service.store import IndexResult, StoreError
+
+__all__ = ["Indexer", "IndexStore"]
+
+log = logging.getLogger(__name__)
+
+
+class IndexStore(Protocol):
+    def index(self, max_edges: int) -> IndexResult: ...
+
+
+class Indexer:
+    def __init__(
+        self,
+        store: IndexStore,
+        metrics: Metrics,
+        *,
+        busy: Callable[[], bool] = lambda: False,
+        max_edges: int = 50_000,
+        idle_s: float = 0.25,
+        max_wait_s: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store = store
+        self._metrics = metrics
+        self._busy = busy
+        self._max_edges = max_edges
+        self._idle_s = idle_s
+        self._max_wait_s = max_wait_s
+        self._clock = clock
+        self._stop = threading.Event()
+        self._last_call = clock()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def step(self) -> IndexResult | None:
+        """One turn: index one batch if it is the indexer's turn (None if it is not)."""
+        if self._busy() and self._clock() - self._last_call < self._max_wait_s:
+            return None
+        started = self._clock()
+        self._last_call = started
+        result = self._store.index(self._max_edges)
+        elapsed = self._clock() - started
+        m = self._metrics
+        m.index_calls += 1
+        m.index_seconds_total += elapsed
+        m.writes_indexed += result.items
+        m.ids_pending_writes = result.remaining
+        if result.items:
+            log.debug(
+                "indexed %d writes (%d edges, %d merges) in %.2fs; %d left",
+                result.items,
+                result.edges,
+                result.merges,
+                elapsed,
+                result.remaining,
+            )
+        return result
+
+    def run(self) -> None:
+        """Until :meth:`stop`: index while there is id work, else wait a little."""
+        backoff = 1.0
+        while not self._stop.is_set():
+            try:
+                result = self.step()
+            except StoreError as e:
+                log.warning("indexer: Neo4j refused a call (%s); again in %.0fs", e, backoff)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
+                continue
+            backoff = 1.0
+            if result is None or not result.remaining:
+                self._stop.wait(self._idle_s)
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self.run, name="sparkprov-indexer", daemon=True)
+        thread.start()
+        return thread
