@@ -21,6 +21,10 @@ recomputed roots (its component, and its set at each level its split path has), 
 records are rebuilt as roots only (:Component with the theta, :LevelSet, without ``parent``),
 then the :ConnectedSet records and SET_DEP edges; in batches. Stop the ingest service while it
 runs.
+
+Ids are kept behind the data (ingest_service.indexer): ``--check`` waits (``--wait-s``) until no
+write's ids are pending, since pending ids read as none; ``--write`` recomputes every id from the
+stored edges, so it drops the pending id work (``:IdWork``) it makes moot.
 """
 
 from __future__ import annotations
@@ -389,6 +393,21 @@ def write(spark: Any, folder: Path, theta: int, driver: neo4j.Driver) -> None:
     flush(link)
 
 
+_PENDING = "MATCH (w:IdWork) RETURN count(w) AS n"
+_DROP_PENDING = "MATCH (w:IdWork) CALL (w) { DELETE w } IN TRANSACTIONS OF 1000 ROWS"
+
+
+def wait_for_indexer(driver: neo4j.Driver, wait_s: float) -> int:
+    """Waits until no write's ids are pending, at most ``wait_s``; the writes still pending."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        records, _, _ = driver.execute_query(_PENDING)
+        pending = int(records[0]["n"])
+        if not pending or time.monotonic() >= deadline:
+            return pending
+        time.sleep(0.5)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     mode = parser.add_mutually_exclusive_group(required=True)
@@ -400,6 +419,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="--check: default each component's, as readers resolve sets; --write: default "
         "SPARKPROV_SET_THETA's, as ingest's, stored on every component",
+    )
+    parser.add_argument(
+        "--wait-s",
+        type=float,
+        default=300.0,
+        help="--check: how long to wait for the indexer to keep every pending write's ids",
     )
     args = parser.parse_args(argv)
     configured = int(os.environ.get("SPARKPROV_SET_THETA", DEFAULT_THETA))
@@ -422,6 +447,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     spark.sparkContext.setLogLevel("ERROR")
     try:
+        if args.check:
+            pending = wait_for_indexer(driver, args.wait_s)
+            if pending:
+                print(
+                    f"reindex check: the ids of {pending:,} writes are still pending after "
+                    f"{args.wait_s:.0f}s (is the ingest service's indexer running?)",
+                    file=sys.stderr,
+                )
+                return 2
         started = time.monotonic()
         nodes, edges = export(driver, folder / "graph")
         log.info("exported %d nodes, %d edges in %.1fs", nodes, edges, time.monotonic() - started)
@@ -433,6 +467,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 0 if ok else 1
         write(spark, folder / "graph", configured if args.theta is None else args.theta, driver)
+        with driver.session() as session:
+            session.run(_DROP_PENDING).consume()  # every stored edge's ids are written now
         print(f"reindex: ids of {nodes:,} nodes written in {time.monotonic() - started:.1f}s")
         return 0
     finally:
