@@ -16,8 +16,9 @@ running). In one Spark session: ``--warmup`` untimed pairs (the captured one pub
 ingest does not read), the plain job (kill switch), then the captured job on the shape's topic,
 which ingest consumes while the job runs. TIME TO QUERYABLE runs from the moment the ``with
 ProvenanceSession`` block returns until ListRuns, through the real gRPC query service, reports
-the run complete. After ``--timeout-s`` without that, the shape records what is stored so far and
-the rate instead.
+the run complete; time to indexed, until it reports the run indexed (component and set ids
+current: ingest keeps them behind the data). After ``--timeout-s`` without that, the shape
+records what is stored so far and the rate instead.
 
 Per shape: stored records (every node and relationship the run adds to Neo4j, id structures
 included: Component, LevelSet, ConnectedSet nodes and SET_DEP; count store before and after) per
@@ -180,8 +181,12 @@ def wait_queryable(
         progress.show(elapsed, done, rate)
         time.sleep(poll_s)
     first = samples[0][1]
+    indexed_s = None
+    if complete:
+        indexed_s = wait_indexed(client, run_id, started, timeout_s, poll_s)
     return {
         "complete": complete,
+        "time_to_indexed_s": indexed_s,
         "time_to_queryable_s": elapsed if complete else None,
         "waited_s": elapsed,
         "stored_at_job_end": first,
@@ -192,6 +197,22 @@ def wait_queryable(
         "state": f"RUN_STATE_{run.state.name}" if run is not None else None,
         "dangling_nodes": run.dangling_node_count if run is not None else None,
     }
+
+
+def wait_indexed(
+    client: QueryClient, run_id: str, started: float, timeout_s: float, poll_s: float
+) -> float | None:
+    """From the job's end (``started``), until ListRuns says the run is indexed (its component
+    and set ids current: the indexer has kept every write of it); None after ``timeout_s``."""
+    while time.monotonic() - started < timeout_s:
+        try:
+            runs = client.runs()
+        except QueryError:
+            runs = []
+        if any(r.run_id == run_id and r.indexed for r in runs):
+            return time.monotonic() - started
+        time.sleep(poll_s)
+    return None
 
 
 # -- one shape --------------------------------------------------------------------------------
@@ -288,6 +309,7 @@ def print_table(report: dict[str, Any]) -> None:
         ("captured job s", "captured_s", "{:,.2f}"),
         ("captured / plain", "capture_ratio", "{:,.2f}"),
         ("TIME TO QUERYABLE s", "time_to_queryable_s", "{:,.1f}"),
+        ("time to indexed s", "time_to_indexed_s", "{:,.1f}"),
         ("stored at job end", "stored_at_job_end", "{:,}"),
         ("lineage records", "stored_lineage_records", "{:,}"),
         ("ingest records/s (wait)", "wait_records_per_s", "{:,.0f}"),

@@ -40,6 +40,7 @@ class Indexer:
         idle_s: float = 0.25,
         max_wait_s: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], object] | None = None,
     ) -> None:
         self._store = store
         self._metrics = metrics
@@ -49,6 +50,7 @@ class Indexer:
         self._max_wait_s = max_wait_s
         self._clock = clock
         self._stop = threading.Event()
+        self._sleep = sleep or self._stop.wait
         self._last_call = clock()
 
     def stop(self) -> None:
@@ -86,12 +88,12 @@ class Indexer:
                 result = self.step()
             except StoreError as e:
                 log.warning("indexer: Neo4j refused a call (%s); again in %.0fs", e, backoff)
-                self._stop.wait(backoff)
+                self._sleep(backoff)
                 backoff = min(backoff * 2, 30.0)
                 continue
             backoff = 1.0
             if result is None or not result.remaining:
-                self._stop.wait(self._idle_s)
+                self._sleep(self._idle_s)
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.run, name="sparkprov-indexer", daemon=True)

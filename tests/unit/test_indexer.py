@@ -1,0 +1,82 @@
+"""The ingest service's indexer loop (ingest_service.indexer) with a stand-in store: data first
+(no call while the consumer is busy), but ids never wait past the bound; metrics; errors."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from ingest_service.indexer import Indexer
+from ingest_service.metrics import Metrics
+from ingest_service.store import IndexResult, StoreUnavailable
+
+
+class FakeStore:
+    def __init__(self, queue: int) -> None:
+        self.queue = queue
+        self.calls: list[int] = []
+        self.fail = 0
+
+    def index(self, max_edges: int) -> IndexResult:
+        self.calls.append(max_edges)
+        if self.fail:
+            self.fail -= 1
+            raise StoreUnavailable("down")
+        taken = min(self.queue, 2)
+        self.queue -= taken
+        runs = ["r"] if not self.queue else []
+        return IndexResult(taken, 10 * taken, 1, self.queue, runs)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_it_yields_to_a_busy_consumer_until_the_bound_then_indexes_anyway() -> None:
+    store, clock, busy = FakeStore(queue=5), Clock(), [True]
+    metrics = Metrics()
+    indexer = Indexer(store, metrics, busy=lambda: busy[0], max_wait_s=10.0, clock=clock)
+    assert indexer.step() is None and store.calls == []  # busy: data first
+    clock.now += 10.5  # ids have waited past the bound: one call even though busy
+    first = indexer.step()
+    assert first is not None and first.items == 2 and store.calls == [50_000]
+    assert indexer.step() is None  # busy again, and the bound restarted
+    busy[0] = False
+    assert indexer.step() is not None and indexer.step() is not None
+    assert store.queue == 0
+    assert metrics.index_calls == 3 and metrics.writes_indexed == 5
+    assert metrics.ids_pending_writes == 0
+
+
+def test_run_drains_the_queue_and_backs_off_when_neo4j_refuses() -> None:
+    store = FakeStore(queue=7)
+    store.fail = 1
+    waits: list[float] = []
+
+    def wait(seconds: float) -> bool:  # no real sleeping
+        waits.append(seconds)
+        if store.queue == 0:
+            indexer.stop()
+        return False
+
+    indexer = Indexer(store, Metrics(), idle_s=0.01, sleep=wait)
+    indexer.run()
+    assert store.queue == 0
+    assert waits[0] == pytest.approx(1.0)  # the refused call backed off
+    assert len(store.calls) == 1 + 4  # the failure, then 2+2+2+1 writes
+
+
+def test_start_runs_a_daemon_thread_that_stops() -> None:
+    store = FakeStore(queue=0)
+    indexer = Indexer(store, Metrics(), idle_s=0.01)
+    thread = indexer.start()
+    assert isinstance(thread, threading.Thread) and thread.daemon
+    indexer.stop()
+    thread.join(timeout=5)
+    assert not thread.is_alive()
+    assert store.calls  # it asked at least once
