@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from kafka import KafkaProducer
+from kafka.admin import KafkaAdminClient, NewTopic
 
 from sparkprov import defaults
 from sparkprov.client import QueryClient
@@ -19,7 +25,46 @@ from sparkprov.events import (
     encode_run_started,
 )
 
-__all__ = ["ChainRun", "publish_chain_run", "wait_until_storing"]
+__all__ = [
+    "ChainRun",
+    "free_port",
+    "ingest_process",
+    "new_topic",
+    "publish_chain_run",
+    "wait_until_storing",
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def new_topic(bootstrap: str, partitions: int, prefix: str) -> str:
+    """A fresh topic ``sparkprov.test.<prefix>.<random>`` with ``partitions`` partitions."""
+    name = f"sparkprov.test.{prefix}.{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(name, partitions, 1)])
+    finally:
+        admin.close()
+    return name
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def ingest_process(env: Mapping[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """A real ingest service process (``python -m ingest_service``), its output appended to
+    ``log``."""
+    with log.open("ab") as out:
+        return subprocess.Popen(  # noqa: S603 - our own service
+            [sys.executable, "-m", "ingest_service"],
+            env=dict(env),
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
 
 
 @dataclass(frozen=True)

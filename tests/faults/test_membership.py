@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import threading
 import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from kafka import KafkaProducer
-from kafka.admin import KafkaAdminClient, NewPartitions, NewTopic
+from kafka.admin import KafkaAdminClient, NewPartitions
 
 from ingest_service.clients import Source, kafka_consumer
 from ingest_service.consumer import Consumer
@@ -37,8 +34,8 @@ from sparkprov.events import (
     encode_run_complete,
     encode_run_started,
 )
+from tests.faults.streams import free_port, ingest_process, new_topic
 
-ROOT = Path(__file__).resolve().parents[2]
 _RESTARTS = 6
 _PARTITIONS = 4
 
@@ -52,16 +49,6 @@ class _Counting:
     def write(self, flush: Flush) -> FlushResult:
         self.events += flush.events
         return FlushResult(0, 0, 0, [])
-
-
-def _topic(bootstrap: str, partitions: int) -> str:
-    name = f"sparkprov.test.membership.{uuid.uuid4().hex[:8]}"
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.create_topics([NewTopic(name, partitions, 1)])
-    finally:
-        admin.close()
-    return name
 
 
 def _publish_run(bootstrap: str, topic: str, nodes: int) -> str:
@@ -87,14 +74,6 @@ def _publish_run(bootstrap: str, topic: str, nodes: int) -> str:
     producer.flush()
     producer.close()
     return run_id
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _metric(http_addr: str, name: str) -> float:
@@ -165,8 +144,8 @@ def test_a_restarted_ingest_process_always_gets_its_partitions_back(  # type: ig
     and a run waiting: each run is stored, within the watchdog's bound when kafka-python left
     the process out."""
     bootstrap = stack.settings.kafka_bootstrap
-    topic = _topic(bootstrap, _PARTITIONS)
-    http_addr = f"127.0.0.1:{_free_port()}"
+    topic = new_topic(bootstrap, _PARTITIONS, "membership")
+    http_addr = f"127.0.0.1:{free_port()}"
     env = {
         **os.environ,
         defaults.ENV_KAFKA_BOOTSTRAP: bootstrap,
@@ -180,14 +159,7 @@ def test_a_restarted_ingest_process_always_gets_its_partitions_back(  # type: ig
     recreations = 0.0
     for restart in range(_RESTARTS):
         run_id = _publish_run(bootstrap, topic, 40)
-        with log.open("ab") as out:
-            process = subprocess.Popen(  # noqa: S603 - our own service
-                [sys.executable, "-m", "ingest_service"],
-                env=env,
-                cwd=ROOT,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-            )
+        process = ingest_process(env, log)
         try:
             try:
                 client.wait_for_run(run_id, timeout_s=30)
@@ -207,7 +179,7 @@ def test_an_idle_member_is_not_recreated(stack) -> None:  # type: ignore[no-unty
     """Two members, one partition: one consumes, the other idles, and stays a member (no
     recreation, which would rebalance the group each time) long past its bound."""
     bootstrap = stack.settings.kafka_bootstrap
-    topic = _topic(bootstrap, 1)
+    topic = new_topic(bootstrap, 1, "membership")
     group = f"membership-{uuid.uuid4().hex[:8]}"
     a = IngestSettings(kafka_bootstrap=bootstrap, topic=topic, group_id=group, unassigned_s=1.0)
     b = IngestSettings(kafka_bootstrap=bootstrap, topic=topic, group_id=group, unassigned_s=1.0)
@@ -232,7 +204,7 @@ def test_a_busy_consumer_whose_rejoin_kafka_python_drops_recovers(stack) -> None
     consumer, which gets every partition (the added ones too), and everything is consumed;
     without it, nothing is consumed at all."""
     bootstrap = stack.settings.kafka_bootstrap
-    topic = _topic(bootstrap, 1)
+    topic = new_topic(bootstrap, 1, "membership")
     _publish_tokens(bootstrap, topic, 1, 200)
     settings = IngestSettings(
         kafka_bootstrap=bootstrap,

@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import neo4j
 from kafka import KafkaProducer
-from kafka.admin import KafkaAdminClient, NewTopic
 
 from ingest_service.sets import recompute, same_partition
 from sparkprov import defaults
 from sparkprov.events import EdgeColumns, NodeColumns, encode_batch, encode_run_complete
+from tests.faults.streams import free_port, ingest_process, new_topic
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS = 4
@@ -31,7 +29,7 @@ SPLITS = [("a",), ("a", "x"), ("a", "y"), ("b",), ("b", "z")]
 def _run_events(rng: random.Random, run_id: str, nodes: int) -> tuple[list[bytes], dict, set]:
     """A random DAG run: its events (node chunks, edge chunks, in shuffled order, the marker
     last), each node's (op, split), and its edges."""
-    base = rng.getrandbits(60) + 1
+    base = random.SystemRandom().getrandbits(60) + 1  # ids new to the store, on every run
     ids = [base + i for i in range(nodes)]
     split_of = {i: rng.choice(SPLITS) for i in ids}
     edges = set()
@@ -56,27 +54,11 @@ def _run_events(rng: random.Random, run_id: str, nodes: int) -> tuple[list[bytes
     return events, split_of, edges
 
 
-def _ingest(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as out:
-        return subprocess.Popen(  # noqa: S603 - our own service
-            [sys.executable, "-m", "ingest_service"],
-            env=env,
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-
-
 def test_two_ingest_processes_write_the_same_runs_at_once_exactly(  # type: ignore[no-untyped-def]
     stack, client, neo4j_driver: neo4j.Driver, tmp_path: Path
 ) -> None:
     bootstrap = stack.settings.kafka_bootstrap
-    topic = f"sparkprov.test.parallel.{uuid.uuid4().hex[:8]}"
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    try:
-        admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
-    finally:
-        admin.close()
+    topic = new_topic(bootstrap, PARTITIONS, "parallel")
     rng = random.Random(20261126)
     runs = {}
     producer = KafkaProducer(bootstrap_servers=bootstrap)
@@ -106,8 +88,8 @@ def test_two_ingest_processes_write_the_same_runs_at_once_exactly(  # type: igno
     log = tmp_path / "ingest.log"
     processes = []
     for _ in range(2):
-        env[defaults.ENV_INGEST_HTTP_ADDR] = f"127.0.0.1:{_free_port()}"
-        processes.append(_ingest(dict(env), log))
+        env[defaults.ENV_INGEST_HTTP_ADDR] = f"127.0.0.1:{free_port()}"
+        processes.append(ingest_process(env, log))
     try:
         for run_id in runs:
             try:
@@ -152,11 +134,3 @@ def test_two_ingest_processes_write_the_same_runs_at_once_exactly(  # type: igno
     assert same_partition({r["id"]: r["c"] for r in records}, expected_component)
     assert same_partition({r["id"]: r["s"] for r in records}, expected_set)
     assert len(set(expected_set.values())) > len(set(expected_component.values()))  # refined
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
