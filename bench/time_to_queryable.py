@@ -48,7 +48,15 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from bench.capture_overhead import make_pipeline_inputs, pipeline
-from bench.stack import RESULTS, ROOT, Ports, bench_stack, busy_ports, without_addresses
+from bench.stack import (
+    RESULTS,
+    ROOT,
+    Consumers,
+    Ports,
+    bench_stack,
+    busy_ports,
+    without_addresses,
+)
 from capture_agent import ProvenanceSession
 from examples.spark import local_spark
 from localstack.stack import Stack
@@ -262,6 +270,16 @@ def run_shape(
     driver = neo4j.GraphDatabase.driver(
         stack.settings.neo4j_uri, auth=None, notifications_min_severity="OFF"
     )
+    # More ingest processes in the stack's group: writers in parallel (no lock among them).
+    extra = Consumers(
+        args.consumers - 1,
+        {**os.environ, **stack.settings.extra_env, "SPARKPROV_LOG_LEVEL": "WARNING"},
+        stack.dir / "logs",
+        http_base=0,
+    )
+    for i in range(args.consumers - 1):
+        extra.start(i)
+    result["consumers"] = args.consumers
     with driver, QueryClient(stack.settings.grpc_addr) as client:
         before = graph_counts(driver)
         wire_before = topic_log_bytes(stack, topic)
@@ -278,6 +296,7 @@ def run_shape(
         result["wire_bytes"] = topic_log_bytes(stack, topic) - wire_before
         disk = neo4j_disk(stack)
         result["disk_added_live"] = {k: disk[k] - disk_before[k] for k in disk}
+    extra.stop()
     # Community has no db.checkpoint(): a clean shutdown checkpoints (and prunes logs past the
     # retention), so the store files then hold what was written.
     stack.down(("neo4j", "ingest", "query"))
@@ -343,6 +362,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", default=str(RESULTS), help="folder for the JSON")
     parser.add_argument("--keep", action="store_true", help="leave the last stack running")
     parser.add_argument("--folder", default=".stack-ttq")
+    parser.add_argument(
+        "--consumers", type=int, default=1, help="ingest processes in the group (writers)"
+    )
     parser.add_argument("--kafka-port", type=int, default=29092)
     parser.add_argument("--controller-port", type=int, default=29093)
     parser.add_argument("--bolt-port", type=int, default=27687)

@@ -174,6 +174,7 @@ class Consumer:
         self._offsets: Offsets[Any] = Offsets()
         self._generation = 0  # bumped whenever what we hold is dropped
         self._first_buffered = 0.0
+        self._last_records = -1e18  # when a poll last returned records (busy)
         self._dlq_backoff = _FIRST_BACKOFF_S
         self._source = source
         self._group = group
@@ -197,9 +198,14 @@ class Consumer:
     def stop(self) -> None:
         self._stop.set()
 
-    def busy(self) -> bool:
-        """Whether records wait to be written or events are buffered (the indexer yields)."""
-        return bool(self._waiting) or self._buffer.events > 0
+    def busy(self, quiet_s: float = 1.0) -> bool:
+        """Whether records wait to be written, events are buffered, or records arrived within
+        the last ``quiet_s``: while a stream flows, the indexer yields (data first)."""
+        return (
+            bool(self._waiting)
+            or self._buffer.events > 0
+            or self._clock() - self._last_records < quiet_s
+        )
 
     def run(self) -> None:
         """Consume until :meth:`stop`; then write and commit what is buffered."""
@@ -242,6 +248,7 @@ class Consumer:
             self._kafka.resume(*paused)
         for tp, records in self._kafka.poll(timeout_ms=100).items():
             if records:
+                self._last_records = self._clock()
                 self._offsets.received(tp, records[0].offset, records[-1].offset + 1)
                 self._waiting.extend((tp, record) for record in records)
 

@@ -4,8 +4,9 @@ set ids"; ../shared/MODEL.md section 6).
 Writes store their data and record their id work (``:IdWork``); this loop calls
 ``sparkprov.index`` (:meth:`Store.index`), which keeps the ids of the oldest writes exactly and
 deletes their work, while no write runs beside it. Data comes first: the loop indexes while the
-consumer has nothing to write (``busy`` is false), and at the latest ``max_wait_s`` after its last
-call even under a steady load, so ids lag a busy stream by a bounded time. Any number of ingest
+consumer has had nothing to write for a second (``busy`` is false), and at the latest
+``max_wait_s`` after its last call even under a steady load, so ids never stop behind a stream
+that never pauses. Any number of ingest
 processes may run one: the calls exclude each other inside Neo4j.
 """
 
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 class IndexStore(Protocol):
-    def index(self, max_edges: int) -> IndexResult: ...
+    def index(self, max_edges: int, quiet_s: float = 0.0) -> IndexResult: ...
 
 
 class Indexer:
@@ -38,7 +39,8 @@ class Indexer:
         busy: Callable[[], bool] = lambda: False,
         max_edges: int = 50_000,
         idle_s: float = 0.25,
-        max_wait_s: float = 10.0,
+        max_wait_s: float = 30.0,
+        quiet_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], object] | None = None,
     ) -> None:
@@ -48,22 +50,27 @@ class Indexer:
         self._max_edges = max_edges
         self._idle_s = idle_s
         self._max_wait_s = max_wait_s
+        self._quiet_s = quiet_s
+        self._last_progress = clock()
         self._clock = clock
         self._stop = threading.Event()
         self._sleep = sleep or self._stop.wait
-        self._last_call = clock()
 
     def stop(self) -> None:
         self._stop.set()
 
     def step(self) -> IndexResult | None:
-        """One turn: index one batch if it is the indexer's turn (None if it is not)."""
-        if self._busy() and self._clock() - self._last_call < self._max_wait_s:
+        """One turn: index one batch if it is the indexer's turn (None if it is not). Its turn
+        comes when this process's consumer is not busy and (inside Neo4j) no ingest process
+        wrote for ``quiet_s``; or anyway once ids have not moved for ``max_wait_s``."""
+        overdue = self._clock() - self._last_progress >= self._max_wait_s
+        if self._busy() and not overdue:
             return None
         started = self._clock()
-        self._last_call = started
-        result = self._store.index(self._max_edges)
+        result = self._store.index(self._max_edges, 0.0 if overdue else self._quiet_s)
         elapsed = self._clock() - started
+        if result.items or not result.remaining:
+            self._last_progress = self._clock()
         m = self._metrics
         m.index_calls += 1
         m.index_seconds_total += elapsed

@@ -25,6 +25,8 @@ way, so the loop finds the record(s) at fault and dead-letters them.
 from __future__ import annotations
 
 import logging
+import random
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -96,7 +98,7 @@ RETURN run, nodes, edges, merges, conflict_blocks, conflict_ids
 """
 
 _INDEX = """
-CALL sparkprov.index($max_edges) YIELD items, edges, merges, remaining, indexed_runs
+CALL sparkprov.index($max_edges, $quiet_ms) YIELD items, edges, merges, remaining, indexed_runs
 RETURN items, edges, merges, remaining, indexed_runs
 """
 
@@ -286,6 +288,19 @@ class FlushResult:
 # fails on the unique constraint. The write is idempotent, so it is run again and finds the node.
 _RACE = "Neo.ClientError.Schema.ConstraintValidationFailed"
 _RACE_RETRIES = 8
+# A deadlock detected inside the procedure reaches the client as the procedure's failure (a
+# client error), not as the transient error it is: it is run again too, never dead-lettered.
+_PROCEDURE_FAILED = "Neo.ClientError.Procedure.ProcedureCallFailed"
+
+
+def _transient_race(error: Exception) -> bool:
+    code = getattr(error, "code", None)
+    if code == _RACE:
+        return True
+    message = getattr(error, "message", None) or str(error)
+    return code == _PROCEDURE_FAILED and (
+        "DeadlockDetected" in message or "already exists with label" in message
+    )
 
 
 class Store:
@@ -328,20 +343,25 @@ class Store:
                 with self._driver.session() as session:
                     return session.execute_write(_write, flush, self._theta, self._defer_ids)
             except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as e:
-                if getattr(e, "code", None) == _RACE and attempt < _RACE_RETRIES:
-                    log.debug("another writer created a node of this flush first; again")
+                if _transient_race(e) and attempt < _RACE_RETRIES:
+                    log.debug("a race with another writer (%s); again", getattr(e, "code", e))
+                    time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
                     continue
                 raise _classify(e) from e
         raise AssertionError("unreachable")  # the last attempt returns or raises
 
-    def index(self, max_edges: int) -> IndexResult:
+    def index(self, max_edges: int, quiet_s: float = 0.0) -> IndexResult:
         """One call of the indexer (ingest_service.indexer): keeps the ids of the oldest
         deferred writes, about ``max_edges`` edges of them, in one transaction that no write
-        runs beside. Raises :class:`StoreUnavailable` or :class:`RecordRejected`."""
+        runs beside; with ``quiet_s``, nothing while any writer recorded work that recently
+        (data first). Raises :class:`StoreUnavailable` or :class:`RecordRejected`."""
+        quiet_ms = int(quiet_s * 1000)
         try:
             with self._driver.session() as session:
                 record = session.execute_write(
-                    lambda tx: tx.run(_INDEX, max_edges=max_edges).single(strict=True)
+                    lambda tx: tx.run(_INDEX, max_edges=max_edges, quiet_ms=quiet_ms).single(
+                        strict=True
+                    )
                 )
         except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as e:
             raise _classify(e) from e

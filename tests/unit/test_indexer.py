@@ -16,10 +16,12 @@ class FakeStore:
     def __init__(self, queue: int) -> None:
         self.queue = queue
         self.calls: list[int] = []
+        self.quiet: list[float] = []
         self.fail = 0
 
-    def index(self, max_edges: int) -> IndexResult:
+    def index(self, max_edges: int, quiet_s: float = 0.0) -> IndexResult:
         self.calls.append(max_edges)
+        self.quiet.append(quiet_s)
         if self.fail:
             self.fail -= 1
             raise StoreUnavailable("down")
@@ -45,9 +47,11 @@ def test_it_yields_to_a_busy_consumer_until_the_bound_then_indexes_anyway() -> N
     clock.now += 10.5  # ids have waited past the bound: one call even though busy
     first = indexer.step()
     assert first is not None and first.items == 2 and store.calls == [50_000]
-    assert indexer.step() is None  # busy again, and the bound restarted
+    assert store.quiet == [0.0]  # overdue: it does not yield to other writers either
+    assert indexer.step() is None  # busy again, and the bound restarted with the progress
     busy[0] = False
     assert indexer.step() is not None and indexer.step() is not None
+    assert store.quiet[1:] == [1.0, 1.0]  # not overdue: it yields to any writer in Neo4j
     assert store.queue == 0
     assert metrics.index_calls == 3 and metrics.writes_indexed == 5
     assert metrics.ids_pending_writes == 0

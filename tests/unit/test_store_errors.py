@@ -102,3 +102,51 @@ def test_an_empty_write_calls_the_procedure() -> None:
     driver.session = lambda: _RunningSession(tx)  # type: ignore[method-assign]
     Store(driver).write(Flush())  # type: ignore[arg-type]
     assert any("sparkprov.write" in q for q in tx.queries)
+
+
+class _FlakySession(_Session):
+    """Fails with ``error`` the first ``times`` writes, then writes (returns ``result``)."""
+
+    calls = 0
+
+    def __init__(self, error: Exception, times: int, result: Any) -> None:
+        super().__init__(error)
+        self.times, self.result = times, result
+
+    def execute_write(self, work: Any, *args: Any) -> Any:
+        type(self).calls += 1
+        if type(self).calls <= self.times:
+            raise self.error
+        return self.result
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        _server_error(
+            "Neo.ClientError.Procedure.ProcedureCallFailed",
+            "Failed to invoke procedure `sparkprov.write`: Caused by: "
+            "org.neo4j.kernel.DeadlockDetectedException: ForsetiClient[transactionId=179] can't "
+            "acquire ExclusiveLock ... "
+            "{neo4j_code: Neo.TransientError.Transaction.DeadlockDetected}",
+        ),
+        _server_error(
+            "Neo.ClientError.Schema.ConstraintValidationFailed",
+            "Node(12) already exists with label `Node` and property `id` = 7",
+        ),
+    ],
+)
+def test_a_race_with_a_parallel_writer_is_written_again_not_dead_lettered(
+    error: Exception,
+) -> None:
+    """Writers run in parallel: a deadlock detected inside the procedure (reported as the
+    procedure's failure) or a node another writer created first is run again."""
+    _FlakySession.calls = 0
+    session = _FlakySession(error, times=2, result="written")
+
+    class Driver:
+        def session(self) -> _Session:
+            return session
+
+    assert Store(Driver()).write(Flush()) == "written"  # type: ignore[arg-type]
+    assert _FlakySession.calls == 3

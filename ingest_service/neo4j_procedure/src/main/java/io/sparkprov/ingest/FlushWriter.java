@@ -111,6 +111,7 @@ final class FlushWriter {
     }
     Map<String, RunCounts> perRun = new LinkedHashMap<>();
     Set<Long> fresh = new HashSet<>();
+    lockInIdOrder(blocks, edgeBlocks, memberBlocks);
     for (int b = 0; b < blocks.size(); b++) {
       writeBlock(b, blocks.get(b), perRun, fresh);
     }
@@ -125,6 +126,37 @@ final class FlushWriter {
     }
     logIfSlow(started, fresh.size(), edges.size());
     return results(perRun, merges).stream();
+  }
+
+  /**
+   * Finds (or creates) every node the call touches in ascending id order before writing any:
+   * a lookup takes the unique index's entry lock of the id, so writers in parallel take those
+   * locks in one order and never wait for each other in a cycle (a deadlock, which Neo4j would
+   * end by failing one of them).
+   */
+  private void lockInIdOrder(
+      List<NodeBlock> blocks, List<EdgeBlock> edgeBlocks, List<MemberBlock> memberBlocks) {
+    java.util.TreeSet<Long> ids = new java.util.TreeSet<>();
+    for (NodeBlock block : blocks) {
+      for (long id : block.ids()) {
+        ids.add(id);
+      }
+    }
+    for (EdgeBlock block : edgeBlocks) {
+      for (int i = 0; i < block.size(); i++) {
+        ids.add(block.src()[i]);
+        ids.add(block.dst()[i]);
+      }
+    }
+    for (MemberBlock block : memberBlocks) {
+      for (int k = 0; k < block.size(); k++) {
+        ids.add(block.members()[k]);
+        ids.add(block.groups()[k]);
+      }
+    }
+    for (long id : ids) {
+      node(id);
+    }
   }
 
   private long lap(Phase phase, long since) {
@@ -335,11 +367,13 @@ final class FlushWriter {
     }
   }
 
-  /** An edge's end: a placeholder created here is marked pending for the edge's run. */
+  /**
+   * An edge's end: a placeholder this call created (no block of the call filled it; blocks are
+   * written first) is marked pending for the run of the first edge that met it.
+   */
   private Node endOfEdge(long id, String run) {
-    boolean before = cache.containsKey(id); // every node this call created is cached
     Node n = node(id);
-    if (!before && created.contains(id)) {
+    if (created.contains(id) && !known(n) && !n.hasProperty(PENDING)) {
       n.setProperty(PENDING, run);
     }
     return n;

@@ -33,6 +33,22 @@ final class IdIndexer {
   private IdIndexer() {}
 
   static Result index(Transaction tx, long maxEdges) {
+    return index(tx, maxEdges, 0);
+  }
+
+  /**
+   * As {@link #index(Transaction, long)}, but yields to the writers (indexes nothing) while any
+   * write recorded work within the last {@code quietMillis}: data first, whichever ingest process
+   * writes it.
+   */
+  static Result index(Transaction tx, long maxEdges, long quietMillis) {
+    if (quietMillis > 0) {
+      List<Item> seen = queue(tx);
+      if (!seen.isEmpty()
+          && System.nanoTime() - seen.get(seen.size() - 1).seq() < quietMillis * 1_000_000L) {
+        return new Result(0, 0, 0, seen.size(), List.of());
+      }
+    }
     IdWork.enterAlone(tx);
     List<Item> work = queue(tx);
     if (work.isEmpty()) {

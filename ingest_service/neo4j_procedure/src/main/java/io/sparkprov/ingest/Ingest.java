@@ -105,9 +105,12 @@ public final class Ingest {
   @Procedure(name = "sparkprov.index", mode = Mode.WRITE)
   @Description(
       "Keep the component and set ids of deferred writes, oldest first, about max_edges edges"
-          + " per call; yields what was indexed and how many writes remain")
-  public Stream<Indexed> index(@Name(value = "max_edges", defaultValue = "50000") long maxEdges) {
-    return Stream.of(new Indexed(IdIndexer.index(tx, maxEdges)));
+          + " per call (none while a write recorded work within quiet_ms); yields what was"
+          + " indexed and how many writes remain")
+  public Stream<Indexed> index(
+      @Name(value = "max_edges", defaultValue = "50000") long maxEdges,
+      @Name(value = "quiet_ms", defaultValue = "0") long quietMillis) {
+    return Stream.of(new Indexed(IdIndexer.index(tx, maxEdges, quietMillis)));
   }
 
   /** One row of {@code sparkprov.pendingIds}. */

@@ -110,10 +110,15 @@ final class EmbeddedNeo4j implements AutoCloseable {
 
   /** One call of the indexer, in its own transaction: its row. */
   Map<String, Object> index(long maxEdges) {
+    return index(maxEdges, 0);
+  }
+
+  /** As {@link #index(long)}, yielding to writes of the last {@code quietMillis}. */
+  Map<String, Object> index(long maxEdges, long quietMillis) {
     return query(
-            "CALL sparkprov.index($max) YIELD items, edges, merges, remaining, indexed_runs"
-                + " RETURN items, edges, merges, remaining, indexed_runs",
-            Map.of("max", maxEdges))
+            "CALL sparkprov.index($max, $quiet) YIELD items, edges, merges, remaining,"
+                + " indexed_runs RETURN items, edges, merges, remaining, indexed_runs",
+            Map.of("max", maxEdges, "quiet", quietMillis))
         .get(0);
   }
 

@@ -61,6 +61,14 @@ class IdsBehindTheDataTest {
   }
 
   @Test
+  void theIndexerYieldsToRecentWrites() {
+    Map<String, Object> yielded = neo4j.index(50_000, 60_000); // the writes are a moment old
+    assertEquals(0L, yielded.get("items"));
+    assertEquals(2L, yielded.get("remaining"));
+    assertEquals(0L, neo4j.index(50_000, 0).get("remaining"));
+  }
+
+  @Test
   void theIndexerMakesTheIdsCurrentAndTheStrategiesRunAsAsked() {
     Map<String, Object> first = neo4j.index(2); // the first write only: 3 edges
     assertEquals(1L, first.get("items"));
