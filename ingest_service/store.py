@@ -357,12 +357,13 @@ class Store:
         (data first). Raises :class:`StoreUnavailable` or :class:`RecordRejected`."""
         quiet_ms = int(quiet_s * 1000)
         try:
-            with self._driver.session() as session:
-                record = session.execute_write(
-                    lambda tx: tx.run(_INDEX, max_edges=max_edges, quiet_ms=quiet_ms).single(
-                        strict=True
-                    )
-                )
+            # One attempt, no driver retries: a call can be long (a placeholder hub filled at
+            # last makes all its edges known at once), and a retry on a timed-out connection
+            # would start the same work beside the first, whose transaction still runs until
+            # its termination is noticed. The indexer's loop backs off and calls again.
+            with self._driver.session() as session, session.begin_transaction() as tx:
+                record = tx.run(_INDEX, max_edges=max_edges, quiet_ms=quiet_ms).single(strict=True)
+                tx.commit()
         except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as e:
             raise _classify(e) from e
         return IndexResult(

@@ -407,7 +407,8 @@ final class FlushWriter {
   private long maintainIds(Set<Edge> edges, Set<Long> fresh, long theta) {
     long t = System.nanoTime();
     long merges =
-        IdMaintenance.apply(tx, this::stored, theta, Visibility.ALL, edges, filled(fresh));
+        IdMaintenance.apply(
+            tx, this::stored, theta, Visibility.ALL, edges, filled(fresh), () -> {});
     lap(Phase.COMPONENTS, t);
     return merges;
   }

@@ -33,7 +33,7 @@ final class IdIndexer {
   private IdIndexer() {}
 
   static Result index(Transaction tx, long maxEdges) {
-    return index(tx, maxEdges, 0);
+    return index(tx, maxEdges, 0, () -> {});
   }
 
   /**
@@ -41,7 +41,7 @@ final class IdIndexer {
    * write recorded work within the last {@code quietMillis}: data first, whichever ingest process
    * writes it.
    */
-  static Result index(Transaction tx, long maxEdges, long quietMillis) {
+  static Result index(Transaction tx, long maxEdges, long quietMillis, Runnable checkpoint) {
     if (quietMillis > 0) {
       List<Item> seen = queue(tx);
       if (!seen.isEmpty()
@@ -80,7 +80,8 @@ final class IdIndexer {
             theta,
             visibility,
             edges,
-            filled);
+            filled,
+            checkpoint);
     for (Item item : work.subList(0, taken)) {
       item.node().delete();
     }

@@ -42,6 +42,8 @@ final class IdMaintenance {
   private final Transaction tx;
   private final LongFunction<Node> nodes;
   private final Visibility visibility;
+  private final Runnable checkpoint;
+  private long ticks;
   private final IdView view;
   private final long theta;
   private final Map<Long, Node> setRecords = new HashMap<>();
@@ -52,10 +54,13 @@ final class IdMaintenance {
   private Set<Edge> addedEdges = Set.of();
   long rereadCount;
 
-  IdMaintenance(Transaction tx, LongFunction<Node> nodes, long theta, Visibility visibility) {
+  IdMaintenance(
+      Transaction tx, LongFunction<Node> nodes, long theta, Visibility visibility,
+      Runnable checkpoint) {
     this.tx = tx;
     this.nodes = nodes;
     this.visibility = visibility;
+    this.checkpoint = checkpoint;
     this.view = new IdView(tx, nodes, theta, visibility);
     this.theta = theta;
   }
@@ -71,11 +76,12 @@ final class IdMaintenance {
       long theta,
       Visibility visibility,
       Set<Edge> edges,
-      Collection<Long> filled) {
+      Collection<Long> filled,
+      Runnable checkpoint) {
     if (edges.isEmpty() && filled.isEmpty()) {
       return 0;
     }
-    IdMaintenance ids = new IdMaintenance(tx, nodes, theta, visibility);
+    IdMaintenance ids = new IdMaintenance(tx, nodes, theta, visibility, checkpoint);
     long merges = ids.mergeComponents(edges);
     ids.maintainSets(ids.knownEdges(edges, filled));
     return merges;
@@ -442,7 +448,19 @@ final class IdMaintenance {
     }
   }
 
+  /**
+   * Every few thousand steps, the caller's checkpoint: inside a procedure, Neo4j's termination
+   * guard, so a transaction its client gave up on (or an operator killed) stops at once instead
+   * of holding its locks and memory until the end of a long batch.
+   */
+  private void tick() {
+    if ((++ticks & 4095) == 0) {
+      checkpoint.run();
+    }
+  }
+
   private Node node(long id) {
+    tick();
     return nodes.apply(id);
   }
 

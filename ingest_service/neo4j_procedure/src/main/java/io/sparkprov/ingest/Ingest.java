@@ -10,6 +10,7 @@ import org.neo4j.procedure.Description;
 import org.neo4j.procedure.Mode;
 import org.neo4j.procedure.Name;
 import org.neo4j.procedure.Procedure;
+import org.neo4j.procedure.TerminationGuard;
 
 /**
  * {@code CALL sparkprov.write(blocks, edges, theta, members)}: one flush of the ingest service,
@@ -36,6 +37,7 @@ import org.neo4j.procedure.Procedure;
 public final class Ingest {
   @Context public Transaction tx;
   @Context public Log log;
+  @Context public TerminationGuard guard;
 
   /**
    * One output row. {@code conflict_blocks}/{@code conflict_ids} pair up: node {@code
@@ -110,7 +112,7 @@ public final class Ingest {
   public Stream<Indexed> index(
       @Name(value = "max_edges", defaultValue = "50000") long maxEdges,
       @Name(value = "quiet_ms", defaultValue = "0") long quietMillis) {
-    return Stream.of(new Indexed(IdIndexer.index(tx, maxEdges, quietMillis)));
+    return Stream.of(new Indexed(IdIndexer.index(tx, maxEdges, quietMillis, guard::check)));
   }
 
   /** One row of {@code sparkprov.pendingIds}. */
