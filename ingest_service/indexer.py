@@ -27,7 +27,9 @@ log = logging.getLogger(__name__)
 
 
 class IndexStore(Protocol):
-    def index(self, max_edges: int, quiet_s: float = 0.0) -> IndexResult: ...
+    def index(
+        self, max_edges: int, quiet_s: float = 0.0, timeout_s: float = 120.0
+    ) -> IndexResult: ...
 
 
 class Indexer:
@@ -94,9 +96,18 @@ class Indexer:
             try:
                 result = self.step()
             except StoreError as e:
-                log.warning("indexer: Neo4j refused a call (%s); again in %.0fs", e, backoff)
+                # A call that ran out of time (a batch too large for Neo4j's heap: a hub node
+                # filled at last, docs/graph-schema.md) leaves the writers free; the ids wait
+                # (pending, never stale) and the call comes again, later and later. Ids that
+                # never catch up are rebuilt by python -m ingest_service.reindex --write.
+                log.warning(
+                    "indexer: a call failed (%s); again in %.0fs. If this repeats, the pending "
+                    "ids can be rebuilt with python -m ingest_service.reindex --write",
+                    e,
+                    backoff,
+                )
                 self._sleep(backoff)
-                backoff = min(backoff * 2, 30.0)
+                backoff = min(backoff * 2, 300.0)
                 continue
             backoff = 1.0
             if result is None or not result.remaining:

@@ -350,7 +350,7 @@ class Store:
                 raise _classify(e) from e
         raise AssertionError("unreachable")  # the last attempt returns or raises
 
-    def index(self, max_edges: int, quiet_s: float = 0.0) -> IndexResult:
+    def index(self, max_edges: int, quiet_s: float = 0.0, timeout_s: float = 120.0) -> IndexResult:
         """One call of the indexer (ingest_service.indexer): keeps the ids of the oldest
         deferred writes, about ``max_edges`` edges of them, in one transaction that no write
         runs beside; with ``quiet_s``, nothing while any writer recorded work that recently
@@ -361,7 +361,12 @@ class Store:
             # last makes all its edges known at once), and a retry on a timed-out connection
             # would start the same work beside the first, whose transaction still runs until
             # its termination is noticed. The indexer's loop backs off and calls again.
-            with self._driver.session() as session, session.begin_transaction() as tx:
+            # Bounded inside Neo4j too (the procedure heeds termination): a call that runs past
+            # ``timeout_s`` ends, and its exclusive lock no longer holds the writers back.
+            with (
+                self._driver.session() as session,
+                session.begin_transaction(timeout=timeout_s) as tx,
+            ):
                 record = tx.run(_INDEX, max_edges=max_edges, quiet_ms=quiet_ms).single(strict=True)
                 tx.commit()
         except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as e:

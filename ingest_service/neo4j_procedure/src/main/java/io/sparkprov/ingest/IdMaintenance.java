@@ -330,6 +330,7 @@ final class IdMaintenance {
     for (Map.Entry<Long, Set<Long>> dep : deps.entrySet()) {
       Node a = records.get(dep.getKey());
       for (long dst : dep.getValue()) {
+        tick();
         Node b = records.get(dst);
         if (!FlushWriter.connected(a, b, FlushWriter.SET_DEP)) {
           a.createRelationshipTo(b, FlushWriter.SET_DEP);
@@ -366,6 +367,7 @@ final class IdMaintenance {
   private Map<Long, Node> storeSets(Rows rows, Set<Long> ends) {
     Map<Long, Node> out = new HashMap<>();
     for (SetOf row : rows.sets.values()) {
+      tick();
       if (row.size() <= 1 && !ends.contains(row.id())) {
         continue;
       }
