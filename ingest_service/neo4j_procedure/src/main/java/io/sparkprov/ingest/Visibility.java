@@ -2,7 +2,6 @@ package io.sparkprov.ingest;
 
 import io.sparkprov.ingest.FlushWriter.Edge;
 import java.util.Set;
-import java.util.function.Predicate;
 import org.neo4j.graphdb.Node;
 
 /**
@@ -26,11 +25,6 @@ record Visibility(Set<Edge> pendingEdges, Set<Long> pendingFilled) {
 
   boolean pending(Edge e) {
     return !pendingEdges.isEmpty() && pendingEdges.contains(e);
-  }
-
-  /** {@link #known} as a predicate. */
-  Predicate<Node> knownNodes() {
-    return this::known;
   }
 
   static long idOf(Node n) {
