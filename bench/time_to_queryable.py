@@ -37,6 +37,7 @@ import platform
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -207,6 +208,48 @@ def wait_queryable(
     }
 
 
+class LockWaits:
+    """Samples Neo4j's running transactions every ``every_s`` (``SHOW TRANSACTIONS``) while the
+    run is ingested: of the samples of ingest's transactions (writes and index calls), the share
+    whose status says they wait for a lock. Writers take no lock among themselves; this is what
+    they still wait for (a race on one node, the run rows, the indexer's barrier)."""
+
+    def __init__(self, driver: neo4j.Driver, every_s: float = 0.5) -> None:
+        self.driver, self.every_s = driver, every_s
+        self.samples = self.blocked = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> LockWaits:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        query = (
+            "SHOW TRANSACTIONS YIELD currentQuery, status "
+            "WHERE currentQuery CONTAINS 'sparkprov.write' "
+            "OR currentQuery CONTAINS 'sparkprov.index' RETURN status"
+        )
+        while not self._stop.wait(self.every_s):
+            try:
+                records, _, _ = self.driver.execute_query(query)
+            except neo4j.exceptions.Neo4jError:
+                continue
+            except neo4j.exceptions.DriverError:
+                continue
+            for r in records:
+                self.samples += 1
+                self.blocked += str(r["status"]).startswith("Blocked")
+
+    def report(self) -> dict[str, Any]:
+        share = self.blocked / self.samples if self.samples else None
+        return {"lock_wait_samples": self.samples, "lock_wait_share": share}
+
+
 def wait_indexed(
     client: QueryClient, run_id: str, started: float, timeout_s: float, poll_s: float
 ) -> float | None:
@@ -291,7 +334,11 @@ def run_shape(
             file=sys.stderr,
         )
         result |= {"run_id": prov.run_id, "lineage_nodes": nodes, "lineage_edges": edges}
-        result |= wait_queryable(client, prov.run_id, nodes + edges, args.timeout_s, args.poll_s)
+        with LockWaits(driver) as waits:
+            result |= wait_queryable(
+                client, prov.run_id, nodes + edges, args.timeout_s, args.poll_s
+            )
+        result |= waits.report()
         result["graph_added"] = delta(graph_counts(driver), before)
         result["wire_bytes"] = topic_log_bytes(stack, topic) - wire_before
         disk = neo4j_disk(stack)
@@ -329,6 +376,7 @@ def print_table(report: dict[str, Any]) -> None:
         ("captured / plain", "capture_ratio", "{:,.2f}"),
         ("TIME TO QUERYABLE s", "time_to_queryable_s", "{:,.1f}"),
         ("time to indexed s", "time_to_indexed_s", "{:,.1f}"),
+        ("lock wait share (writes)", "lock_wait_share", "{:.1%}"),
         ("stored at job end", "stored_at_job_end", "{:,}"),
         ("lineage records", "stored_lineage_records", "{:,}"),
         ("ingest records/s (wait)", "wait_records_per_s", "{:,.0f}"),
