@@ -102,8 +102,6 @@ CALL sparkprov.index($max_edges, $quiet_ms) YIELD items, edges, merges, remainin
 RETURN items, edges, merges, remaining, indexed_runs
 """
 
-_PENDING = "CALL sparkprov.pendingIds() YIELD writes RETURN writes"
-
 
 _RUN_STARTED = """
 UNWIND $rows AS r
@@ -380,20 +378,12 @@ class Store:
         )
 
     def drain_ids(self, max_edges: int = 50_000) -> int:
-        """Index until no write's ids wait (tests, backfills, the reindex); the calls made."""
+        """Index until no write's ids wait (tests, backfills); the calls made."""
         calls = 0
         while True:
             calls += 1
             if not self.index(max_edges).remaining:
                 return calls
-
-    def pending_ids(self) -> int:
-        """Writes whose ids the indexer has not kept yet."""
-        try:
-            records, _, _ = self._driver.execute_query(_PENDING, routing_=neo4j.RoutingControl.READ)
-        except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as e:
-            raise _classify(e) from e
-        return int(records[0]["writes"])
 
 
 def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int, defer_ids: bool) -> FlushResult:

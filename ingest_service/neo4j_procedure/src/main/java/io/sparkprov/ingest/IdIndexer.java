@@ -100,18 +100,6 @@ final class IdIndexer {
     }
   }
 
-  /** The number of writes whose ids are not kept yet. */
-  static long pendingCount(Transaction tx) {
-    long n = 0;
-    try (ResourceIterator<Node> it = tx.findNodes(IdWork.WORK)) {
-      while (it.hasNext()) {
-        it.next();
-        n++;
-      }
-    }
-    return n;
-  }
-
   private static List<Item> queue(Transaction tx) {
     List<Item> out = new ArrayList<>();
     try (ResourceIterator<Node> it = tx.findNodes(IdWork.WORK)) {

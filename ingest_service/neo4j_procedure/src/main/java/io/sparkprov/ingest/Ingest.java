@@ -114,19 +114,4 @@ public final class Ingest {
       @Name(value = "quiet_ms", defaultValue = "0") long quietMillis) {
     return Stream.of(new Indexed(IdIndexer.index(tx, maxEdges, quietMillis, guard::check)));
   }
-
-  /** One row of {@code sparkprov.pendingIds}. */
-  public static final class Pending {
-    public long writes;
-
-    Pending(long writes) {
-      this.writes = writes;
-    }
-  }
-
-  @Procedure(name = "sparkprov.pendingIds", mode = Mode.READ)
-  @Description("The number of deferred writes whose component and set ids are not kept yet")
-  public Stream<Pending> pendingIds() {
-    return Stream.of(new Pending(IdIndexer.pendingCount(tx)));
-  }
 }
