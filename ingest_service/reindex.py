@@ -258,11 +258,22 @@ def check(spark: Any, folder: Path, theta: int | None) -> bool:
             f"{'equal' if same else 'DIFFERENT'}"
         )
         ok &= same
-    sets = nodes.select("id", "set_id")
+    # SET_DEP is stored between sets of more than one node (a lone node's are read from its edges)
+    sets = nodes.select("id", "set_id", _set_size().alias("size"))
     expected = (
-        edges.join(sets.select(F.col("id").alias("src"), F.col("set_id").alias("a")), "src")
-        .join(sets.select(F.col("id").alias("dst"), F.col("set_id").alias("b")), "dst")
-        .where(F.col("a") != F.col("b"))
+        edges.join(
+            sets.select(
+                F.col("id").alias("src"), F.col("set_id").alias("a"), F.col("size").alias("sa")
+            ),
+            "src",
+        )
+        .join(
+            sets.select(
+                F.col("id").alias("dst"), F.col("set_id").alias("b"), F.col("size").alias("sb")
+            ),
+            "dst",
+        )
+        .where((F.col("a") != F.col("b")) & (F.col("sa") > 1) & (F.col("sb") > 1))
         .select(F.col("a").alias("src"), F.col("b").alias("dst"))
         .distinct()
     )
@@ -276,6 +287,13 @@ def check(spark: Any, folder: Path, theta: int | None) -> bool:
 
 
 _MIX = 0x9E3779B97F4A7C15
+
+
+def _set_size() -> Any:
+    """A node's set's size as its record holds it: its level set's at the set's level."""
+    from pyspark.sql import functions as F
+
+    return F.element_at(F.array("size0", "size1", "size2"), F.col("level") + 1)
 
 
 def set_key(level: int, label: int) -> int:
@@ -354,7 +372,9 @@ def write(spark: Any, folder: Path, theta: int, driver: neo4j.Driver) -> None:
             if len(batch) >= 10_000:
                 flush("UNWIND $rows AS r CREATE (:LevelSet {key: r.key, size: r.size})")
         flush("UNWIND $rows AS r CREATE (:LevelSet {key: r.key, size: r.size})")
-    known = nodes.where("known")
+    # Records only for sets of more than one node, SET_DEP only between two of them: a lone
+    # node's set and dependencies are read from the node and its edges.
+    known = nodes.where("known").where(_set_size() > 1)
     ids = known.select("id", F.col("set_id_new").alias("s"))
     deps = (
         edges.join(ids.select(F.col("id").alias("src"), F.col("s").alias("a")), "src")
@@ -364,14 +384,10 @@ def write(spark: Any, folder: Path, theta: int, driver: neo4j.Driver) -> None:
         .distinct()
         .cache()
     )
-    ends = deps.select(F.col("a").alias("s")).union(deps.select(F.col("b").alias("s"))).distinct()
-    info = known.groupBy(F.col("set_id_new").alias("s")).agg(
+    wanted = known.groupBy(F.col("set_id_new").alias("s")).agg(
         F.first("level").alias("level"),
-        F.first(F.element_at(F.array("size0", "size1", "size2"), F.col("level") + 1)).alias("size"),
+        F.first(_set_size()).alias("size"),
         F.first("c").alias("c"),
-    )
-    wanted = info.join(ends.withColumn("end", F.lit(True)), "s", "left").where(
-        (F.col("size") > 1) | F.col("end").isNotNull()
     )
     create = (
         "UNWIND $rows AS r CREATE (:ConnectedSet "

@@ -96,16 +96,17 @@ _RUN_EXISTS = "MATCH (r:Run {run_id: $run}) RETURN count(r) AS n"
 # Runs some of whose writes still wait for the indexer (ingest_service.indexer): not indexed.
 _RUNS_PENDING_IDS = "MATCH (w:IdWork) UNWIND w.runs AS run RETURN DISTINCT run"
 
-# CSProv: the set-dependency graph, one level per call, and the edges by their end's set.
+# CSProv: the set-dependency graph, one level per call (read from the sets' edges: SET_DEP is
+# stored only between sets of more than one node), and the edges by their end's set.
 _SET_PARENTS = """
 UNWIND $ids AS s
-MATCH (a:ConnectedSet)-[:SET_DEP]->(:ConnectedSet {id: s})
-RETURN a.id AS src, s AS dst
+CALL sparkprov.setDependencies(s, 'BACKWARD') YIELD set
+RETURN set AS src, s AS dst
 """
 _SET_CHILDREN = """
 UNWIND $ids AS s
-MATCH (:ConnectedSet {id: s})-[:SET_DEP]->(b:ConnectedSet)
-RETURN s AS src, b.id AS dst
+CALL sparkprov.setDependencies(s, 'FORWARD') YIELD set
+RETURN s AS src, set AS dst
 """
 # Edges into the sets; then the member edges out of them, whose members' derived nodes lie in
 # the sets (m -> TENSOR and VALUE -> TENSOR end there).

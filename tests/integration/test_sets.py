@@ -59,6 +59,30 @@ def _stored(
     return graph, component, connected, deps
 
 
+def _read_dependencies(driver: neo4j.Driver, sets: list[int]) -> set[tuple[int, int]]:
+    """Every set dependency as sparkprov.setDependencies reads it, both ways (they must agree)."""
+    out = {}
+    for direction in ("BACKWARD", "FORWARD"):
+        records, _, _ = driver.execute_query(
+            "UNWIND $sets AS s CALL sparkprov.setDependencies(s, $d) YIELD set RETURN s, set",
+            sets=sets,
+            d=direction,
+        )
+        if direction == "BACKWARD":
+            out[direction] = {(r["set"], r["s"]) for r in records}
+        else:
+            out[direction] = {(r["s"], r["set"]) for r in records}
+    assert out["BACKWARD"] == out["FORWARD"]
+    return out["BACKWARD"]
+
+
+def _with_records(driver: neo4j.Driver, sets: list[int]) -> set[int]:
+    records, _, _ = driver.execute_query(
+        "UNWIND $sets AS s MATCH (k:ConnectedSet {id: s}) RETURN k.id AS id", sets=sets
+    )
+    return {r["id"] for r in records}
+
+
 def _groups(labels: dict[int, int]) -> dict[int, set[int]]:
     out: dict[int, set[int]] = {}
     for node, label in labels.items():
@@ -89,8 +113,8 @@ def _check_records(
 ) -> None:
     """The procedures and records agree with the functions: componentNodes and setNodes list
     exactly the nodes of an id, a current component id is its own root with a parentless record
-    of its size (or none for a lone node), and a set has a record when it has more than one node
-    or a dependency, naming its component."""
+    of its size (or none for a lone node), a set has a record when it has more than one node and
+    only then (naming its component), and SET_DEP joins two sets with records."""
     components = _groups(component)
     assert _listed(driver, _COMPONENT_NODES, components) == components
     records, _, _ = driver.execute_query(
@@ -109,16 +133,17 @@ def _check_records(
         "sparkprov.componentRoot(k.component_id) AS component",
         ids=sorted(sets),
     )
-    ends = {s for dep in deps for s in dep}
+    kept = set()
     for r in records:
         members = sets[r["s"]]
-        if len(members) > 1 or r["s"] in ends:
-            assert r["kept"]
+        assert r["kept"] or len(members) == 1
         if r["kept"]:
+            kept.add(r["s"])
             # Its size is its level set's (what theta is compared with): a set whose level set
             # grew past theta keeps only the members for which that level is the deepest.
-            assert r["size"] >= len(members) and (r["size"] > 1 or r["s"] in ends)
+            assert r["size"] >= len(members) and r["size"] > 1
             assert {component[m] for m in members} == {r["component"]}
+    assert {s for dep in deps for s in dep} <= kept
 
 
 @pytest.fixture(scope="module")
@@ -159,11 +184,15 @@ def test_incremental_ids_equal_a_recomputation_and_keep_lineage_inside_sets(
     # Component ids are networkx's weakly connected components; sets are Algorithm 3's.
     assert same_partition(component, expected_component)
     assert same_partition(connected, expected_set)
-    # Set dependencies are exactly those recomputed from the edges.
-    assert deps == dependencies(graph.edges, connected)
+    # Set dependencies are exactly those recomputed from the edges: the procedure reads every
+    # one, SET_DEP stores those between two sets with records (of more than one node).
+    expected = dependencies(graph.edges, connected)
+    assert _read_dependencies(neo4j_driver, sorted(set(connected.values()))) == expected
+    kept = _with_records(neo4j_driver, sorted(set(connected.values())))
+    assert deps == {(a, b) for a, b in expected if a in kept and b in kept}
     _check_records(neo4j_driver, component, connected, deps)
     # Every ancestor lies in the set-lineage, every descendant in the set-descendants.
-    set_graph = nx.DiGraph(list(deps))
+    set_graph = nx.DiGraph(list(expected))
     set_graph.add_nodes_from(connected.values())
     for node in graph.nodes:
         lineage = nx.ancestors(set_graph, connected[node]) | {connected[node]}

@@ -21,7 +21,10 @@ import org.neo4j.graphdb.Transaction;
  * Keeps the component and connected-set ids exact after one call's upsert, by reference
  * (docs/graph-schema.md, "Component and set ids"): components and level sets merge in their
  * union-finds ({@link Forest}); connected sets are derived from them ({@link IdView}), so only
- * the {@code :ConnectedSet} records and their {@code SET_DEP} relationships are maintained:
+ * the {@code :ConnectedSet} records and their {@code SET_DEP} relationships are maintained. Only
+ * sets of more than one stored node have a record, and only dependencies between two such sets
+ * are stored: a lone node's set and its dependencies are read from the node and its edges
+ * ({@link Ids#neighbours}).
  *
  * <ul>
  *   <li>sets merged by this call's edges hand their dependencies to the set that absorbed them;
@@ -181,6 +184,7 @@ final class IdMaintenance {
       unions.add(levelUnions(level, knownEdges).groups());
     }
     List<OldSet> old = oldSets(unions); // read before any merge
+    Set<Long> reread = lonesJoined(unions);
     for (int level = 0; level < FlushWriter.LEVELS; level++) {
       for (List<Long> group : unions.get(level).values()) {
         merge(view.levels[level], group, theta);
@@ -188,7 +192,6 @@ final class IdMaintenance {
     }
     Map<Long, Long> mergedInto = new HashMap<>();
     Set<Long> refined = new HashSet<>();
-    Set<Long> reread = new LinkedHashSet<>();
     Rows rows = new Rows();
     for (OldSet o : old) {
       classify(o, mergedInto, refined, reread, rows);
@@ -221,6 +224,25 @@ final class IdMaintenance {
       }
     }
     return sets;
+  }
+
+  /**
+   * The nodes of one-node level sets that take part in a union of this call (read before any
+   * merge). A lone node's dependencies were not stored; once its set has other nodes they are,
+   * so its edges are read again.
+   */
+  private Set<Long> lonesJoined(List<Map<Long, List<Long>>> unions) {
+    Set<Long> out = new LinkedHashSet<>();
+    for (int level = 0; level < unions.size(); level++) {
+      for (List<Long> group : unions.get(level).values()) {
+        for (long root : group) {
+          if (view.levels[level].size(root) <= 1) {
+            out.add(root); // a one-node level set's root is its node
+          }
+        }
+      }
+    }
+    return out;
   }
 
   /** The connected sets with a record whose level set takes part in a union of this call. */
@@ -278,6 +300,15 @@ final class IdMaintenance {
         components.put(set.id(), component);
       }
     }
+
+    /**
+     * Whether a set has a record: more than one node. A set this call did not touch is an end of
+     * a stored dependency, so it has one.
+     */
+    boolean kept(long id) {
+      SetOf set = sets.get(id);
+      return set == null || set.size() > 1;
+    }
   }
 
   /** Removes a merged set's dependencies, keeping them (old ids) to hand to its absorber. */
@@ -311,7 +342,7 @@ final class IdMaintenance {
     for (Edge e : edges) {
       long sa = row(node(e.src()), rows);
       long sb = row(node(e.dst()), rows);
-      if (sa != sb) {
+      if (sa != sb && rows.kept(sa) && rows.kept(sb)) {
         deps.computeIfAbsent(sa, s -> new HashSet<>()).add(sb);
         ends.add(sa);
         ends.add(sb);
@@ -320,7 +351,7 @@ final class IdMaintenance {
     for (long[] dep : moved) {
       Long src = mapSet(dep[0], mergedInto, refined);
       Long dst = mapSet(dep[1], mergedInto, refined);
-      if (src != null && dst != null && !src.equals(dst)) {
+      if (src != null && dst != null && !src.equals(dst) && rows.kept(src) && rows.kept(dst)) {
         deps.computeIfAbsent(src, s -> new HashSet<>()).add(dst);
         ends.add(src);
         ends.add(dst);
@@ -361,14 +392,14 @@ final class IdMaintenance {
   }
 
   /**
-   * Only sets of more than one node or with dependencies have a record. Returns the records of
-   * the rows and of every dependency end.
+   * Only sets of more than one node have a record (all dependency ends are such sets). Returns
+   * the records of the rows and of every dependency end.
    */
   private Map<Long, Node> storeSets(Rows rows, Set<Long> ends) {
     Map<Long, Node> out = new HashMap<>();
     for (SetOf row : rows.sets.values()) {
       tick();
-      if (row.size() <= 1 && !ends.contains(row.id())) {
+      if (row.size() <= 1) {
         continue;
       }
       Node s = liveSetRecord(row.id());

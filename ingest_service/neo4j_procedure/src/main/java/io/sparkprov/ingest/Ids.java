@@ -1,9 +1,15 @@
 package io.sparkprov.ingest;
 
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.stream.Stream;
+import org.neo4j.graphdb.Direction;
 import org.neo4j.graphdb.Node;
+import org.neo4j.graphdb.Relationship;
+import org.neo4j.graphdb.ResourceIterable;
 import org.neo4j.graphdb.Transaction;
 import org.neo4j.procedure.Context;
 import org.neo4j.procedure.Description;
@@ -76,6 +82,92 @@ public final class Ids {
       return Stream.empty();
     }
     return members(IdView.reader(tx), id).stream().map(Member::new);
+  }
+
+  /** One connected-set id. */
+  public static final class SetRow {
+    public Long set;
+
+    public SetRow(Long set) {
+      this.set = set;
+    }
+  }
+
+  @Procedure(name = "sparkprov.setDependencies", mode = Mode.READ)
+  @Description(
+      "The sets the connected set with this id depends on (direction 'BACKWARD', the default) or"
+          + " that depend on it ('FORWARD'), read from its nodes' edges; none while ids are"
+          + " pending")
+  public Stream<SetRow> setDependencies(
+      @Name("id") Long id, @Name(value = "direction", defaultValue = "BACKWARD") String direction) {
+    if (id == null || IdIndexer.hasPending(tx)) {
+      return Stream.empty();
+    }
+    return neighbours(IdView.reader(tx), id, backward(direction)).stream().map(SetRow::new);
+  }
+
+  @Procedure(name = "sparkprov.setLineage", mode = Mode.READ)
+  @Description(
+      "The connected set with this id and every set it depends on, directly or not (its"
+          + " set-lineage, CSProv); 'FORWARD': the sets that depend on it (its set-descendants);"
+          + " none while ids are pending")
+  public Stream<SetRow> setLineage(
+      @Name("id") Long id, @Name(value = "direction", defaultValue = "BACKWARD") String direction) {
+    if (id == null || IdIndexer.hasPending(tx)) {
+      return Stream.empty();
+    }
+    return walk(IdView.reader(tx), List.of(id), backward(direction)).stream().map(SetRow::new);
+  }
+
+  private static boolean backward(String direction) {
+    return switch (direction == null ? "BACKWARD" : direction.toUpperCase()) {
+      case "BACKWARD" -> true;
+      case "FORWARD" -> false;
+      default -> throw new IllegalArgumentException(
+          "direction must be 'BACKWARD' or 'FORWARD', not '" + direction + "'");
+    };
+  }
+
+  /** The sets and every set reached from them on set dependencies (in walk order). */
+  static List<Long> walk(IdView view, Collection<Long> sets, boolean backward) {
+    Set<Long> seen = new LinkedHashSet<>(sets);
+    List<Long> frontier = new ArrayList<>(seen);
+    while (!frontier.isEmpty()) {
+      List<Long> following = new ArrayList<>();
+      for (long s : frontier) {
+        for (long next : neighbours(view, s, backward)) {
+          if (seen.add(next)) {
+            following.add(next);
+          }
+        }
+      }
+      frontier = following;
+    }
+    return new ArrayList<>(seen);
+  }
+
+  /**
+   * The sets one dependency up (backward) or down from a set: those of the other ends of its
+   * nodes' edges (both ends stored nodes). Read from the edges rather than from {@code SET_DEP},
+   * which is stored only between sets of more than one node.
+   */
+  static List<Long> neighbours(IdView view, long setId, boolean backward) {
+    Set<Long> out = new LinkedHashSet<>();
+    Direction d = backward ? Direction.INCOMING : Direction.OUTGOING;
+    for (Node m : members(view, setId)) {
+      try (ResourceIterable<Relationship> rels = m.getRelationships(d, FlushWriter.DERIVES)) {
+        for (Relationship r : rels) {
+          Node other = r.getOtherNode(m);
+          if (FlushWriter.known(other)) {
+            long s = view.set(other).id();
+            if (s != setId) {
+              out.add(s);
+            }
+          }
+        }
+      }
+    }
+    return new ArrayList<>(out);
   }
 
   /**

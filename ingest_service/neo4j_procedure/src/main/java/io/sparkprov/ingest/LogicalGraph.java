@@ -270,23 +270,6 @@ final class LogicalGraph {
     return out;
   }
 
-  /** The sets one SET_DEP step up (backward) or down from a set. */
-  List<Long> setNeighbours(long set, boolean backward) {
-    Node record = ids.setRecord(set);
-    if (record == null) {
-      return List.of();
-    }
-    List<Long> out = new ArrayList<>();
-    Direction d = backward ? Direction.INCOMING : Direction.OUTGOING;
-    try (ResourceIterable<Relationship> rels =
-        record.getRelationships(d, FlushWriter.SET_DEP)) {
-      for (Relationship r : rels) {
-        out.add(idOf(r.getOtherNode(record)));
-      }
-    }
-    return out;
-  }
-
   long componentSize(long component) {
     return ids.components.size(ids.components.root(component));
   }

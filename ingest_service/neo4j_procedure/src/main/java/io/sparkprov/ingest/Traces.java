@@ -20,7 +20,7 @@ import org.neo4j.procedure.Procedure;
  * a backward or forward trace over the logical graph in one call, so the query service makes one
  * round trip per trace. The strategies are query_service/traces.py's, which stay the reference:
  * RECURSIVE expands level by level, COMPONENT walks the seeds' components' edges, CONNECTED_SET
- * walks the set-lineage (or set-descendants) on SET_DEP and then the edges into (out of) those
+ * walks the set-lineage (or set-descendants, {@link Ids#walk}) and then the edges into (out of) those
  * sets, AUTO picks from the stored sizes as traces._auto does. All return the same nodes and edges,
  * derived (member) nodes included.
  *
@@ -210,26 +210,14 @@ public final class Traces {
       return out;
     }
 
-    /** The seeds' sets and, walked on SET_DEP, their set-lineage (or set-descendants). */
+    /** The seeds' sets and their set-lineage (or set-descendants). */
     List<Long> setLineage() {
-      Set<Long> seen = new LinkedHashSet<>();
+      Set<Long> sets = new LinkedHashSet<>();
       for (long id : seeds) {
         Node owner = graph.owner(id);
-        seen.add(owner == null ? id : graph.ids.set(owner).id()); // no set yet: its own
+        sets.add(owner == null ? id : graph.ids.set(owner).id()); // no set yet: its own
       }
-      List<Long> frontier = new ArrayList<>(seen);
-      while (!frontier.isEmpty()) {
-        List<Long> following = new ArrayList<>();
-        for (long s : frontier) {
-          for (long next : graph.setNeighbours(s, backward)) {
-            if (seen.add(next)) {
-              following.add(next);
-            }
-          }
-        }
-        frontier = following;
-      }
-      return new ArrayList<>(seen);
+      return Ids.walk(graph.ids, sets, backward);
     }
   }
 }

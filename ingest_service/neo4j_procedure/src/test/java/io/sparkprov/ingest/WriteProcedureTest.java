@@ -204,16 +204,21 @@ class WriteProcedureTest {
   @Test
   void anEdgeAcrossSplitsIsASetDependency() {
     neo4j.write(
-        List.of(nodes("TOKEN", List.of(21L, 22L), "load"), nodes("PLUS", List.of(23L), "report")),
-        List.of(edges(new long[][] {{21, 22}, {22, 23}})),
+        List.of(
+            nodes("TOKEN", List.of(21L, 22L), "load"),
+            nodes("PLUS", List.of(23L, 24L), "report"),
+            nodes("PLUS", List.of(25L), "audit")),
+        List.of(edges(new long[][] {{21, 22}, {22, 23}, {23, 24}, {24, 25}})),
         THETA);
 
     long load = longProp(21, "set_id");
     long report = longProp(23, "set_id");
+    long audit = longProp(25, "set_id");
     assertEquals(load, longProp(22, "set_id"));
+    assertEquals(report, longProp(24, "set_id"));
     assertNotEquals(load, report);
     // One component all the same.
-    assertEquals(longProp(21, "component_id"), longProp(23, "component_id"));
+    assertEquals(longProp(21, "component_id"), longProp(25, "component_id"));
     List<Map<String, Object>> deps =
         neo4j.query(
             "MATCH (a:ConnectedSet)-[:SET_DEP]->(b:ConnectedSet)"
@@ -223,9 +228,52 @@ class WriteProcedureTest {
     assertEquals(load, deps.get(0).get("src"));
     assertEquals(report, deps.get(0).get("dst"));
     assertEquals(2L, deps.get(0).get("srcSize"));
-    assertEquals(1L, deps.get(0).get("dstSize"));
+    assertEquals(2L, deps.get(0).get("dstSize"));
     assertEquals(
         0L, neo4j.one("MATCH (s:ConnectedSet {id: $id}) RETURN s.level", Map.of("id", load)));
+    // A lone node's set has no record and no SET_DEP: its dependencies are read from its edges.
+    assertEquals(0L, count("MATCH (s:ConnectedSet {id: " + audit + "}) RETURN count(s)"));
+    assertEquals(List.of(report), setDependencies(audit, "BACKWARD"));
+    assertEquals(List.of(audit), setDependencies(report, "FORWARD"));
+    assertEquals(List.of(load), setDependencies(report, "BACKWARD"));
+    assertEquals(
+        List.of(audit, report, load),
+        neo4j.query("CALL sparkprov.setLineage($id) YIELD set RETURN set", Map.of("id", audit))
+            .stream().map(r -> r.get("set")).toList());
+  }
+
+  @Test
+  void aLoneNodeJoiningASetHandsOnItsDependencies() {
+    // 42 alone in "report" depends on the load set; then 43 joins it: the pair's set is stored
+    // with the dependency that was only implied by 42's edge.
+    neo4j.write(
+        List.of(nodes("TOKEN", List.of(40L, 41L), "load"), nodes("PLUS", List.of(42L), "report")),
+        List.of(edges(new long[][] {{40, 41}, {41, 42}})),
+        THETA);
+    assertEquals(0L, count("MATCH ()-[d:SET_DEP]->() RETURN count(d)"));
+
+    neo4j.write(
+        List.of(nodes("PLUS", List.of(43L), "report")),
+        List.of(edges(new long[][] {{42, 43}})),
+        THETA);
+
+    assertEquals(longProp(42, "set_id"), longProp(43, "set_id"));
+    assertEquals(
+        List.of(List.of(longProp(40, "set_id"), longProp(42, "set_id"))),
+        neo4j.query(
+                "MATCH (a:ConnectedSet)-[:SET_DEP]->(b:ConnectedSet) RETURN a.id AS a, b.id AS b",
+                Map.of())
+            .stream().map(r -> List.of(r.get("a"), r.get("b"))).toList());
+  }
+
+  private List<Object> setDependencies(long id, String direction) {
+    return neo4j
+        .query(
+            "CALL sparkprov.setDependencies($id, $d) YIELD set RETURN set ORDER BY set",
+            Map.of("id", id, "d", direction))
+        .stream()
+        .map(r -> r.get("set"))
+        .toList();
   }
 
   @Test
@@ -405,7 +453,10 @@ class WriteProcedureTest {
 
     assertNotEquals(longProp(61, "set_id"), longProp(62, "set_id")); // each alone in its split
     assertNotEquals(longProp(61, "set_id"), longProp(70, "set_id"));
-    assertEquals(3L, count("MATCH ()-[d:SET_DEP]->() RETURN count(d)"));
+    // Lone nodes' sets: no SET_DEP stored, the dependencies read from the member edges.
+    assertEquals(0L, count("MATCH ()-[d:SET_DEP]->() RETURN count(d)"));
+    assertEquals(
+        List.of(longProp(70, "set_id")), setDependencies(longProp(61, "set_id"), "FORWARD"));
     assertEquals(longProp(61, "component_id"), longProp(70, "component_id"));
   }
 
