@@ -24,12 +24,13 @@ index of ``ingest_service.store``'s ``ensure_schema``):
 What the bare writers do is what any writer of the real store must do, and no more (no
 component or set ids, no check for an edge sent twice, no :MemberKey registry):
 
-- The same properties per node as FlushWriter.fill (ingest_service/neo4j_procedure), 10-13 on
-  this graph (:func:`node_properties`): ``id``, ``component_id``, ``run_id``, ``op``, ``label``,
-  ``relation`` when named, ``value`` when given, ``split``, ``s0``.. per split level, ``a_<column>``
-  per non-null attribute; a member edge carries ``member_key``, ``member_values`` and ``pair``.
-- Edges whose end has not arrived create it as a placeholder (``id``, ``component_id``,
-  ``pending_run``), and the node, when it arrives, fills it (its ``pending_run`` removed): the
+- The same properties per node as FlushWriter.fill (ingest_service/neo4j_procedure), 7-10 on
+  this graph (:func:`node_properties`): ``id``, ``run_id``, ``op``, ``label``, ``relation`` when
+  named, ``value`` when given, ``split``, ``a_<column>`` per non-null attribute (a node born
+  alone carries no birth ids: they are written by merges only); a member edge carries
+  ``member_key``, ``member_values`` and ``pair``.
+- Edges whose end has not arrived create it as a placeholder (``id``, ``pending_run``), and the
+  node, when it arrives, fills it (its ``pending_run`` removed): the
   group's DELTA node arrives after all its members' edges (the reduce side's tap runs last), as
   in a real job, so a writer that only MATCHes ends loses those edges. This is the honest choice
   rather than reordering the flushes: a streaming writer cannot wait for the last flush.
@@ -83,7 +84,6 @@ WORKFLOW = "bench.neo4j_ceiling"
 CHUNK = 2048
 GROUPS = 37
 AGGREGATES = 3
-LEVELS = 3  # FlushWriter.LEVEL_KEYS
 VARIANTS = ("core-api", "cypher-bare", "procedure", "procedure-full")
 BASELINE = "@baseline"
 PROCEDURE_JAR = "sparkprov-ingest-procedure.jar"
@@ -97,24 +97,23 @@ REL_TYPES = ("DERIVES", "SET_DEP")
 _BARE_NODES = """
 UNWIND $rows AS r
 MERGE (n:Node {id: r.id})
-  ON CREATE SET n.component_id = r.id
 SET n += r.p
 REMOVE n.pending_run
 """
 _BARE_EDGES = """
 UNWIND $rows AS e
 MERGE (a:Node {id: e[0]})
-  ON CREATE SET a.component_id = e[0], a.pending_run = $run
+  ON CREATE SET a.pending_run = $run
 MERGE (b:Node {id: e[1]})
-  ON CREATE SET b.component_id = e[1], b.pending_run = $run
+  ON CREATE SET b.pending_run = $run
 CREATE (a)-[:DERIVES]->(b)
 """
 _BARE_MEMBERS = """
 UNWIND $rows AS m
 MERGE (a:Node {id: m[0]})
-  ON CREATE SET a.component_id = m[0], a.pending_run = $run
+  ON CREATE SET a.pending_run = $run
 MERGE (b:Node {id: m[1]})
-  ON CREATE SET b.component_id = m[1], b.pending_run = $run
+  ON CREATE SET b.pending_run = $run
 CREATE (a)-[r:DERIVES {member_key: $key, pair: m[2], member_values: m[3]}]->(b)
 FOREACH (nulls IN CASE WHEN size(m[4]) > 0 THEN [m[4]] ELSE [] END |
   SET r.member_nulls = nulls)
@@ -272,7 +271,7 @@ def flushes(shape: Shape, full: bool, batch_rows: int) -> Iterator[Flush]:
 
 def node_properties(block: NodeBlock, i: int) -> dict[str, Any]:
     """The properties the real store gives node ``i`` of ``block`` when it stores it, besides
-    ``id`` and ``component_id`` (set when the node is created): FlushWriter.fill's, in
+    ``id`` (set when the node is created): FlushWriter.fill's, in
     ingest_service/neo4j_procedure. CoreApiCeiling.java writes the same."""
     props: dict[str, Any] = {
         "run_id": block["run"],
@@ -286,8 +285,6 @@ def node_properties(block: NodeBlock, i: int) -> dict[str, Any]:
     if block["shared"]:
         props["shared"] = True
     props["split"] = list(block["split"])
-    for k in range(max(1, min(len(block["split"]), LEVELS))):
-        props[f"s{k}"] = block["ids"][i]
     for name, values, nulls in zip(
         block["attribute_names"], block["attribute_values"], block["null_rows"], strict=True
     ):

@@ -243,17 +243,25 @@ def _packed_fixed64(tag: int, values: Ids) -> bytes:
     return _field(tag, np.asarray(values, dtype="<i8").tobytes())
 
 
-# Keys (field number << 3 | wire type 2) of the length-delimited fields written by hand; see
-# proto/sparkprov/v1/lineage.proto.
-_KEY_BATCH = 10 << 3 | 2  # LineageEvent.batch
-_KEY_NODES = 4 << 3 | 2  # LineageBatch.nodes
-_KEY_EDGES = 5 << 3 | 2  # LineageBatch.edges
-_KEY_IDS = 2 << 3 | 2  # NodeBlock.ids
-_KEY_SRC = 1 << 3 | 2  # EdgeBlock.src
-_KEY_DST = 2 << 3 | 2  # EdgeBlock.dst
-_KEY_MEMBERS = 6 << 3 | 2  # LineageBatch.members
-_KEY_MEMBER_IDS = 1 << 3 | 2  # MemberBlock.members
-_KEY_GROUP_IDS = 2 << 3 | 2  # MemberBlock.groups
+def _key(message: Any, field: str, wire_type: int = 2) -> int:
+    """A field's key (number << 3 | wire type) from the generated module: the numbers are
+    lineage.proto's, never typed here. One byte (a field number up to 15), as ``_field`` writes."""
+    key = int(message.DESCRIPTOR.fields_by_name[field].number) << 3 | wire_type
+    assert key < 0x80, f"{message.DESCRIPTOR.name}.{field}: a key of more than one byte"
+    return key
+
+
+# The fields written by hand (length-delimited, but for the op's varint).
+_KEY_BATCH = _key(lineage_pb2.LineageEvent, "batch")
+_KEY_NODES = _key(lineage_pb2.LineageBatch, "nodes")
+_KEY_EDGES = _key(lineage_pb2.LineageBatch, "edges")
+_KEY_OP = _key(lineage_pb2.NodeBlock, "op", wire_type=0)
+_KEY_IDS = _key(lineage_pb2.NodeBlock, "ids")
+_KEY_SRC = _key(lineage_pb2.EdgeBlock, "src")
+_KEY_DST = _key(lineage_pb2.EdgeBlock, "dst")
+_KEY_MEMBERS = _key(lineage_pb2.LineageBatch, "members")
+_KEY_MEMBER_IDS = _key(lineage_pb2.MemberBlock, "members")
+_KEY_GROUP_IDS = _key(lineage_pb2.MemberBlock, "groups")
 
 
 def _string_column(column: lineage_pb2.StringColumn, values: Sequence[str | None]) -> None:
@@ -288,7 +296,7 @@ def _node_block(cols: NodeColumns) -> bytes:
     block.split.extend(cols.split)
     op = _OP_BY_NAME[cols.op]
     # Fields in number order, as protobuf itself writes them: op (1), ids (2), then the rest.
-    head = (b"\x08" + _varint(op)) if op else b""
+    head = (bytes((_KEY_OP,)) + _varint(op)) if op else b""
     return head + _packed_fixed64(_KEY_IDS, cols.ids) + block.SerializeToString()
 
 

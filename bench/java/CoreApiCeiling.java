@@ -38,7 +38,6 @@ import org.neo4j.graphdb.Transaction;
 public final class CoreApiCeiling {
   private static final Label NODE = Label.label("Node");
   private static final RelationshipType DERIVES = RelationshipType.withName("DERIVES");
-  private static final String[] LEVEL_KEYS = {"s0", "s1", "s2"};
   private static final String PENDING = "pending_run";
   private static final String[] LABELS = {
     "Node", "Component", "LevelSet", "ConnectedSet", "MemberKey", "Run", "IngestLock"
@@ -202,9 +201,6 @@ public final class CoreApiCeiling {
       n.setProperty("shared", true);
     }
     n.setProperty("split", b.split());
-    for (int k = 0; k < Math.max(1, Math.min(b.split().length, LEVEL_KEYS.length)); k++) {
-      n.setProperty(LEVEL_KEYS[k], b.ids()[i]);
-    }
     for (int a = 0; a < b.attributeNames().length; a++) {
       if (!b.nulls()[a].contains(i)) {
         n.setProperty("a_" + b.attributeNames()[a], b.attributeValues()[a][i]);
@@ -236,7 +232,6 @@ public final class CoreApiCeiling {
       if (n == null) {
         n = tx.createNode(NODE);
         n.setProperty("id", id);
-        n.setProperty("component_id", id);
         created.add(id);
         nodesCreated++;
       }

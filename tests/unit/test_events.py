@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sparkprov import events
 from sparkprov.events import EdgeColumns, MalformedEvent, NodeColumns
@@ -117,3 +119,86 @@ def test_version_1_events_from_older_capture_agents_are_still_read() -> None:
     assert isinstance(batch, events.Batch) and list(batch.blocks[0]["ids"]) == [5, 6]
     assert events.SCHEMA_VERSION == 2
     assert sorted(events.READABLE_SCHEMA_VERSIONS) == [1, 2]
+
+
+_TEXT = st.text(alphabet=st.sampled_from(["a", "Z", "é", "北", "🙂", " ", "0", "\x00"]), max_size=6)
+_ID = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+
+
+@st.composite
+def _node_columns(draw: st.DrawFn) -> NodeColumns:
+    n = draw(st.integers(0, 4))
+    names = draw(st.lists(st.sampled_from(["a", "b", "c"]), unique=True, max_size=3))
+    return NodeColumns(
+        draw(st.sampled_from(sorted(events.OP_NAMES.values()))),
+        draw(st.lists(_ID, min_size=n, max_size=n)),
+        label=draw(_TEXT),
+        labels=draw(st.one_of(st.just([]), st.lists(_TEXT, min_size=n, max_size=n))),
+        relation=draw(_TEXT),
+        attributes={
+            name: draw(st.lists(st.one_of(st.none(), _TEXT), min_size=n, max_size=n))
+            for name in names
+        },
+        values=draw(st.one_of(st.just([]), st.lists(_TEXT, min_size=n, max_size=n))),
+        shared=draw(st.booleans()),
+        split=draw(st.lists(_TEXT, max_size=3)),
+    )
+
+
+def _generated_node_block(cols: NodeColumns) -> lineage_pb2.NodeBlock:
+    return lineage_pb2.NodeBlock(
+        op=lineage_pb2.Op.Value(f"OP_{cols.op}"),
+        ids=list(cols.ids),
+        label=cols.label,
+        labels=list(cols.labels),
+        relation=cols.relation,
+        attribute_names=list(cols.attributes),
+        attribute_values=[
+            lineage_pb2.StringColumn(
+                values=["" if v is None else v for v in column],
+                null_rows=[i for i, v in enumerate(column) if v is None],
+            )
+            for column in cols.attributes.values()
+        ],
+        values=list(cols.values),
+        shared=cols.shared,
+        split=list(cols.split),
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    nodes=st.lists(_node_columns(), max_size=3),
+    edges=st.one_of(
+        st.none(),
+        st.integers(0, 4).flatmap(
+            lambda n: st.tuples(
+                st.lists(_ID, min_size=n, max_size=n), st.lists(_ID, min_size=n, max_size=n)
+            )
+        ),
+    ),
+    partition=st.integers(0, 2**31 - 1),
+    sequence=st.integers(0, 2**31 - 1),
+    workflow=_TEXT,
+)
+def test_the_hand_encoder_writes_the_generated_modules_bytes(  # type: ignore[no-untyped-def]
+    nodes, edges, partition, sequence, workflow
+) -> None:
+    """What travels is defined once (lineage.proto): encode_batch writes its id columns by hand,
+    and its bytes must be exactly those of the generated module for the same message (the JVM's
+    Wire.java is held to the same, by capture_agent/jvm's WireContractTest)."""
+    columns = None if edges is None else EdgeColumns(*edges)
+    expected = lineage_pb2.LineageEvent(
+        schema_version=events.SCHEMA_VERSION,
+        run_id="run",
+        workflow=workflow,
+        batch=lineage_pb2.LineageBatch(
+            tap="tap#1",
+            partition=partition,
+            sequence=sequence,
+            nodes=[_generated_node_block(cols) for cols in nodes],
+            edges=None if edges is None else lineage_pb2.EdgeBlock(src=edges[0], dst=edges[1]),
+        ),
+    ).SerializeToString()
+    data = events.encode_batch("run", workflow, "tap#1", partition, sequence, nodes, columns)
+    assert data == expected

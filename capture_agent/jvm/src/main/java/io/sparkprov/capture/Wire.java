@@ -2,61 +2,72 @@ package io.sparkprov.capture;
 
 import com.google.protobuf.CodedOutputStream;
 import com.google.protobuf.WireFormat;
+import io.sparkprov.v1.EdgeBlock;
+import io.sparkprov.v1.LineageBatch;
+import io.sparkprov.v1.LineageEvent;
+import io.sparkprov.v1.StringColumn;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.List;
 
 /**
  * LineageEvent batches in proto/sparkprov/v1/lineage.proto's wire format, written with protobuf's
- * own {@link CodedOutputStream} field by field (the numbers below are the .proto's). Python's
- * sparkprov.events.decode reads them; tests/unit/test_jvm_wire.py checks that it decodes what
- * this class writes to the same batch as sparkprov.events.encode_batch.
+ * own {@link CodedOutputStream} field by field, in one array with no intermediate message (the
+ * field numbers are those of the classes protoc generates from the .proto). WireContractTest
+ * checks the bytes against the generated classes' for the same batch, byte for byte; Python's
+ * sparkprov.events.encode_batch is checked against its generated module the same way.
  */
 final class Wire {
   static final int SCHEMA_VERSION = 2;
 
-  // LineageEvent
-  private static final int EVENT_SCHEMA_VERSION = 1;
-  private static final int EVENT_RUN_ID = 2;
-  private static final int EVENT_WORKFLOW = 3;
-  private static final int EVENT_BATCH = 10;
-  // LineageBatch
-  private static final int BATCH_TAP = 1;
-  private static final int BATCH_PARTITION = 2;
-  private static final int BATCH_SEQUENCE = 3;
-  private static final int BATCH_NODES = 4;
-  private static final int BATCH_EDGES = 5;
-  private static final int BATCH_MEMBERS = 6;
-  // NodeBlock
-  private static final int NODE_OP = 1;
-  private static final int NODE_IDS = 2;
-  private static final int NODE_LABEL = 3;
-  private static final int NODE_LABELS = 4;
-  private static final int NODE_RELATION = 5;
-  private static final int NODE_ATTRIBUTE_NAMES = 6;
-  private static final int NODE_ATTRIBUTE_VALUES = 7;
-  private static final int NODE_VALUES = 8;
-  private static final int NODE_SHARED = 9;
-  private static final int NODE_SPLIT = 10;
-  // MemberBlock
-  private static final int MEMBER_MEMBERS = 1;
-  private static final int MEMBER_GROUPS = 2;
-  private static final int MEMBER_GROUP_KEY = 3;
-  private static final int MEMBER_DELTA = 4;
-  private static final int MEMBER_AGGREGATES = 5;
-  private static final int MEMBER_VALUES = 6;
-  private static final int MEMBER_SPLIT = 7;
-  // StringColumn
-  private static final int COLUMN_VALUES = 1;
-  private static final int COLUMN_NULL_ROWS = 2;
-  // EdgeBlock
-  private static final int EDGE_SRC = 1;
-  private static final int EDGE_DST = 2;
+  // Field numbers: the generated classes' (proto/sparkprov/v1/lineage.proto), never typed here.
+  private static final int EVENT_SCHEMA_VERSION = LineageEvent.SCHEMA_VERSION_FIELD_NUMBER;
+  private static final int EVENT_RUN_ID = LineageEvent.RUN_ID_FIELD_NUMBER;
+  private static final int EVENT_WORKFLOW = LineageEvent.WORKFLOW_FIELD_NUMBER;
+  private static final int EVENT_BATCH = LineageEvent.BATCH_FIELD_NUMBER;
+  private static final int BATCH_TAP = LineageBatch.TAP_FIELD_NUMBER;
+  private static final int BATCH_PARTITION = LineageBatch.PARTITION_FIELD_NUMBER;
+  private static final int BATCH_SEQUENCE = LineageBatch.SEQUENCE_FIELD_NUMBER;
+  private static final int BATCH_NODES = LineageBatch.NODES_FIELD_NUMBER;
+  private static final int BATCH_EDGES = LineageBatch.EDGES_FIELD_NUMBER;
+  private static final int BATCH_MEMBERS = LineageBatch.MEMBERS_FIELD_NUMBER;
+  private static final int NODE_OP = io.sparkprov.v1.NodeBlock.OP_FIELD_NUMBER;
+  private static final int NODE_IDS = io.sparkprov.v1.NodeBlock.IDS_FIELD_NUMBER;
+  private static final int NODE_LABEL = io.sparkprov.v1.NodeBlock.LABEL_FIELD_NUMBER;
+  private static final int NODE_LABELS = io.sparkprov.v1.NodeBlock.LABELS_FIELD_NUMBER;
+  private static final int NODE_RELATION = io.sparkprov.v1.NodeBlock.RELATION_FIELD_NUMBER;
+  private static final int NODE_ATTRIBUTE_NAMES =
+      io.sparkprov.v1.NodeBlock.ATTRIBUTE_NAMES_FIELD_NUMBER;
+  private static final int NODE_ATTRIBUTE_VALUES =
+      io.sparkprov.v1.NodeBlock.ATTRIBUTE_VALUES_FIELD_NUMBER;
+  private static final int NODE_VALUES = io.sparkprov.v1.NodeBlock.VALUES_FIELD_NUMBER;
+  private static final int NODE_SHARED = io.sparkprov.v1.NodeBlock.SHARED_FIELD_NUMBER;
+  private static final int NODE_SPLIT = io.sparkprov.v1.NodeBlock.SPLIT_FIELD_NUMBER;
+  private static final int MEMBER_MEMBERS = io.sparkprov.v1.MemberBlock.MEMBERS_FIELD_NUMBER;
+  private static final int MEMBER_GROUPS = io.sparkprov.v1.MemberBlock.GROUPS_FIELD_NUMBER;
+  private static final int MEMBER_GROUP_KEY = io.sparkprov.v1.MemberBlock.GROUP_KEY_FIELD_NUMBER;
+  private static final int MEMBER_DELTA = io.sparkprov.v1.MemberBlock.DELTA_FIELD_NUMBER;
+  private static final int MEMBER_AGGREGATES =
+      io.sparkprov.v1.MemberBlock.AGGREGATES_FIELD_NUMBER;
+  private static final int MEMBER_VALUES = io.sparkprov.v1.MemberBlock.VALUES_FIELD_NUMBER;
+  private static final int MEMBER_SPLIT = io.sparkprov.v1.MemberBlock.SPLIT_FIELD_NUMBER;
+  private static final int COLUMN_VALUES = StringColumn.VALUES_FIELD_NUMBER;
+  private static final int COLUMN_NULL_ROWS = StringColumn.NULL_ROWS_FIELD_NUMBER;
+  private static final int EDGE_SRC = EdgeBlock.SRC_FIELD_NUMBER;
+  private static final int EDGE_DST = EdgeBlock.DST_FIELD_NUMBER;
 
   /** Op numbers of lineage.proto's enum Op. */
   enum Op {
-    TOKEN(1), PLUS(2), TIMES(3), DELTA(4), TENSOR(5), AGGREGATE(6), BLACK_BOX(7), MODULE(8),
-    VALUE(9), EXCLUDED(10);
+    TOKEN(io.sparkprov.v1.Op.OP_TOKEN_VALUE),
+    PLUS(io.sparkprov.v1.Op.OP_PLUS_VALUE),
+    TIMES(io.sparkprov.v1.Op.OP_TIMES_VALUE),
+    DELTA(io.sparkprov.v1.Op.OP_DELTA_VALUE),
+    TENSOR(io.sparkprov.v1.Op.OP_TENSOR_VALUE),
+    AGGREGATE(io.sparkprov.v1.Op.OP_AGGREGATE_VALUE),
+    BLACK_BOX(io.sparkprov.v1.Op.OP_BLACK_BOX_VALUE),
+    MODULE(io.sparkprov.v1.Op.OP_MODULE_VALUE),
+    VALUE(io.sparkprov.v1.Op.OP_VALUE_VALUE),
+    EXCLUDED(io.sparkprov.v1.Op.OP_EXCLUDED_VALUE);
 
     final int number;
 

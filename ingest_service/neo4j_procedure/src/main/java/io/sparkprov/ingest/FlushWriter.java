@@ -255,10 +255,8 @@ final class FlushWriter {
       n.setProperty("shared", true);
     }
     n.setProperty("split", splitPath);
-    // Born alone at each level its split path has (IdView.depthOf): the level-set ids.
-    for (int k = 0; k < Math.max(1, Math.min(splitPath.length, LEVELS)); k++) {
-      n.setProperty(LEVEL_KEYS[k], block.ids()[i]);
-    }
+    // Born alone at each level its split path has: a birth id that is the node's own is not
+    // written (Forest.birth reads a missing one as the node's id), only a merge writes one.
     for (int a = 0; a < block.attributeNames().size(); a++) {
       if (!block.isNull(a, i)) {
         n.setProperty("a_" + block.attributeNames().get(a), block.attributeValues().get(a).get(i));
@@ -393,8 +391,7 @@ final class FlushWriter {
       if (n == null) {
         created.add(id);
         n = tx.createNode(NODE);
-        n.setProperty("id", id);
-        n.setProperty(COMPONENT_ID, id); // born alone; the level-set ids come with its record
+        n.setProperty("id", id); // born alone: its component id is its own (Forest.birth)
       }
       cache.put(id, n);
     }

@@ -585,8 +585,8 @@ class IdsPropertyTest {
     for (Map<String, Object> r :
         query(
             "MATCH (n:Node) RETURN n.id AS id, n.op IS NOT NULL AS known,"
-                + " sparkprov.component(n) AS c, n.component_id AS birth,"
-                + " sparkprov.componentRoot(n.component_id) AS birthRoot",
+                + " sparkprov.component(n) AS c, coalesce(n.component_id, n.id) AS birth,"
+                + " sparkprov.componentRoot(coalesce(n.component_id, n.id)) AS birthRoot",
             Map.of())) {
       long id = asLong(r.get("id"));
       check(r.get("c") != null, scenario.describe(id) + ": sparkprov.component is null");

@@ -1,0 +1,217 @@
+package io.sparkprov.capture;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import com.google.protobuf.InvalidProtocolBufferException;
+import io.sparkprov.v1.EdgeBlock;
+import io.sparkprov.v1.LineageBatch;
+import io.sparkprov.v1.LineageEvent;
+import io.sparkprov.v1.StringColumn;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What travels is defined once, in proto/sparkprov/v1/lineage.proto: {@link Wire}'s hand
+ * encoder (one array, no message objects) must write exactly the bytes the classes protoc
+ * generates from it write for the same batch. Random batches: every kind of field, empty and
+ * null columns, texts with multi-byte characters, ids of every sign.
+ */
+class WireContractTest {
+  private static final Wire.Op[] OPS = Wire.Op.values();
+
+  @Test
+  void theHandEncoderWritesTheGeneratedClassesBytes() throws InvalidProtocolBufferException {
+    Random random = new Random(20261126);
+    for (int round = 0; round < 300; round++) {
+      TapPlan plan = plan(random);
+      int partition = random.nextInt(4) == 0 ? 0 : random.nextInt(1000);
+      int sequence = random.nextInt(3) == 0 ? 0 : random.nextInt(100_000);
+      List<Wire.NodeBlock> nodes = new ArrayList<>();
+      for (int b = random.nextInt(3); b > 0; b--) {
+        nodes.add(nodeBlock(random));
+      }
+      long[] src = null;
+      long[] dst = null;
+      if (random.nextBoolean()) {
+        src = ids(random, random.nextInt(6));
+        dst = ids(random, src.length);
+      }
+      List<Wire.MemberBlock> members = new ArrayList<>();
+      for (int b = random.nextInt(3); b > 0; b--) {
+        members.add(memberBlock(random));
+      }
+
+      byte[] hand = Wire.batch(plan, partition, sequence, nodes, src, dst, members);
+      LineageEvent generated = generated(plan, partition, sequence, nodes, src, dst, members);
+
+      assertArrayEquals(generated.toByteArray(), hand, "round " + round);
+      assertEquals(generated, LineageEvent.parseFrom(hand), "round " + round);
+    }
+  }
+
+  @Test
+  void opNumbersAreTheProtosEnum() {
+    for (Wire.Op op : OPS) {
+      assertEquals("OP_" + op.name(), io.sparkprov.v1.Op.forNumber(op.number).name());
+    }
+    assertEquals(io.sparkprov.v1.Op.values().length - 2, OPS.length); // no UNSPECIFIED, UNRECOGNIZED
+  }
+
+  // ---- The same batch through the generated classes ------------------------------------------
+
+  private static LineageEvent generated(
+      TapPlan plan, int partition, int sequence, List<Wire.NodeBlock> nodes, long[] src,
+      long[] dst, List<Wire.MemberBlock> members) {
+    LineageBatch.Builder batch =
+        LineageBatch.newBuilder().setTap(plan.key()).setPartition(partition).setSequence(sequence);
+    for (Wire.NodeBlock block : nodes) {
+      batch.addNodes(nodeBlock(block, plan.split()));
+    }
+    if (src != null) {
+      batch.setEdges(
+          EdgeBlock.newBuilder().addAllSrc(boxed(src)).addAllDst(boxed(dst)).build());
+    }
+    for (Wire.MemberBlock block : members) {
+      io.sparkprov.v1.MemberBlock.Builder m =
+          io.sparkprov.v1.MemberBlock.newBuilder()
+              .addAllMembers(boxed(block.members()))
+              .addAllGroups(boxed(block.groups()))
+              .setGroupKey(block.groupKey())
+              .setDelta(block.delta())
+              .setAggregates(block.values().size())
+              .addAllSplit(plan.split());
+      for (byte[][] column : block.values()) {
+        m.addValues(column(column));
+      }
+      batch.addMembers(m);
+    }
+    return LineageEvent.newBuilder()
+        .setSchemaVersion(Wire.SCHEMA_VERSION)
+        .setRunId(plan.runId())
+        .setWorkflow(plan.workflow())
+        .setBatch(batch)
+        .build();
+  }
+
+  private static io.sparkprov.v1.NodeBlock nodeBlock(Wire.NodeBlock block, List<String> split) {
+    io.sparkprov.v1.NodeBlock.Builder n =
+        io.sparkprov.v1.NodeBlock.newBuilder()
+            .setOpValue(block.op().number)
+            .addAllIds(boxed(block.ids()))
+            .setShared(block.shared())
+            .addAllAttributeNames(block.attributeNames())
+            .addAllSplit(split);
+    if (block.label() != null) {
+      n.setLabel(block.label());
+    }
+    if (block.labels() != null) {
+      n.addAllLabels(Arrays.asList(block.labels()));
+    }
+    if (block.relation() != null) {
+      n.setRelation(block.relation());
+    }
+    for (byte[][] column : block.attributeValues()) {
+      n.addAttributeValues(column(column));
+    }
+    if (block.values() != null) {
+      n.addAllValues(Arrays.asList(block.values()));
+    }
+    return n.build();
+  }
+
+  private static StringColumn column(byte[][] values) {
+    StringColumn.Builder c = StringColumn.newBuilder();
+    for (int r = 0; r < values.length; r++) {
+      if (values[r] == null) {
+        c.addValues("");
+        c.addNullRows(r);
+      } else {
+        c.addValues(new String(values[r], StandardCharsets.UTF_8));
+      }
+    }
+    return c.build();
+  }
+
+  private static List<Long> boxed(long[] ids) {
+    return Arrays.stream(ids).boxed().toList();
+  }
+
+  // ---- Random batches --------------------------------------------------------------------------
+
+  private static TapPlan plan(Random random) {
+    List<String> split = new ArrayList<>();
+    for (int k = random.nextInt(4); k > 0; k--) {
+      split.add(text(random));
+    }
+    return new TapPlan("source", "Orders#" + random.nextInt(9), "run-" + random.nextInt(99),
+        random.nextInt(5) == 0 ? "" : "wf-é", "R", List.of(), List.of(), List.of(), split, "", 0,
+        List.of(), "", false, 0, List.of(), 16, 64);
+  }
+
+  private static Wire.NodeBlock nodeBlock(Random random) {
+    int n = random.nextInt(5);
+    int columns = random.nextInt(3);
+    List<String> names = new ArrayList<>();
+    List<byte[][]> values = new ArrayList<>();
+    for (int c = 0; c < columns; c++) {
+      names.add("col" + c);
+      values.add(texts(random, n));
+    }
+    String[] labels = null;
+    String label = null;
+    if (random.nextBoolean()) {
+      labels = new String[n];
+      for (int i = 0; i < n; i++) {
+        labels[i] = text(random);
+      }
+    } else {
+      label = random.nextInt(4) == 0 ? "" : text(random);
+    }
+    String[] vnodeValues = null;
+    if (random.nextInt(3) == 0) {
+      vnodeValues = new String[n];
+      for (int i = 0; i < n; i++) {
+        vnodeValues[i] = text(random);
+      }
+    }
+    return new Wire.NodeBlock(OPS[random.nextInt(OPS.length)], ids(random, n), label, labels,
+        random.nextBoolean() ? null : text(random), names, values, vnodeValues,
+        random.nextInt(4) == 0);
+  }
+
+  private static Wire.MemberBlock memberBlock(Random random) {
+    int n = random.nextInt(5);
+    List<byte[][]> values = new ArrayList<>();
+    for (int c = random.nextInt(3); c > 0; c--) {
+      values.add(texts(random, n));
+    }
+    return new Wire.MemberBlock(ids(random, n), ids(random, n), "g#" + random.nextInt(5),
+        random.nextBoolean(), values);
+  }
+
+  private static long[] ids(Random random, int n) {
+    long[] out = new long[n];
+    for (int i = 0; i < n; i++) {
+      out[i] = random.nextInt(5) == 0 ? 0 : random.nextLong();
+    }
+    return out;
+  }
+
+  private static byte[][] texts(Random random, int n) {
+    byte[][] out = new byte[n][];
+    for (int i = 0; i < n; i++) {
+      out[i] = random.nextInt(4) == 0 ? null : text(random).getBytes(StandardCharsets.UTF_8);
+    }
+    return out;
+  }
+
+  private static String text(Random random) {
+    String[] words = {"", "a", "Zürich", "北京", "x y", "0.5", "\u0000", "🙂"};
+    return words[random.nextInt(words.length)] + random.nextInt(3);
+  }
+}
