@@ -175,6 +175,18 @@ def components(edges: Any) -> Any:
     )
 
 
+def _with_ends(edges: Any, table: Any, **columns: tuple[str, str]) -> Any:
+    """The edges (``src``, ``dst``) with columns of ``table`` (keyed by ``id``) at both ends:
+    ``column=("at_src", "at_dst")`` names each column's value at the source and destination."""
+    from pyspark.sql import functions as F
+
+    def end(key: str, side: int) -> Any:
+        names = [F.col(c).alias(names[side]) for c, names in columns.items()]
+        return table.select(F.col("id").alias(key), *names)
+
+    return edges.join(end("src", 0), "src").join(end("dst", 1), "dst")
+
+
 def recompute(spark: Any, folder: Path, theta: int | None) -> tuple[Any, Any, Any]:
     """(nodes with computed component, levels and set, edges, stored set deps) as DataFrames.
     Sets are refined at ``theta``, or where it is None at each node's stored theta (its
@@ -186,20 +198,8 @@ def recompute(spark: Any, folder: Path, theta: int | None) -> tuple[Any, Any, An
     edges = spark.read.parquet(str(folder / "edges")).cache()
     set_deps = spark.read.parquet(str(folder / "set_deps"))
     graphs = [edges.select(F.lit(-1).alias("g"), F.col("src").alias("u"), F.col("dst").alias("v"))]
-    ends = (
-        edges.join(
-            nodes.select(
-                F.col("id").alias("src"), F.col("known").alias("ka"), F.col("split").alias("sa")
-            ),
-            "src",
-        )
-        .join(
-            nodes.select(
-                F.col("id").alias("dst"), F.col("known").alias("kb"), F.col("split").alias("sb")
-            ),
-            "dst",
-        )
-        .where(F.col("ka") & F.col("kb"))
+    ends = _with_ends(edges, nodes, known=("ka", "kb"), split=("sa", "sb")).where(
+        F.col("ka") & F.col("kb")
     )
     for level in range(LEVELS):
         # Levels at or past a node's split depth are never read for it (levels.level_count), so
@@ -261,18 +261,7 @@ def check(spark: Any, folder: Path, theta: int | None) -> bool:
     # SET_DEP is stored between sets of more than one node (a lone node's are read from its edges)
     sets = nodes.select("id", "set_id", _set_size().alias("size"))
     expected = (
-        edges.join(
-            sets.select(
-                F.col("id").alias("src"), F.col("set_id").alias("a"), F.col("size").alias("sa")
-            ),
-            "src",
-        )
-        .join(
-            sets.select(
-                F.col("id").alias("dst"), F.col("set_id").alias("b"), F.col("size").alias("sb")
-            ),
-            "dst",
-        )
+        _with_ends(edges, sets, set_id=("a", "b"), size=("sa", "sb"))
         .where((F.col("a") != F.col("b")) & (F.col("sa") > 1) & (F.col("sb") > 1))
         .select(F.col("a").alias("src"), F.col("b").alias("dst"))
         .distinct()
@@ -377,8 +366,7 @@ def write(spark: Any, folder: Path, theta: int, driver: neo4j.Driver) -> None:
     known = nodes.where("known").where(_set_size() > 1)
     ids = known.select("id", F.col("set_id_new").alias("s"))
     deps = (
-        edges.join(ids.select(F.col("id").alias("src"), F.col("s").alias("a")), "src")
-        .join(ids.select(F.col("id").alias("dst"), F.col("s").alias("b")), "dst")
+        _with_ends(edges, ids, s=("a", "b"))
         .where(F.col("a") != F.col("b"))
         .select("a", "b")
         .distinct()

@@ -109,3 +109,67 @@ def test_recomputed_sets_equal_the_definition(spark: object, tmp_path: Path, see
         for level in range(depth, LEVELS):
             assert r[f"l{level}"] == r["id"]
     _ = expected_component
+
+
+def _write_graph(folder: Path, columns: dict[str, pa.Array], edges, deps) -> None:  # type: ignore[no-untyped-def]
+    for name, table in (
+        ("nodes", pa.table(columns)),
+        ("edges", pa.table({"src": [a for a, _ in edges], "dst": [b for _, b in edges]})),
+        ("set_deps", pa.table({"src": [a for a, _ in deps], "dst": [b for _, b in deps]})),
+    ):
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        pq.write_table(
+            table.cast(pa.schema([(f.name, pa.int64()) for f in table.schema]))
+            if name != "nodes"
+            else table,
+            folder / name / "p.parquet",
+        )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_check_wants_set_dependencies_between_sets_of_more_than_one_node_only(
+    spark: object, tmp_path: Path, seed: int
+) -> None:
+    """``--check`` compares the stored SET_DEP with those between two sets of more than one node
+    (a lone node's set has no record and its dependencies are read from its edges): the exact
+    ones pass; one with a lone end, or one missing, fails."""
+    rng = random.Random(seed)
+    n = rng.randint(30, 60)
+    splits = {i + 1: rng.choice(SPLITS[:5]) for i in range(n)}
+    edges = sorted(
+        {(a, b) for a, b in ((rng.randint(1, n), rng.randint(1, n)) for _ in range(n)) if a < b}
+    )
+    ids = sorted(splits)
+    base = {
+        "id": pa.array(ids, pa.int64()),
+        "known": pa.array([True] * n),
+        "split": pa.array([list(splits[i]) for i in ids], pa.list_(pa.string())),
+        "component_id": pa.array(ids, pa.int64()),
+        "set_id": pa.array(ids, pa.int64()),
+    }
+    _write_graph(tmp_path / "first", base, edges, [])
+    nodes, _, _ = reindex.recompute(spark, tmp_path / "first", 3)
+    rows = {r["id"]: r for r in nodes.collect()}
+    # Stored ids equal to the recomputation: a component by its label, a set by its key.
+    set_id = {i: reindex.set_key(r["set"][0], r["set"][1]) for i, r in rows.items()}
+    size = {i: [r["size0"], r["size1"], r["size2"]][r["level"]] for i, r in rows.items()}
+    stored = dict(
+        base,
+        component_id=pa.array([rows[i]["c"] for i in ids], pa.int64()),
+        set_id=pa.array([set_id[i] for i in ids], pa.int64()),
+    )
+    deps = {(set_id[a], set_id[b]) for a, b in edges if set_id[a] != set_id[b]}
+    multi = {
+        (set_id[a], set_id[b])
+        for a, b in edges
+        if set_id[a] != set_id[b] and size[a] > 1 and size[b] > 1
+    }
+    lone = deps - multi
+    assert multi and lone, "the random graph has both kinds of dependency"
+
+    _write_graph(tmp_path / "exact", stored, edges, sorted(multi))
+    assert reindex.check(spark, tmp_path / "exact", 3)
+    _write_graph(tmp_path / "lone", stored, edges, sorted(multi | {min(lone)}))
+    assert not reindex.check(spark, tmp_path / "lone", 3)
+    _write_graph(tmp_path / "missing", stored, edges, sorted(multi - {min(multi)}))
+    assert not reindex.check(spark, tmp_path / "missing", 3)

@@ -100,10 +100,8 @@ public final class Ids {
           + " pending")
   public Stream<SetRow> setDependencies(
       @Name("id") Long id, @Name(value = "direction", defaultValue = "BACKWARD") String direction) {
-    if (id == null || IdIndexer.hasPending(tx)) {
-      return Stream.empty();
-    }
-    return neighbours(IdView.reader(tx), id, backward(direction)).stream().map(SetRow::new);
+    boolean backward = backward(direction);
+    return sets(id, view -> neighbours(view, id, backward));
   }
 
   @Procedure(name = "sparkprov.setLineage", mode = Mode.READ)
@@ -113,10 +111,16 @@ public final class Ids {
           + " none while ids are pending")
   public Stream<SetRow> setLineage(
       @Name("id") Long id, @Name(value = "direction", defaultValue = "BACKWARD") String direction) {
+    boolean backward = backward(direction);
+    return sets(id, view -> walk(view, List.of(id), backward));
+  }
+
+  /** The sets {@code read} finds from set {@code id}; none for no id or while ids are pending. */
+  private Stream<SetRow> sets(Long id, java.util.function.Function<IdView, List<Long>> read) {
     if (id == null || IdIndexer.hasPending(tx)) {
       return Stream.empty();
     }
-    return walk(IdView.reader(tx), List.of(id), backward(direction)).stream().map(SetRow::new);
+    return read.apply(IdView.reader(tx)).stream().map(SetRow::new);
   }
 
   private static boolean backward(String direction) {
