@@ -24,7 +24,7 @@ index of ``ingest_service.store``'s ``ensure_schema``):
 What the bare writers do is what any writer of the real store must do, and no more (no
 component or set ids, no check for an edge sent twice, no :MemberKey registry):
 
-- The same properties per node as FlushWriter.fill (ingest_service/neo4j_procedure), 7-10 on
+- The same properties per node as FlushWriter.fill (ingest_service/neo4j_procedure), 6-10 on
   this graph (:func:`node_properties`): ``id``, ``run_id``, ``op``, ``label``, ``relation`` when
   named, ``value`` when given, ``split``, ``a_<column>`` per non-null attribute (a node born
   alone carries no birth ids: they are written by merges only); a member edge carries

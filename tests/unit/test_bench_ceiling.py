@@ -84,8 +84,6 @@ def test_node_properties_are_the_real_stores() -> None:
         "label": "Orders#0.0",
         "relation": "Orders",
         "split": ["main", "Orders"],
-        "s0": 11,
-        "s1": 11,
         "a_order_id": "0",
     }
     assert node_properties(_block(), 1)["a_amount"] == "2.5"
@@ -106,16 +104,16 @@ def test_node_properties_are_the_real_stores() -> None:
         "label": "SUM",
         "value": "8",
         "split": ["main"],
-        "s0": 12,
     }
 
 
-def test_the_pipelines_nodes_carry_10_to_13_properties_as_stored() -> None:
+def test_the_pipelines_nodes_carry_6_to_10_properties_as_stored() -> None:
+    # A node born alone stores no birth ids (component_id, s0..s2): merges write them.
     counts: dict[str, set[int]] = {}
     for flush in flushes(SHAPE, False, 20_000):
         for row in bare_flush(flush).nodes:
-            counts.setdefault(row["p"]["op"], set()).add(len(row["p"]) + 2)  # + id, component_id
-    assert counts == {"TOKEN": {11, 13}, "TIMES": {12}, "DELTA": {13}, "AGGREGATE": {8}}
+            counts.setdefault(row["p"]["op"], set()).add(len(row["p"]) + 1)  # + id
+    assert counts == {"TOKEN": {8, 10}, "TIMES": {10}, "DELTA": {10}, "AGGREGATE": {6}}
 
 
 def test_bare_member_rows_carry_the_member_edge_properties() -> None:

@@ -26,8 +26,12 @@ import org.neo4j.graphdb.Transaction;
  * size}; an id without a record is a root of size one carried by its founding node only.
  *
  * <p>Merges write one pointer instead of relabelling members (as streaming connected components
- * keep a disjoint-set summary and never relabel vertices), except a lone node, whose one property
- * is rewritten rather than given a record of its own. Not thread-safe: one per transaction.
+ * keep a disjoint-set summary and never relabel vertices). The pointer is the founding node's
+ * birth: a root's founder was born with the root's id and keeps it while the group is a root,
+ * so once the group is absorbed, the founder's birth (the one property the merge writes) says
+ * where it went, for its founder and for every id that resolves through it, and the group's
+ * record (its size) is deleted. Only current roots of more than one node have a record: the
+ * pieces a large group grows from leave none behind. Not thread-safe: one per transaction.
  */
 final class Forest {
   static final String PARENT = "parent";
@@ -185,16 +189,24 @@ final class Forest {
 
   // ---- Writes -------------------------------------------------------------------------------
 
-  /** Merges root {@code id} (of {@code size}) into root {@code target}. */
+  /**
+   * Merges root {@code id} into root {@code target}: its founder's birth now points there and
+   * its record, if any, is deleted. (A record with a parent pointer is kept only where the
+   * founder does not carry the id, in a store written before births pointed.)
+   */
   void absorb(long id, long target) {
+    Node founder = nodes.apply(id);
     Node r = record(id);
-    if (r == null) {
-      Node founder = nodes.apply(id);
-      if (founder != null && birth(founder) == id) {
-        founder.setProperty(nodeProperty, target);
-        absorbed.put(id, target);
-        return;
+    if (founder != null && birth(founder) == id) {
+      founder.setProperty(nodeProperty, target);
+      if (r != null) {
+        r.delete();
+        records.put(id, null);
       }
+      absorbed.put(id, target);
+      return;
+    }
+    if (r == null) {
       r = createRecord(id);
     }
     r.setProperty(PARENT, key(target));
@@ -244,12 +256,35 @@ final class Forest {
   private long storedRoot(long id) {
     // Union by size keeps chains at most log2(size) long.
     long r = id;
-    Node rec;
-    while ((rec = record(r)) != null && rec.hasProperty(PARENT)) {
-      r = idOf(rec.getProperty(PARENT));
+    while (true) {
+      Node rec = record(r);
+      long next = rec != null ? parentOf(rec) : absorbedInto(r);
+      if (next == r) {
+        break;
+      }
+      r = next;
     }
     roots.put(id, r);
     return r;
+  }
+
+  /** The record's parent; its own id for a root. */
+  private long parentOf(Node rec) {
+    Object parent = rec.getProperty(PARENT, null);
+    return parent == null ? idOf(rec.getProperty(keyProperty)) : idOf(parent);
+  }
+
+  /**
+   * Where an id without a record went: a lone node or a small group absorbed ({@link #absorb})
+   * left its founder's birth pointing there; the id itself if it is a root (or no node's).
+   */
+  private long absorbedInto(long id) {
+    Node founder = nodes.apply(id);
+    if (founder == null) {
+      return id;
+    }
+    Object b = founder.getProperty(nodeProperty, null);
+    return b == null ? id : ((Number) b).longValue();
   }
 
   private Node record(long id) {
