@@ -22,8 +22,9 @@ import org.neo4j.graphdb.Transaction;
  * One union-find kept beside the data (docs/graph-schema.md, "Component and set ids"): the
  * components ({@code :Component}, keyed by {@code id}) or the sets of one split level ({@code
  * :LevelSet}, keyed by {@code "<level>:<id>"}). A data node carries the id it was born with in
- * {@link #nodeProperty}; a record's {@code parent} points towards the root, which holds {@code
- * size}; an id without a record is a root of size one carried by its founding node only.
+ * {@link #nodeProperty} (none while it is its own id); a current root of more than one node has a
+ * record holding its {@code size}; an id without a record resolves through its founding node's
+ * birth (itself: a root of size one). Records with a {@code parent} come from older stores.
  *
  * <p>Merges write one pointer instead of relabelling members (as streaming connected components
  * keep a disjoint-set summary and never relabel vertices). The pointer is the founding node's
@@ -275,8 +276,8 @@ final class Forest {
   }
 
   /**
-   * Where an id without a record went: a lone node or a small group absorbed ({@link #absorb})
-   * left its founder's birth pointing there; the id itself if it is a root (or no node's).
+   * Where an id without a record went: a group absorbed ({@link #absorb}) left its founder's
+   * birth pointing there; the id itself if it is a root (or no node's).
    */
   private long absorbedInto(long id) {
     Node founder = nodes.apply(id);
