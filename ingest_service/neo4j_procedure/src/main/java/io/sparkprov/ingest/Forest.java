@@ -22,17 +22,12 @@ import org.neo4j.graphdb.Transaction;
  * One union-find kept beside the data (docs/graph-schema.md, "Component and set ids"): the
  * components ({@code :Component}, keyed by {@code id}) or the sets of one split level ({@code
  * :LevelSet}, keyed by {@code "<level>:<id>"}). A data node carries the id it was born with in
- * {@link #nodeProperty} (none while it is its own id); a current root of more than one node has a
- * record holding its {@code size}; an id without a record resolves through its founding node's
- * birth (itself: a root of size one). Records with a {@code parent} come from older stores.
+ * {@link #nodeProperty}; a record's {@code parent} points towards the root, which holds {@code
+ * size}; an id without a record is a root of size one carried by its founding node only.
  *
  * <p>Merges write one pointer instead of relabelling members (as streaming connected components
- * keep a disjoint-set summary and never relabel vertices). The pointer is the founding node's
- * birth: a root's founder was born with the root's id and keeps it while the group is a root,
- * so once the group is absorbed, the founder's birth (the one property the merge writes) says
- * where it went, for its founder and for every id that resolves through it, and the group's
- * record (its size) is deleted. Only current roots of more than one node have a record: the
- * pieces a large group grows from leave none behind. Not thread-safe: one per transaction.
+ * keep a disjoint-set summary and never relabel vertices), except a lone node, whose one property
+ * is rewritten rather than given a record of its own. Not thread-safe: one per transaction.
  */
 final class Forest {
   static final String PARENT = "parent";
@@ -58,10 +53,6 @@ final class Forest {
   private final Map<Node, Long> births = new HashMap<>();
   // Roots merged away in this transaction whose birth id is no longer carried (lone nodes).
   private final Map<Long, Long> absorbed = new HashMap<>();
-  // Their records, deleted by deleteAbsorbed once the caller is done: every index seek in a
-  // transaction merges the ids of the nodes it deleted so far, so seeks after deletions cost
-  // O(deleted) (a 1M-row run's last index call timed out deleting as it went).
-  private final List<Node> absorbedRecords = new ArrayList<>();
 
   /** Whether the edge a -> b joins two groups of this level ({@link IdView#joins}). */
   interface Joins {
@@ -194,37 +185,21 @@ final class Forest {
 
   // ---- Writes -------------------------------------------------------------------------------
 
-  /**
-   * Merges root {@code id} into root {@code target}: its founder's birth now points there and
-   * its record, if any, is deleted. (A record with a parent pointer is kept only where the
-   * founder does not carry the id, in a store written before births pointed.)
-   */
+  /** Merges root {@code id} (of {@code size}) into root {@code target}. */
   void absorb(long id, long target) {
-    Node founder = nodes.apply(id);
     Node r = record(id);
-    if (founder != null && birth(founder) == id) {
-      founder.setProperty(nodeProperty, target);
-      if (r != null) {
-        absorbedRecords.add(r);
-        records.put(id, null); // gone from here on, for this forest
-      }
-      absorbed.put(id, target);
-      return;
-    }
     if (r == null) {
+      Node founder = nodes.apply(id);
+      if (founder != null && birth(founder) == id) {
+        founder.setProperty(nodeProperty, target);
+        absorbed.put(id, target);
+        return;
+      }
       r = createRecord(id);
     }
     r.setProperty(PARENT, key(target));
     r.removeProperty(SIZE);
     absorbed.put(id, target);
-  }
-
-  /** Deletes the records of the groups absorbed so far (see {@link #absorbedRecords}). */
-  void deleteAbsorbed() {
-    for (Node r : absorbedRecords) {
-      r.delete();
-    }
-    absorbedRecords.clear();
   }
 
   /** A component root's theta ({@code fallback} where its record names none, or it has none). */
@@ -269,35 +244,12 @@ final class Forest {
   private long storedRoot(long id) {
     // Union by size keeps chains at most log2(size) long.
     long r = id;
-    while (true) {
-      Node rec = record(r);
-      long next = rec != null ? parentOf(rec) : absorbedInto(r);
-      if (next == r) {
-        break;
-      }
-      r = next;
+    Node rec;
+    while ((rec = record(r)) != null && rec.hasProperty(PARENT)) {
+      r = idOf(rec.getProperty(PARENT));
     }
     roots.put(id, r);
     return r;
-  }
-
-  /** The record's parent; its own id for a root. */
-  private long parentOf(Node rec) {
-    Object parent = rec.getProperty(PARENT, null);
-    return parent == null ? idOf(rec.getProperty(keyProperty)) : idOf(parent);
-  }
-
-  /**
-   * Where an id without a record went: a group absorbed ({@link #absorb}) left its founder's
-   * birth pointing there; the id itself if it is a root (or no node's).
-   */
-  private long absorbedInto(long id) {
-    Node founder = nodes.apply(id);
-    if (founder == null) {
-      return id;
-    }
-    Object b = founder.getProperty(nodeProperty, null);
-    return b == null ? id : ((Number) b).longValue();
   }
 
   private Node record(long id) {

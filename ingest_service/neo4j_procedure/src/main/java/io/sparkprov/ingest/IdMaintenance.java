@@ -87,7 +87,6 @@ final class IdMaintenance {
     IdMaintenance ids = new IdMaintenance(tx, nodes, theta, visibility, checkpoint);
     long merges = ids.mergeComponents(edges);
     ids.maintainSets(ids.knownEdges(edges, filled));
-    ids.view.deleteAbsorbed();
     return merges;
   }
 

@@ -69,14 +69,6 @@ final class IdView {
     return new IdView(tx, nodes, DEFAULT_THETA, true, Visibility.ALL);
   }
 
-  /** Deletes the union-find records of the groups merged away in this view's calls. */
-  void deleteAbsorbed() {
-    components.deleteAbsorbed();
-    for (Forest level : levels) {
-      level.deleteAbsorbed();
-    }
-  }
-
   Node nodeById(long id) {
     return nodes.apply(id);
   }
