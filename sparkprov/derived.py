@@ -34,6 +34,7 @@ __all__ = [
     "derive",
     "salt_of",
     "underive",
+    "xxhash64_longs",
 ]
 
 
@@ -61,6 +62,46 @@ def derive(ids: np.ndarray, salt: np.uint64) -> np.ndarray:
 
 _M1, _M2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
 _M1_INV, _M2_INV = pow(_M1, -1, 2**64), pow(_M2, -1, 2**64)
+
+
+_P1 = np.uint64(0x9E3779B185EBCA87)
+_P2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_P3 = np.uint64(0x165667B19E3779F9)
+_P4 = np.uint64(0x85EBCA77C2B2AE63)
+_P5 = np.uint64(0x27D4EB2F165667C5)
+
+
+def _rotl(x: np.ndarray, r: int) -> np.ndarray:
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+def _hash_long(values: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+    """Spark's XXH64.hashLong (XXH64 of the long's 8 little-endian bytes), element-wise."""
+    v = values.view(np.uint64)
+    h = seeds + _P5 + np.uint64(8)
+    h = h ^ (_rotl(v * _P2, 31) * _P1)
+    h = _rotl(h, 27) * _P1 + _P4
+    h = (h ^ (h >> np.uint64(33))) * _P2
+    h = (h ^ (h >> np.uint64(29))) * _P3
+    return h ^ (h >> np.uint64(32))
+
+
+def xxhash64_longs(
+    seed: int, *columns: np.ndarray, nulls: Sequence[np.ndarray | None] = ()
+) -> np.ndarray:
+    """Spark's ``xxhash64(c1, c2, ...)`` of bigint columns with the given seed, vectorized: each
+    column's hash seeds the next, and a null (``nulls[k]`` true at that row) leaves the hash as it
+    was, as Spark skips null inputs. The capture's node ids are such hashes
+    (capture_agent/context.py's node_id), so a reader derives them from their inputs
+    (lineage.proto's DerivedIds)."""
+    n = len(columns[0]) if columns else 0
+    with np.errstate(over="ignore"):
+        h = np.full(n, np.int64(seed)).view(np.uint64)
+        for k, column in enumerate(columns):
+            hashed = _hash_long(np.ascontiguousarray(column, dtype=np.int64), h)
+            mask = nulls[k] if k < len(nulls) else None
+            h = hashed if mask is None else np.where(mask, h, hashed)
+    return h.view(np.int64)
 
 
 def underive(ids: np.ndarray, salt: np.uint64) -> np.ndarray:

@@ -26,7 +26,7 @@ from google.protobuf.message import DecodeError
 
 from sparkprov import limits
 from sparkprov.blocks import MAX_MEMBER_AGGREGATES, EdgeBlock, MemberBlock, NodeBlock
-from sparkprov.derived import MemberColumns
+from sparkprov.derived import MemberColumns, xxhash64_longs
 from sparkprov.limits import LimitExceeded
 from sparkprov.v1 import lineage_pb2
 from sparkprov.workflow import Operator, WorkflowDag
@@ -57,9 +57,13 @@ __all__ = [
 # 2: batches may carry member blocks (LineageBatch.members). A reader of version 1 would skip
 # them silently and its run would never complete; it dead-letters version 2 instead (reason
 # "schema_version"), so an old ingest loses nothing: the events wait in the DLQ for a replay.
+# 3: node blocks may carry their ids as the inputs they derive from (NodeBlock.derived): sent by
+# the JVM taps; the encoders here still write explicit ids (version 2).
 SCHEMA_VERSION = 2
-# What this reader decodes: version 1 (no member blocks) too, from capture agents not yet upgraded.
-READABLE_SCHEMA_VERSIONS = frozenset({1, 2})
+# What this reader decodes: versions 1 (no member blocks) and 2 too, from older capture agents.
+READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3})
+# monotonically_increasing_id packs the partition above the low 33 bits (Titian's record id).
+_OFFSET_BITS = 33
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 # Levels of split paths (split, sub-split, sub-sub-split): connected sets are kept per level.
 MAX_SPLIT_DEPTH = 3
@@ -534,22 +538,37 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
     run_id = event.run_id
     limits.check_batch(pb.tap, len(pb.nodes) + len(pb.members), len(pb.edges.src))
     blocks: list[NodeBlock] = []
+    derived_src: list[np.ndarray] = []
+    derived_dst: list[np.ndarray] = []
     for block in pb.nodes:
         op = OP_NAMES.get(block.op)
         if op is None:
             raise MalformedEvent("bad_op", f"unknown op {block.op} in tap {limits.quote(pb.tap)}")
-        n = len(block.ids)
+        ids: list[int] = list(block.ids)
+        labels: list[str] = list(block.labels)
+        if block.HasField("derived"):
+            if ids:
+                raise MalformedEvent("ragged", "a node block has both ids and derived ids")
+            derived = _derived(block.derived, block.relation)
+            ids = derived.ids.tolist()
+            if derived.labels:
+                if labels:
+                    raise MalformedEvent("ragged", "a node block has labels and positions")
+                labels = derived.labels
+            derived_src.append(derived.src)
+            derived_dst.append(derived.dst)
+        n = len(ids)
         limits.check_block(
             ids=n,
             label=block.label,
-            labels=block.labels,
+            labels=labels,
             relation=block.relation,
             attribute_names=block.attribute_names,
             attribute_columns=[column.values for column in block.attribute_values],
             values=block.values,
             split=block.split,
         )
-        for name, entries in (("labels", block.labels), ("values", block.values)):
+        for name, entries in (("labels", labels), ("values", block.values)):
             if entries and len(entries) != n:
                 raise MalformedEvent("ragged", f"{name} has {len(entries)} entries for {n} ids")
         if len(block.attribute_names) != len(block.attribute_values):
@@ -569,9 +588,9 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
             {
                 "run": run_id,
                 "op": op,
-                "ids": list(block.ids),
+                "ids": ids,
                 "label": block.label,
-                "labels": list(block.labels),
+                "labels": labels,
                 "relation": block.relation or None,
                 "values": list(block.values),
                 "shared": block.shared,
@@ -585,11 +604,14 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
     if len(src) != len(dst):
         raise MalformedEvent("ragged", f"{len(src)} edge sources for {len(dst)} destinations")
     edges: EdgeBlock = {"run": run_id, "src": list(src), "dst": list(dst)}
+    for more_src, more_dst in zip(derived_src, derived_dst, strict=True):
+        edges["src"] += more_src.tolist()
+        edges["dst"] += more_dst.tolist()
     members = [_member_columns(block) for block in pb.members]
     limits.check_batch(
         pb.tap,
         len(blocks) + sum(m.block_count for m in members),
-        len(src) + sum(m.edge_count for m in members),
+        len(edges["src"]) + sum(m.edge_count for m in members),
     )
     compact = []
     for m in members:
@@ -600,6 +622,60 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
             # aggregated column (distinct, set operations) derive no node: stored as edges.
             _expand_into(run_id, m, blocks, edges)
     return Batch(run_id, event.workflow, pb.tap, pb.partition, pb.sequence, blocks, edges, compact)
+
+
+@dataclass(frozen=True)
+class _Derived:
+    ids: np.ndarray
+    labels: list[str]
+    src: np.ndarray
+    dst: np.ndarray
+
+
+_NO_IDS = np.zeros(0, dtype=np.int64)
+
+
+def _derived(d: lineage_pb2.DerivedIds, relation: str) -> _Derived:
+    """The ids (and source labels, join edges) a DerivedIds stands for (lineage.proto)."""
+    positional = len(d.position_deltas) > 0
+    paired = len(d.left) > 0 or len(d.right) > 0
+    if positional == paired:
+        raise MalformedEvent("bad_derived", "derived ids need either positions or pairs")
+    limits.check_count(
+        "ids_per_block", max(len(d.position_deltas), len(d.left)), limits.MAX_IDS_PER_BLOCK
+    )
+    if positional:
+        if d.left_null_rows or d.right_null_rows:
+            raise MalformedEvent("bad_derived", "positions take no null rows")
+        with np.errstate(over="ignore"):
+            positions = np.cumsum(np.array(d.position_deltas, dtype=np.int64), dtype=np.int64)
+        if (positions < 0).any():
+            raise MalformedEvent("bad_derived", "a position is negative")
+        ids = xxhash64_longs(d.seed, positions)
+        partitions = (positions >> _OFFSET_BITS).tolist()
+        offsets = (positions & ((1 << _OFFSET_BITS) - 1)).tolist()
+        labels = [f"{relation}#{p}.{o}" for p, o in zip(partitions, offsets, strict=True)]
+        return _Derived(ids, labels, _NO_IDS, _NO_IDS)
+    n = len(d.left)
+    if len(d.right) != n:
+        raise MalformedEvent("ragged", f"derived ids have {n} left and {len(d.right)} right ids")
+    left = np.array(d.left, dtype=np.int64)
+    right = np.array(d.right, dtype=np.int64)
+    masks = []
+    for name, rows in (("left", d.left_null_rows), ("right", d.right_null_rows)):
+        mask = np.zeros(n, dtype=bool)
+        if len(rows):
+            at = np.array(rows, dtype=np.int64)
+            if (at >= n).any():
+                raise MalformedEvent("ragged", f"derived ids have a {name} null row past {n}")
+            mask[at] = True
+        masks.append(mask)
+    if (masks[0] & masks[1]).any():
+        raise MalformedEvent("bad_derived", "a derived id has neither a left nor a right id")
+    ids = xxhash64_longs(d.seed, left, right, nulls=masks)
+    src = np.concatenate([left[~masks[0]], right[~masks[1]]])
+    dst = np.concatenate([ids[~masks[0]], ids[~masks[1]]])
+    return _Derived(ids, [], src, dst)
 
 
 def _expand_into(run_id: str, m: MemberColumns, blocks: list[NodeBlock], edges: EdgeBlock) -> None:

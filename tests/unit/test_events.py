@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -88,12 +90,83 @@ def _deep_split() -> bytes:
     return event.SerializeToString()
 
 
+def _derived_event(**derived: Any) -> bytes:
+    """A version-3 batch of one TIMES block whose ids are derived (lineage.proto DerivedIds)."""
+    event = lineage_pb2.LineageEvent(schema_version=3, run_id="r")
+    block = event.batch.nodes.add()
+    block.op = lineage_pb2.OP_TIMES
+    block.relation = "R"
+    ids = derived.pop("ids", None)
+    if ids:
+        block.ids.extend(ids)
+    block.derived.CopyFrom(lineage_pb2.DerivedIds(seed=42, **derived))
+    return event.SerializeToString()
+
+
+# Spark's own answers: SELECT xxhash64(a), xxhash64(a, b) over these rows (seed 42).
+_SPARK_XXHASH64 = {0: -5252525462095825812, 1: -7001672635703045582, 2**62: 8973626371093010265}
+_SPARK_PAIRS = {
+    (1, 2): -8198029865082835910,
+    (0, -1): -3422729216832164903,
+    (None, 5): 6251837290343458373,
+    (2**62, None): 8973626371093010265,
+}
+
+
+def test_positions_decode_to_sparks_ids_and_labels() -> None:
+    positions = [0, 1, 2**62]
+    deltas = [positions[0]] + [b - a for a, b in zip(positions, positions[1:], strict=False)]
+    batch = events.decode(_derived_event(position_deltas=deltas))
+    assert isinstance(batch, events.Batch)
+    (block,) = batch.blocks
+    assert block["ids"] == [_SPARK_XXHASH64[p] for p in positions]
+    assert block["labels"] == ["R#0.0", "R#0.1", f"R#{2**29}.0"]
+    assert batch.edges["src"] == []
+
+
+def test_pairs_decode_to_sparks_ids_and_both_edges() -> None:
+    pairs = list(_SPARK_PAIRS)
+    batch = events.decode(
+        _derived_event(
+            left=[0 if a is None else a for a, _ in pairs],
+            right=[0 if b is None else b for _, b in pairs],
+            left_null_rows=[2],
+            right_null_rows=[3],
+        )
+    )
+    assert isinstance(batch, events.Batch)
+    ids = [_SPARK_PAIRS[p] for p in pairs]
+    assert batch.blocks[0]["ids"] == ids
+    assert batch.edges["src"] == [1, 0, 2**62, 2, -1, 5]
+    assert batch.edges["dst"] == [ids[0], ids[1], ids[3], ids[0], ids[1], ids[2]]
+
+
+@pytest.mark.parametrize(
+    ("derived", "reason"),
+    [
+        ({}, "bad_derived"),
+        ({"position_deltas": [1], "left": [1], "right": [2]}, "bad_derived"),
+        ({"position_deltas": [1, -2]}, "bad_derived"),
+        ({"position_deltas": [1], "left_null_rows": [0]}, "bad_derived"),
+        ({"left": [1, 2], "right": [3]}, "ragged"),
+        ({"left": [1], "right": [3], "right_null_rows": [1]}, "ragged"),
+        ({"left": [1], "right": [3], "left_null_rows": [0], "right_null_rows": [0]}, "bad_derived"),
+        ({"position_deltas": [1], "ids": [7]}, "ragged"),
+        ({"position_deltas": [1] * 100_001}, "limit:ids_per_block"),
+    ],
+)
+def test_malformed_derived_ids_name_their_reason(derived: dict[str, Any], reason: str) -> None:
+    with pytest.raises(MalformedEvent) as info:
+        events.decode(_derived_event(**derived))
+    assert info.value.reason == reason
+
+
 @pytest.mark.parametrize(
     ("data", "reason"),
     [
         (None, "empty"),
         (b"\xff\xff\xff", "undecodable"),
-        (_event(schema_version=3, run_id="r"), "schema_version"),
+        (_event(schema_version=4, run_id="r"), "schema_version"),
         (_event(schema_version=0, run_id="r"), "schema_version"),
         (_event(schema_version=1), "no_run_id"),
         (_event(schema_version=1, run_id="r"), "no_body"),
@@ -118,7 +191,7 @@ def test_version_1_events_from_older_capture_agents_are_still_read() -> None:
     batch = events.decode(event.SerializeToString())
     assert isinstance(batch, events.Batch) and list(batch.blocks[0]["ids"]) == [5, 6]
     assert events.SCHEMA_VERSION == 2
-    assert sorted(events.READABLE_SCHEMA_VERSIONS) == [1, 2]
+    assert sorted(events.READABLE_SCHEMA_VERSIONS) == [1, 2, 3]
 
 
 _TEXT = st.text(alphabet=st.sampled_from(["a", "Z", "é", "北", "🙂", " ", "0", "\x00"]), max_size=6)

@@ -23,6 +23,7 @@ from capture_agent.emitters import MemoryEmitter
 from capture_agent.jvm import PROTOCOL, TapPlan, check_spark_version, jar_path, plan_of
 from capture_agent.taps import GroupSpec, SemiJoinSpec, TapContext, salt_of
 from sparkprov.events import Batch, RunComplete, decode
+from sparkprov.v1 import lineage_pb2
 
 Job = Callable[[ProvenanceSession, SparkSession], list[Any]]
 
@@ -109,6 +110,33 @@ def test_outer_joins_keep_null_sides(spark) -> None:  # type: ignore[no-untyped-
         return _people(prov, spark).join(_depts(prov, spark), "city", "full").collect()
 
     _same_both_ways(spark, job)
+
+
+def test_source_and_join_ids_travel_as_their_inputs(spark) -> None:  # type: ignore[no-untyped-def]
+    """The JVM taps send a source row's position and a join row's pair, not their hashed ids
+    (lineage.proto's DerivedIds): the comparisons above hold over these derived ids."""
+    emitter = MemoryEmitter(spark)
+    with ProvenanceSession(
+        spark, "jvm-taps", emitter=emitter, capture="jvm", rows_per_message=3
+    ) as prov:
+        _people(prov, spark).join(_depts(prov, spark), "city", "full").collect()
+    blocks = []
+    for _, value in emitter.messages():
+        event = lineage_pb2.LineageEvent.FromString(value)
+        if event.HasField("batch"):
+            assert event.schema_version == 3
+            blocks += [(event.batch.tap, b) for b in event.batch.nodes]
+            assert not event.batch.edges.src, "join edges are implied by the pairs"
+    kinds = Counter(
+        (b.op, len(b.derived.position_deltas) > 0, len(b.derived.left) > 0) for _, b in blocks
+    )
+    assert set(kinds) == {(lineage_pb2.OP_TOKEN, True, False), (lineage_pb2.OP_TIMES, False, True)}
+    assert sum(len(b.derived.position_deltas) for _, b in blocks) == len(PEOPLE) + len(DEPTS)
+    assert sum(len(b.derived.left) for _, b in blocks) == 5  # NY twice, LA, XX, SF
+    for _, b in blocks:
+        assert b.HasField("derived") and not b.ids and not b.labels
+    nulls = [len(b.derived.left_null_rows) + len(b.derived.right_null_rows) for _, b in blocks]
+    assert sum(nulls) == 2  # Zé's XX has no dept, SF no person
 
 
 def test_semi_joins_distinct_and_named_rows(spark) -> None:  # type: ignore[no-untyped-def]

@@ -7,6 +7,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import org.apache.spark.sql.catalyst.expressions.XXH64;
 
 /**
  * The nodes and edges one chunk of a tap yields: ../shared/MODEL.md section 2, the same per kind
@@ -104,7 +105,7 @@ record Emission(
         Texts.truncateAll(column, plan.maxTextBytes());
       }
       nodes.add(block);
-      nodeCount += block.shared() ? 0 : block.ids().length;
+      nodeCount += block.shared() ? 0 : block.count();
     }
 
     /** A block's one label comes from the plan (an op's sign, a function's name), never from
@@ -140,9 +141,53 @@ record Emission(
           attributeColumns(), null, false);
     }
 
+    /** The seed of this tap's node ids: xxhash64 of the run and the key (NodeIds). */
+    private long seed() {
+      return NodeIds.seed(plan.runId(), plan.key());
+    }
+
+    /** Whether every id is Spark's xxhash64 of its row's inputs with {@code seed}, a null input
+     * skipped (so that the reader may derive them); if not, the ids travel as they are. */
+    private static boolean derivable(long seed, long[] ids, long[][] inputs, boolean[][] nulls) {
+      for (int r = 0; r < ids.length; r++) {
+        long h = seed;
+        for (int k = 0; k < inputs.length; k++) {
+          if (nulls[k] == null || !nulls[k][r]) {
+            h = XXH64.hashLong(inputs[k][r], h);
+          }
+        }
+        if (h != ids[r]) {
+          return false;
+        }
+      }
+      return true;
+    }
+
+    private static int[] rowsOf(boolean[] mask, int n) {
+      int count = 0;
+      for (int r = 0; r < n; r++) {
+        count += mask[r] ? 1 : 0;
+      }
+      int[] rows = new int[count];
+      for (int r = 0, k = 0; r < n; r++) {
+        if (mask[r]) {
+          rows[k++] = r;
+        }
+      }
+      return rows;
+    }
+
     void source() {
       long[] ids = chunk.ids("id");
       long[] rowno = chunk.ids("rowno");
+      long seed = seed();
+      boolean positive = Arrays.stream(rowno).allMatch(p -> p >= 0);
+      if (positive && derivable(seed, ids, new long[][] {rowno}, new boolean[1][])) {
+        // Positions only: the reader derives ids and labels (lineage.proto's DerivedIds).
+        node(new NodeBlock(Op.TOKEN, null, "", null, plan.relation(), plan.attributes(),
+            attributeColumns(), null, false, Wire.Derived.positions(seed, rowno)));
+        return;
+      }
       String[] labels = new String[n];
       String prefix = plan.relation() + "#";
       for (int r = 0; r < n; r++) {
@@ -175,6 +220,28 @@ record Emission(
 
     void join() {
       long[] ids = chunk.ids("id");
+      long seed = seed();
+      long[] left = Arrays.copyOf(chunk.rawIds("left"), n);
+      long[] right = Arrays.copyOf(chunk.rawIds("right"), n);
+      boolean[] leftNull = Arrays.copyOf(chunk.nullMask("left"), n);
+      boolean[] rightNull = Arrays.copyOf(chunk.nullMask("right"), n);
+      boolean oneSide = true;
+      for (int r = 0; r < n; r++) {
+        oneSide &= !(leftNull[r] && rightNull[r]);
+        left[r] = leftNull[r] ? 0L : left[r];
+        right[r] = rightNull[r] ? 0L : right[r];
+      }
+      if (oneSide && derivable(seed, ids, new long[][] {left, right},
+          new boolean[][] {leftNull, rightNull})) {
+        // The pairs only: the reader derives the ids and both edges of every row.
+        int[] leftRows = rowsOf(leftNull, n);
+        int[] rightRows = rowsOf(rightNull, n);
+        node(new NodeBlock(Op.TIMES, null, "·", null, plan.relation(), plan.attributes(),
+            attributeColumns(), null, false,
+            Wire.Derived.pairs(seed, left, right, leftRows, rightRows)));
+        edgeCount += 2L * n - leftRows.length - rightRows.length;
+        return;
+      }
       node(rowNodes(Op.TIMES, "·", ids, null));
       LongList from = new LongList();
       LongList to = new LongList();

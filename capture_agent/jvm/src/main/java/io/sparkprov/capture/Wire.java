@@ -2,6 +2,7 @@ package io.sparkprov.capture;
 
 import com.google.protobuf.CodedOutputStream;
 import com.google.protobuf.WireFormat;
+import io.sparkprov.v1.DerivedIds;
 import io.sparkprov.v1.EdgeBlock;
 import io.sparkprov.v1.LineageBatch;
 import io.sparkprov.v1.LineageEvent;
@@ -18,7 +19,8 @@ import java.util.List;
  * sparkprov.events.encode_batch is checked against its generated module the same way.
  */
 final class Wire {
-  static final int SCHEMA_VERSION = 2;
+  /** 3: node blocks may carry their ids as the inputs they derive from ({@link Derived}). */
+  static final int SCHEMA_VERSION = 3;
 
   // Field numbers: the generated classes' (proto/sparkprov/v1/lineage.proto), never typed here.
   private static final int EVENT_SCHEMA_VERSION = LineageEvent.SCHEMA_VERSION_FIELD_NUMBER;
@@ -43,6 +45,13 @@ final class Wire {
   private static final int NODE_VALUES = io.sparkprov.v1.NodeBlock.VALUES_FIELD_NUMBER;
   private static final int NODE_SHARED = io.sparkprov.v1.NodeBlock.SHARED_FIELD_NUMBER;
   private static final int NODE_SPLIT = io.sparkprov.v1.NodeBlock.SPLIT_FIELD_NUMBER;
+  private static final int NODE_DERIVED = io.sparkprov.v1.NodeBlock.DERIVED_FIELD_NUMBER;
+  private static final int DERIVED_SEED = DerivedIds.SEED_FIELD_NUMBER;
+  private static final int DERIVED_POSITION_DELTAS = DerivedIds.POSITION_DELTAS_FIELD_NUMBER;
+  private static final int DERIVED_LEFT = DerivedIds.LEFT_FIELD_NUMBER;
+  private static final int DERIVED_RIGHT = DerivedIds.RIGHT_FIELD_NUMBER;
+  private static final int DERIVED_LEFT_NULL_ROWS = DerivedIds.LEFT_NULL_ROWS_FIELD_NUMBER;
+  private static final int DERIVED_RIGHT_NULL_ROWS = DerivedIds.RIGHT_NULL_ROWS_FIELD_NUMBER;
   private static final int MEMBER_MEMBERS = io.sparkprov.v1.MemberBlock.MEMBERS_FIELD_NUMBER;
   private static final int MEMBER_GROUPS = io.sparkprov.v1.MemberBlock.GROUPS_FIELD_NUMBER;
   private static final int MEMBER_GROUP_KEY = io.sparkprov.v1.MemberBlock.GROUP_KEY_FIELD_NUMBER;
@@ -76,7 +85,9 @@ final class Wire {
     }
   }
 
-  /** Nodes of one op, column by column (a null column is an empty one). */
+  /** Nodes of one op, column by column (a null column is an empty one); with {@code derived},
+   * the ids (and a source's labels, a join's edges) travel as the inputs they derive from and
+   * {@code ids} is null. */
   record NodeBlock(
       Op op,
       long[] ids,
@@ -86,7 +97,41 @@ final class Wire {
       List<String> attributeNames,
       List<byte[][]> attributeValues,
       String[] values,
-      boolean shared) {}
+      boolean shared,
+      Derived derived) {
+    NodeBlock(Op op, long[] ids, String label, String[] labels, String relation,
+        List<String> attributeNames, List<byte[][]> attributeValues, String[] values,
+        boolean shared) {
+      this(op, ids, label, labels, relation, attributeNames, attributeValues, values, shared,
+          null);
+    }
+
+    int count() {
+      return derived != null ? derived.count() : ids.length;
+    }
+  }
+
+  /**
+   * lineage.proto's DerivedIds: ids that are Spark's xxhash64 of their inputs seeded with
+   * {@code seed}. Either {@code positions} (source rows: ids and labels from them) or
+   * {@code left} and {@code right} (join rows: ids and both edges from them; the rows of a null
+   * side in the null rows, their entry 0).
+   */
+  record Derived(
+      long seed, long[] positions, long[] left, long[] right, int[] leftNullRows,
+      int[] rightNullRows) {
+    static Derived positions(long seed, long[] positions) {
+      return new Derived(seed, positions, null, null, null, null);
+    }
+
+    static Derived pairs(long seed, long[] left, long[] right, int[] leftNull, int[] rightNull) {
+      return new Derived(seed, null, left, right, leftNull, rightNull);
+    }
+
+    int count() {
+      return positions != null ? positions.length : left.length;
+    }
+  }
 
   /** Group members in compact form (lineage.proto's MemberBlock). */
   record MemberBlock(
@@ -161,6 +206,21 @@ final class Wire {
     for (String part : split) {
       w.string(NODE_SPLIT, part);
     }
+    if (block.derived() != null) {
+      w.message(NODE_DERIVED, d -> derived(d, block.derived()));
+    }
+  }
+
+  private static void derived(Writer w, Derived d) throws IOException {
+    w.sfixed64(DERIVED_SEED, d.seed());
+    if (d.positions() != null) {
+      w.packedSint64Deltas(DERIVED_POSITION_DELTAS, d.positions());
+      return;
+    }
+    w.fixed64s(DERIVED_LEFT, d.left());
+    w.fixed64s(DERIVED_RIGHT, d.right());
+    w.packedUint32(DERIVED_LEFT_NULL_ROWS, d.leftNullRows());
+    w.packedUint32(DERIVED_RIGHT_NULL_ROWS, d.rightNullRows());
   }
 
   private static void member(Writer w, MemberBlock block, List<String> split) throws IOException {
@@ -327,7 +387,46 @@ final class Wire {
       }
     }
 
+    void sfixed64(int field, long value) throws IOException {
+      if (value == 0) {
+        return;
+      }
+      if (out == null) {
+        size += CodedOutputStream.computeSFixed64Size(field, value);
+      } else {
+        out.writeSFixed64(field, value);
+      }
+    }
+
+    /** {@code values[0]}, then each value's difference from the one before, as packed sint64. */
+    void packedSint64Deltas(int field, long[] values) throws IOException {
+      if (values.length == 0) {
+        return;
+      }
+      int length = 0;
+      long previous = 0;
+      for (long v : values) {
+        length += CodedOutputStream.computeSInt64SizeNoTag(v - previous);
+        previous = v;
+      }
+      if (out == null) {
+        size += CodedOutputStream.computeTagSize(field)
+            + CodedOutputStream.computeUInt32SizeNoTag(length) + length;
+        return;
+      }
+      out.writeTag(field, WireFormat.WIRETYPE_LENGTH_DELIMITED);
+      out.writeUInt32NoTag(length);
+      previous = 0;
+      for (long v : values) {
+        out.writeSInt64NoTag(v - previous);
+        previous = v;
+      }
+    }
+
     void packedUint32(int field, int[] values) throws IOException {
+      if (values == null || values.length == 0) {
+        return;
+      }
       int length = 0;
       for (int v : values) {
         length += CodedOutputStream.computeUInt32SizeNoTag(v);

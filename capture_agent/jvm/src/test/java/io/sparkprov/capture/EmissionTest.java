@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.List;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.XXH64;
 import org.apache.spark.sql.catalyst.util.GenericArrayData;
 import org.apache.spark.unsafe.types.UTF8String;
 import org.junit.jupiter.api.Test;
@@ -56,6 +57,61 @@ class EmissionTest {
     assertEquals(Wire.Op.TIMES, e.nodes().get(0).op());
     assertArrayEquals(new byte[][] {"a".getBytes(java.nio.charset.StandardCharsets.UTF_8), null},
         e.nodes().get(0).attributeValues().get(0));
+  }
+
+  /** Spark's xxhash64 of {@code inputs} (nulls skipped) with the tap's seed: its node id. */
+  private static long sparkId(TapPlan plan, Long... inputs) {
+    long h = NodeIds.seed(plan.runId(), plan.key());
+    for (Long input : inputs) {
+      h = input == null ? h : XXH64.hashLong(input, h);
+    }
+    return h;
+  }
+
+  @Test
+  void joinRowsWhoseIdsAreTheirPairsHashSendOnlyThePairs() {
+    TapPlan join = plan("join", List.of("id", "left", "right"), List.of("id", "id", "id"),
+        List.of(), List.of());
+    Chunk chunk = new Chunk(join);
+    chunk.add(row(sparkId(join, 1L, 2L), 1L, 2L));
+    chunk.add(row(sparkId(join, 3L, null), 3L, null));
+    chunk.add(row(sparkId(join, null, 4L), null, 4L));
+    Emission e = Emission.of(join, chunk);
+    assertEquals(null, e.src()); // the edges are implied by the pairs
+    Wire.NodeBlock times = e.nodes().get(0);
+    assertEquals(null, times.ids());
+    Wire.Derived d = times.derived();
+    assertEquals(NodeIds.seed("run", "k#1"), d.seed());
+    assertArrayEquals(new long[] {1, 3, 0}, d.left());
+    assertArrayEquals(new long[] {2, 0, 4}, d.right());
+    assertArrayEquals(new int[] {2}, d.leftNullRows());
+    assertArrayEquals(new int[] {1}, d.rightNullRows());
+    assertEquals(3, e.nodeCount());
+    assertEquals(4, e.edgeCount());
+  }
+
+  @Test
+  void sourceRowsWhoseIdsAreTheirPositionsHashSendOnlyThePositions() {
+    TapPlan source = plan("source", List.of("id", "rowno"), List.of("id", "id"), List.of(),
+        List.of());
+    Chunk chunk = new Chunk(source);
+    long second = (3L << 33) + 7;
+    chunk.add(row(sparkId(source, 5L), 5L));
+    chunk.add(row(sparkId(source, second), second));
+    Emission e = Emission.of(source, chunk);
+    Wire.NodeBlock tokens = e.nodes().get(0);
+    assertEquals(null, tokens.ids());
+    assertEquals(null, tokens.labels());
+    assertArrayEquals(new long[] {5, second}, tokens.derived().positions());
+    assertEquals(2, e.nodeCount());
+
+    Chunk other = new Chunk(source); // one id that is not the hash: all ids travel
+    other.add(row(sparkId(source, 5L), 5L));
+    other.add(row(99L, 6L));
+    Wire.NodeBlock sent = Emission.of(source, other).nodes().get(0);
+    assertEquals(null, sent.derived());
+    assertArrayEquals(new long[] {sparkId(source, 5L), 99L}, sent.ids());
+    assertArrayEquals(new String[] {"R#0.5", "R#0.6"}, sent.labels());
   }
 
   @Test

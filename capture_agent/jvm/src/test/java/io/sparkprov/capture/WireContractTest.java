@@ -102,7 +102,7 @@ class WireContractTest {
     io.sparkprov.v1.NodeBlock.Builder n =
         io.sparkprov.v1.NodeBlock.newBuilder()
             .setOpValue(block.op().number)
-            .addAllIds(boxed(block.ids()))
+            .addAllIds(block.ids() == null ? List.of() : boxed(block.ids()))
             .setShared(block.shared())
             .addAllAttributeNames(block.attributeNames())
             .addAllSplit(split);
@@ -121,7 +121,26 @@ class WireContractTest {
     if (block.values() != null) {
       n.addAllValues(Arrays.asList(block.values()));
     }
+    if (block.derived() != null) {
+      n.setDerived(derived(block.derived()));
+    }
     return n.build();
+  }
+
+  private static io.sparkprov.v1.DerivedIds derived(Wire.Derived d) {
+    io.sparkprov.v1.DerivedIds.Builder b = io.sparkprov.v1.DerivedIds.newBuilder().setSeed(d.seed());
+    if (d.positions() != null) {
+      long previous = 0;
+      for (long p : d.positions()) {
+        b.addPositionDeltas(p - previous);
+        previous = p;
+      }
+      return b.build();
+    }
+    b.addAllLeft(boxed(d.left())).addAllRight(boxed(d.right()));
+    Arrays.stream(d.leftNullRows()).forEach(b::addLeftNullRows);
+    Arrays.stream(d.rightNullRows()).forEach(b::addRightNullRows);
+    return b.build();
   }
 
   private static StringColumn column(byte[][] values) {
@@ -179,9 +198,32 @@ class WireContractTest {
         vnodeValues[i] = text(random);
       }
     }
-    return new Wire.NodeBlock(OPS[random.nextInt(OPS.length)], ids(random, n), label, labels,
+    Wire.Derived derived = switch (random.nextInt(3)) {
+      case 0 -> Wire.Derived.positions(random.nextInt(4) == 0 ? 0 : random.nextLong(),
+          positions(random, n));
+      case 1 -> Wire.Derived.pairs(random.nextLong(), ids(random, n), ids(random, n),
+          rows(random, n), rows(random, n));
+      default -> null;
+    };
+    return new Wire.NodeBlock(OPS[random.nextInt(OPS.length)],
+        derived == null ? ids(random, n) : null, label, labels,
         random.nextBoolean() ? null : text(random), names, values, vnodeValues,
-        random.nextInt(4) == 0);
+        random.nextInt(4) == 0, derived);
+  }
+
+  /** Increasing, with gaps and partition jumps, or (rarely) decreasing: deltas of every sign. */
+  private static long[] positions(Random random, int n) {
+    long[] out = new long[n];
+    long p = random.nextInt(3) == 0 ? 0 : ((long) random.nextInt(200) << 33) + random.nextInt(9);
+    for (int i = 0; i < n; i++) {
+      out[i] = p;
+      p += random.nextInt(5) == 0 ? -random.nextInt(1000) : random.nextInt(3) + ((long) random.nextInt(2) << 33);
+    }
+    return out;
+  }
+
+  private static int[] rows(Random random, int n) {
+    return java.util.stream.IntStream.range(0, n).filter(r -> random.nextInt(3) == 0).toArray();
   }
 
   private static Wire.MemberBlock memberBlock(Random random) {
