@@ -98,6 +98,9 @@ class TrackedFrame:
         self._named = False
         # The operator of the workflow DAG that made this frame (capture_agent.workflow_dag).
         self.dag_node: int | None = None
+        # The capture key of the source whose TOKEN ids the id column holds, if it holds a
+        # source's rows as they are ("" if not): a join sends such a side as positions.
+        self.origin = ""
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -113,6 +116,7 @@ class TrackedFrame:
     def _derive(self, df: DataFrame) -> TrackedFrame:
         derived = TrackedFrame(self._ctx, df)
         derived.dag_node = self.dag_node  # an operator not recorded keeps the frame's
+        derived.origin = self.origin  # the same nodes
         return derived
 
     def dag_builder(self) -> DagBuilder:
@@ -449,7 +453,8 @@ class TrackedFrame:
         key = self._ctx.next_key("join")
         joined = joined.withColumn(ID, self._ctx.node_id(key, F.col(left_col), F.col(right_col)))
         hidden = {"left": F.col(left_col), "right": F.col(right_col)}
-        return TrackedFrame(self._ctx, joined, JoinSpec(key=key), hidden)  # recorded by join
+        spec = JoinSpec(key=key, origins=(self.origin, other.origin))
+        return TrackedFrame(self._ctx, joined, spec, hidden)  # recorded by join
 
     def _semi_join(self, right: DataFrame, on: str | list[str] | Column | None) -> TrackedFrame:
         """A left semi join that keeps, per kept row, the ids of the right rows that matched it

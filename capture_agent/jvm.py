@@ -67,7 +67,7 @@ __all__ = [
 ]
 
 ENV_JAR = "SPARKPROV_CAPTURE_JAR"
-PROTOCOL = 1  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
+PROTOCOL = 2  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
 # The pyspark versions (major, minor) the JVM taps are built and tested for, inclusive.
 SUPPORTED_SPARK = ((4, 0), (4, 3))
 _CLASS = "io.sparkprov.capture.Taps"
@@ -92,6 +92,7 @@ class TapPlan(TypedDict):
     delta: bool
     aggregates: int
     salts: list[int]  # signed 64-bit, as Java's long
+    origins: list[str]  # join: per side, the source key whose TOKEN ids it holds, or ""
     rows_per_message: int
     max_text_bytes: int
 
@@ -160,6 +161,7 @@ def plan_of(spec: TapSpec, ctx: TapContext, split: tuple[str, ...]) -> TapPlan:
         delta=bool(getattr(spec, "delta", False)),
         aggregates=int(getattr(spec, "aggregates", 0)),
         salts=[_signed(s) for s in salts],
+        origins=list(getattr(spec, "origins", ())),
         rows_per_message=ctx.rows_per_message,
         max_text_bytes=limits.MAX_TEXT_BYTES,
     )

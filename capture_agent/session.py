@@ -310,12 +310,16 @@ class ProvenanceSession:
         # Partition and offset (Titian's record id): stable when Spark re-executes a task.
         row_id = F.monotonically_increasing_id() if self.enabled else F.lit(0).cast("long")
         tracked = df.withColumn(rowno, row_id)
-        tracked = tracked.withColumn(ID, self.capture.node_id(key, F.col(rowno)))
+        # The row's TOKEN id: its position XOR the hash of run and key. As unique as a hash of
+        # the position (the hash varies by run and source), and a position again when XORed
+        # back, so taps can send positions, not ids (lineage.proto's DerivedIds).
+        tracked = tracked.withColumn(ID, F.col(rowno).bitwiseXOR(self.capture.node_id(key)))
         self.capture.relations_read[relation] = None
         if self.reuse is not None:
             self.reuse.register_source(relation, df)
         spec = SourceSpec(key=key, relation=relation, attributes=chosen(df.columns, values))
         frame = TrackedFrame(self.capture, tracked, spec, {"rowno": F.col(rowno)})
+        frame.origin = key
         frame.dag_node = self.capture.dag.add(
             "source", {"relation": relation}, [], frame.visible_schema()
         )

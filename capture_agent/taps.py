@@ -243,7 +243,11 @@ class BlackBoxGroupSpec(TapSpec):
 
 @dataclass(frozen=True)
 class JoinSpec(TapSpec):
-    """A joined row: TIMES of its left and right rows (of its one side, in an outer join)."""
+    """A joined row: TIMES of its left and right rows (of its one side, in an outer join).
+    ``origins``: per side, the capture key of the source whose TOKEN ids it holds, if known (the
+    JVM tap then sends that side as positions; the ids read back the same either way)."""
+
+    origins: tuple[str, str] = ("", "")
 
     def hidden_inputs(self) -> tuple[str, ...]:
         return ("id", "left", "right")

@@ -638,11 +638,13 @@ _NO_IDS = np.zeros(0, dtype=np.int64)
 def _derived(d: lineage_pb2.DerivedIds, relation: str) -> _Derived:
     """The ids (and source labels, join edges) a DerivedIds stands for (lineage.proto)."""
     positional = len(d.position_deltas) > 0
-    paired = len(d.left) > 0 or len(d.right) > 0
+    paired = any(len(c) for c in (d.left, d.right, d.left_deltas, d.right_deltas))
     if positional == paired:
         raise MalformedEvent("bad_derived", "derived ids need either positions or pairs")
     limits.check_count(
-        "ids_per_block", max(len(d.position_deltas), len(d.left)), limits.MAX_IDS_PER_BLOCK
+        "ids_per_block",
+        max(len(c) for c in (d.position_deltas, d.left, d.left_deltas)),
+        limits.MAX_IDS_PER_BLOCK,
     )
     if positional:
         if d.left_null_rows or d.right_null_rows:
@@ -651,16 +653,16 @@ def _derived(d: lineage_pb2.DerivedIds, relation: str) -> _Derived:
             positions = np.cumsum(np.array(d.position_deltas, dtype=np.int64), dtype=np.int64)
         if (positions < 0).any():
             raise MalformedEvent("bad_derived", "a position is negative")
-        ids = xxhash64_longs(d.seed, positions)
+        ids = positions ^ np.int64(d.seed)
         partitions = (positions >> _OFFSET_BITS).tolist()
         offsets = (positions & ((1 << _OFFSET_BITS) - 1)).tolist()
         labels = [f"{relation}#{p}.{o}" for p, o in zip(partitions, offsets, strict=True)]
         return _Derived(ids, labels, _NO_IDS, _NO_IDS)
-    n = len(d.left)
-    if len(d.right) != n:
-        raise MalformedEvent("ragged", f"derived ids have {n} left and {len(d.right)} right ids")
-    left = np.array(d.left, dtype=np.int64)
-    right = np.array(d.right, dtype=np.int64)
+    left = _side(d.left, d.left_deltas, d.left_mask, "left")
+    right = _side(d.right, d.right_deltas, d.right_mask, "right")
+    n = len(left)
+    if len(right) != n:
+        raise MalformedEvent("ragged", f"derived ids have {n} left and {len(right)} right ids")
     masks = []
     for name, rows in (("left", d.left_null_rows), ("right", d.right_null_rows)):
         mask = np.zeros(n, dtype=bool)
@@ -676,6 +678,17 @@ def _derived(d: lineage_pb2.DerivedIds, relation: str) -> _Derived:
     src = np.concatenate([left[~masks[0]], right[~masks[1]]])
     dst = np.concatenate([ids[~masks[0]], ids[~masks[1]]])
     return _Derived(ids, [], src, dst)
+
+
+def _side(ids: Sequence[int], deltas: Sequence[int], mask: int, name: str) -> np.ndarray:
+    """One side of a join's pairs: its ids, or its positions' deltas and mask (DerivedIds)."""
+    if len(ids) and len(deltas):
+        raise MalformedEvent("bad_derived", f"the {name} side has both ids and positions")
+    if len(deltas):
+        with np.errstate(over="ignore"):
+            positions = np.cumsum(np.array(deltas, dtype=np.int64), dtype=np.int64)
+        return positions ^ np.int64(mask)
+    return np.array(ids, dtype=np.int64)
 
 
 def _expand_into(run_id: str, m: MemberColumns, blocks: list[NodeBlock], edges: EdgeBlock) -> None:

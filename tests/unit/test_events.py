@@ -2,11 +2,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparkprov import events
+from sparkprov.derived import xxhash64_longs
 from sparkprov.events import EdgeColumns, MalformedEvent, NodeColumns
 from sparkprov.v1 import lineage_pb2
 
@@ -103,8 +105,7 @@ def _derived_event(**derived: Any) -> bytes:
     return event.SerializeToString()
 
 
-# Spark's own answers: SELECT xxhash64(a), xxhash64(a, b) over these rows (seed 42).
-_SPARK_XXHASH64 = {0: -5252525462095825812, 1: -7001672635703045582, 2**62: 8973626371093010265}
+# Spark's own answers: SELECT xxhash64(a, b) over these rows (seed 42).
 _SPARK_PAIRS = {
     (1, 2): -8198029865082835910,
     (0, -1): -3422729216832164903,
@@ -119,7 +120,7 @@ def test_positions_decode_to_sparks_ids_and_labels() -> None:
     batch = events.decode(_derived_event(position_deltas=deltas))
     assert isinstance(batch, events.Batch)
     (block,) = batch.blocks
-    assert block["ids"] == [_SPARK_XXHASH64[p] for p in positions]
+    assert block["ids"] == [p ^ 42 for p in positions]  # the source's TOKEN ids
     assert block["labels"] == ["R#0.0", "R#0.1", f"R#{2**29}.0"]
     assert batch.edges["src"] == []
 
@@ -141,6 +142,23 @@ def test_pairs_decode_to_sparks_ids_and_both_edges() -> None:
     assert batch.edges["dst"] == [ids[0], ids[1], ids[3], ids[0], ids[1], ids[2]]
 
 
+def test_a_side_of_source_tokens_decodes_from_its_positions() -> None:
+    """The left ids 5^m, 5^m (a null row: the position repeats), 9^m travel as 5, 0, 4."""
+    m = -1234567890123
+    batch = events.decode(
+        _derived_event(left_mask=m, left_deltas=[5, 0, 4], right=[2, 4, 7], left_null_rows=[1])
+    )
+    assert isinstance(batch, events.Batch)
+    expected = xxhash64_longs(
+        42,
+        np.array([5 ^ m, 0, 9 ^ m], dtype=np.int64),
+        np.array([2, 4, 7], dtype=np.int64),
+        nulls=[np.array([False, True, False]), None],
+    ).tolist()
+    assert batch.blocks[0]["ids"] == expected
+    assert batch.edges["src"] == [5 ^ m, 9 ^ m, 2, 4, 7]
+
+
 @pytest.mark.parametrize(
     ("derived", "reason"),
     [
@@ -152,6 +170,8 @@ def test_pairs_decode_to_sparks_ids_and_both_edges() -> None:
         ({"left": [1], "right": [3], "right_null_rows": [1]}, "ragged"),
         ({"left": [1], "right": [3], "left_null_rows": [0], "right_null_rows": [0]}, "bad_derived"),
         ({"position_deltas": [1], "ids": [7]}, "ragged"),
+        ({"left": [1], "left_deltas": [1], "right": [2]}, "bad_derived"),
+        ({"left_deltas": [1, 2], "right": [2]}, "ragged"),
         ({"position_deltas": [1] * 100_001}, "limit:ids_per_block"),
     ],
 )

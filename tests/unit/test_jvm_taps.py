@@ -113,8 +113,8 @@ def test_outer_joins_keep_null_sides(spark) -> None:  # type: ignore[no-untyped-
 
 
 def test_source_and_join_ids_travel_as_their_inputs(spark) -> None:  # type: ignore[no-untyped-def]
-    """The JVM taps send a source row's position and a join row's pair, not their hashed ids
-    (lineage.proto's DerivedIds): the comparisons above hold over these derived ids."""
+    """The JVM taps send a source row's position and a join row's pair of positions, not their
+    ids (lineage.proto's DerivedIds): the comparisons above hold over these derived ids."""
     emitter = MemoryEmitter(spark)
     with ProvenanceSession(
         spark, "jvm-taps", emitter=emitter, capture="jvm", rows_per_message=3
@@ -127,12 +127,19 @@ def test_source_and_join_ids_travel_as_their_inputs(spark) -> None:  # type: ign
             assert event.schema_version == 3
             blocks += [(event.batch.tap, b) for b in event.batch.nodes]
             assert not event.batch.edges.src, "join edges are implied by the pairs"
+    # Both join sides hold source rows as they are: they travel as positions, not ids.
     kinds = Counter(
-        (b.op, len(b.derived.position_deltas) > 0, len(b.derived.left) > 0) for _, b in blocks
+        (
+            b.op,
+            len(b.derived.position_deltas) > 0,
+            len(b.derived.left_deltas) > 0 and len(b.derived.right_deltas) > 0,
+        )
+        for _, b in blocks
     )
     assert set(kinds) == {(lineage_pb2.OP_TOKEN, True, False), (lineage_pb2.OP_TIMES, False, True)}
     assert sum(len(b.derived.position_deltas) for _, b in blocks) == len(PEOPLE) + len(DEPTS)
-    assert sum(len(b.derived.left) for _, b in blocks) == 5  # NY twice, LA, XX, SF
+    assert sum(len(b.derived.left_deltas) for _, b in blocks) == 5  # NY twice, LA, XX, SF
+    assert not any(len(b.derived.left) or len(b.derived.right) for _, b in blocks)
     for _, b in blocks:
         assert b.HasField("derived") and not b.ids and not b.labels
     nulls = [len(b.derived.left_null_rows) + len(b.derived.right_null_rows) for _, b in blocks]

@@ -146,6 +146,33 @@ record Emission(
       return NodeIds.seed(plan.runId(), plan.key());
     }
 
+    /** The mask of the source whose TOKEN ids join side {@code side} holds (its seed), if the
+     * plan names one. */
+    private java.util.OptionalLong mask(int side) {
+      List<String> origins = plan.origins();
+      if (origins == null || origins.size() <= side || origins.get(side).isEmpty()) {
+        return java.util.OptionalLong.empty();
+      }
+      return java.util.OptionalLong.of(NodeIds.seed(plan.runId(), origins.get(side)));
+    }
+
+    /** A join side as it travels: as positions (id XOR mask; a null row repeats the position
+     * before it) where a mask is known, else as ids (0 where null). */
+    private static Wire.Side side(long[] ids, boolean[] nulls, java.util.OptionalLong mask) {
+      int[] nullRows = rowsOf(nulls, ids.length);
+      if (mask.isEmpty()) {
+        return new Wire.Side(ids, 0L, null, nullRows);
+      }
+      long m = mask.getAsLong();
+      long[] positions = new long[ids.length];
+      long previous = 0;
+      for (int r = 0; r < ids.length; r++) {
+        positions[r] = nulls[r] ? previous : ids[r] ^ m;
+        previous = positions[r];
+      }
+      return new Wire.Side(null, m, positions, nullRows);
+    }
+
     /** Whether every id is Spark's xxhash64 of its row's inputs with {@code seed}, a null input
      * skipped (so that the reader may derive them); if not, the ids travel as they are. */
     private static boolean derivable(long seed, long[] ids, long[][] inputs, boolean[][] nulls) {
@@ -181,8 +208,11 @@ record Emission(
       long[] ids = chunk.ids("id");
       long[] rowno = chunk.ids("rowno");
       long seed = seed();
-      boolean positive = Arrays.stream(rowno).allMatch(p -> p >= 0);
-      if (positive && derivable(seed, ids, new long[][] {rowno}, new boolean[1][])) {
+      boolean derivable = true;
+      for (int r = 0; r < n; r++) {
+        derivable &= rowno[r] >= 0 && ids[r] == (rowno[r] ^ seed);
+      }
+      if (derivable) {
         // Positions only: the reader derives ids and labels (lineage.proto's DerivedIds).
         node(new NodeBlock(Op.TOKEN, null, "", null, plan.relation(), plan.attributes(),
             attributeColumns(), null, false, Wire.Derived.positions(seed, rowno)));
@@ -234,12 +264,11 @@ record Emission(
       if (oneSide && derivable(seed, ids, new long[][] {left, right},
           new boolean[][] {leftNull, rightNull})) {
         // The pairs only: the reader derives the ids and both edges of every row.
-        int[] leftRows = rowsOf(leftNull, n);
-        int[] rightRows = rowsOf(rightNull, n);
+        Wire.Side l = side(left, leftNull, mask(0));
+        Wire.Side r = side(right, rightNull, mask(1));
         node(new NodeBlock(Op.TIMES, null, "·", null, plan.relation(), plan.attributes(),
-            attributeColumns(), null, false,
-            Wire.Derived.pairs(seed, left, right, leftRows, rightRows)));
-        edgeCount += 2L * n - leftRows.length - rightRows.length;
+            attributeColumns(), null, false, Wire.Derived.pairs(seed, l, r)));
+        edgeCount += 2L * n - l.nullRows().length - r.nullRows().length;
         return;
       }
       node(rowNodes(Op.TIMES, "·", ids, null));

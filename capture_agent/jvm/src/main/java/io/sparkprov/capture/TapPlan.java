@@ -18,6 +18,8 @@ import java.util.List;
  *     "text" (a string, maybe null) or "flag" (a boolean)
  * @param salts the derived-id salts (sparkprov/derived.py's salt_of, computed by Python): per
  *     aggregated column for groups and windows, the PLUS salt of a semi join
+ * @param origins a join's, per side (left, right): the capture key of the source whose TOKEN
+ *     ids the side holds, or "" (the side then travels as ids, not positions); empty otherwise
  */
 @JsonIgnoreProperties(ignoreUnknown = false)
 public record TapPlan(
@@ -37,6 +39,7 @@ public record TapPlan(
     @JsonProperty("delta") boolean delta,
     @JsonProperty("aggregates") int aggregates,
     @JsonProperty("salts") List<Long> salts,
+    @JsonProperty("origins") List<String> origins,
     @JsonProperty("rows_per_message") int rowsPerMessage,
     @JsonProperty("max_text_bytes") int maxTextBytes)
     implements Serializable {

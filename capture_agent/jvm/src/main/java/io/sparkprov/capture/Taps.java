@@ -16,7 +16,7 @@ import org.apache.spark.sql.types.DataTypes;
  */
 public final class Taps {
   /** The tap protocol this jar speaks; capture_agent/jvm.py refuses a jar of another. */
-  public static final int PROTOCOL = 1;
+  public static final int PROTOCOL = 2;
 
   public Taps() {}
 

@@ -52,6 +52,10 @@ final class Wire {
   private static final int DERIVED_RIGHT = DerivedIds.RIGHT_FIELD_NUMBER;
   private static final int DERIVED_LEFT_NULL_ROWS = DerivedIds.LEFT_NULL_ROWS_FIELD_NUMBER;
   private static final int DERIVED_RIGHT_NULL_ROWS = DerivedIds.RIGHT_NULL_ROWS_FIELD_NUMBER;
+  private static final int DERIVED_LEFT_MASK = DerivedIds.LEFT_MASK_FIELD_NUMBER;
+  private static final int DERIVED_LEFT_DELTAS = DerivedIds.LEFT_DELTAS_FIELD_NUMBER;
+  private static final int DERIVED_RIGHT_MASK = DerivedIds.RIGHT_MASK_FIELD_NUMBER;
+  private static final int DERIVED_RIGHT_DELTAS = DerivedIds.RIGHT_DELTAS_FIELD_NUMBER;
   private static final int MEMBER_MEMBERS = io.sparkprov.v1.MemberBlock.MEMBERS_FIELD_NUMBER;
   private static final int MEMBER_GROUPS = io.sparkprov.v1.MemberBlock.GROUPS_FIELD_NUMBER;
   private static final int MEMBER_GROUP_KEY = io.sparkprov.v1.MemberBlock.GROUP_KEY_FIELD_NUMBER;
@@ -112,24 +116,31 @@ final class Wire {
   }
 
   /**
-   * lineage.proto's DerivedIds: ids that are Spark's xxhash64 of their inputs seeded with
-   * {@code seed}. Either {@code positions} (source rows: ids and labels from them) or
-   * {@code left} and {@code right} (join rows: ids and both edges from them; the rows of a null
-   * side in the null rows, their entry 0).
+   * lineage.proto's DerivedIds. Either {@code positions} (source rows: id = position XOR seed,
+   * labels from the positions) or a join's two sides (id = Spark's xxhash64 of the pair seeded
+   * with {@code seed}; both edges from them; the rows of a null side in its null rows).
    */
-  record Derived(
-      long seed, long[] positions, long[] left, long[] right, int[] leftNullRows,
-      int[] rightNullRows) {
+  record Derived(long seed, long[] positions, Side left, Side right) {
     static Derived positions(long seed, long[] positions) {
-      return new Derived(seed, positions, null, null, null, null);
+      return new Derived(seed, positions, null, null);
     }
 
-    static Derived pairs(long seed, long[] left, long[] right, int[] leftNull, int[] rightNull) {
-      return new Derived(seed, null, left, right, leftNull, rightNull);
+    static Derived pairs(long seed, Side left, Side right) {
+      return new Derived(seed, null, left, right);
     }
 
     int count() {
-      return positions != null ? positions.length : left.length;
+      return positions != null ? positions.length : left.size();
+    }
+  }
+
+  /**
+   * One side of a join's pairs: its {@code ids}, or, where they are a source's TOKEN ids, its
+   * {@code positions} (id XOR {@code mask}; a null row repeats the position before it).
+   */
+  record Side(long[] ids, long mask, long[] positions, int[] nullRows) {
+    int size() {
+      return ids != null ? ids.length : positions.length;
     }
   }
 
@@ -217,10 +228,18 @@ final class Wire {
       w.packedSint64Deltas(DERIVED_POSITION_DELTAS, d.positions());
       return;
     }
-    w.fixed64s(DERIVED_LEFT, d.left());
-    w.fixed64s(DERIVED_RIGHT, d.right());
-    w.packedUint32(DERIVED_LEFT_NULL_ROWS, d.leftNullRows());
-    w.packedUint32(DERIVED_RIGHT_NULL_ROWS, d.rightNullRows());
+    w.fixed64s(DERIVED_LEFT, d.left().ids());
+    w.fixed64s(DERIVED_RIGHT, d.right().ids());
+    w.packedUint32(DERIVED_LEFT_NULL_ROWS, d.left().nullRows());
+    w.packedUint32(DERIVED_RIGHT_NULL_ROWS, d.right().nullRows());
+    if (d.left().positions() != null) {
+      w.sfixed64(DERIVED_LEFT_MASK, d.left().mask());
+      w.packedSint64Deltas(DERIVED_LEFT_DELTAS, d.left().positions());
+    }
+    if (d.right().positions() != null) {
+      w.sfixed64(DERIVED_RIGHT_MASK, d.right().mask());
+      w.packedSint64Deltas(DERIVED_RIGHT_DELTAS, d.right().positions());
+    }
   }
 
   private static void member(Writer w, MemberBlock block, List<String> split) throws IOException {

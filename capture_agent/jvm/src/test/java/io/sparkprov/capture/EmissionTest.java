@@ -16,8 +16,13 @@ import org.junit.jupiter.api.Test;
 class EmissionTest {
   private static TapPlan plan(String kind, List<String> inputs, List<String> types,
       List<String> attributes, List<Long> salts) {
+    return plan(kind, inputs, types, attributes, salts, List.of());
+  }
+
+  private static TapPlan plan(String kind, List<String> inputs, List<String> types,
+      List<String> attributes, List<Long> salts, List<String> origins) {
     return new TapPlan(kind, "k#1", "run", "wf", "R", attributes, inputs, types, List.of("main"),
-        "", 0, List.of(), "", false, 0, salts, 4, 16);
+        "", 0, List.of(), "", false, 0, salts, origins, 4, 16);
   }
 
   /** An id array column as the codegen tap sees it: Spark's internal array. */
@@ -82,22 +87,40 @@ class EmissionTest {
     assertEquals(null, times.ids());
     Wire.Derived d = times.derived();
     assertEquals(NodeIds.seed("run", "k#1"), d.seed());
-    assertArrayEquals(new long[] {1, 3, 0}, d.left());
-    assertArrayEquals(new long[] {2, 0, 4}, d.right());
-    assertArrayEquals(new int[] {2}, d.leftNullRows());
-    assertArrayEquals(new int[] {1}, d.rightNullRows());
+    assertArrayEquals(new long[] {1, 3, 0}, d.left().ids());
+    assertArrayEquals(new long[] {2, 0, 4}, d.right().ids());
+    assertArrayEquals(new int[] {2}, d.left().nullRows());
+    assertArrayEquals(new int[] {1}, d.right().nullRows());
     assertEquals(3, e.nodeCount());
     assertEquals(4, e.edgeCount());
   }
 
   @Test
-  void sourceRowsWhoseIdsAreTheirPositionsHashSendOnlyThePositions() {
+  void aJoinSideOfSourceTokensTravelsAsPositions() {
+    TapPlan join = plan("join", List.of("id", "left", "right"), List.of("id", "id", "id"),
+        List.of(), List.of(), List.of("source:A#0", ""));
+    long mask = NodeIds.seed("run", "source:A#0");
+    Chunk chunk = new Chunk(join);
+    chunk.add(row(sparkId(join, 5L ^ mask, 2L), 5L ^ mask, 2L));
+    chunk.add(row(sparkId(join, null, 4L), null, 4L));
+    chunk.add(row(sparkId(join, 9L ^ mask, 7L), 9L ^ mask, 7L));
+    Wire.Derived d = Emission.of(join, chunk).nodes().get(0).derived();
+    assertEquals(mask, d.left().mask());
+    assertArrayEquals(new long[] {5, 5, 9}, d.left().positions()); // the null row repeats 5
+    assertEquals(null, d.left().ids());
+    assertArrayEquals(new long[] {2, 4, 7}, d.right().ids());
+    assertEquals(null, d.right().positions());
+  }
+
+  @Test
+  void sourceRowsWhoseIdsAreTheirPositionsMaskedSendOnlyThePositions() {
     TapPlan source = plan("source", List.of("id", "rowno"), List.of("id", "id"), List.of(),
         List.of());
     Chunk chunk = new Chunk(source);
     long second = (3L << 33) + 7;
-    chunk.add(row(sparkId(source, 5L), 5L));
-    chunk.add(row(sparkId(source, second), second));
+    long seed = NodeIds.seed("run", "k#1");
+    chunk.add(row(5L ^ seed, 5L));
+    chunk.add(row(second ^ seed, second));
     Emission e = Emission.of(source, chunk);
     Wire.NodeBlock tokens = e.nodes().get(0);
     assertEquals(null, tokens.ids());
@@ -106,11 +129,11 @@ class EmissionTest {
     assertEquals(2, e.nodeCount());
 
     Chunk other = new Chunk(source); // one id that is not the hash: all ids travel
-    other.add(row(sparkId(source, 5L), 5L));
+    other.add(row(5L ^ seed, 5L));
     other.add(row(99L, 6L));
     Wire.NodeBlock sent = Emission.of(source, other).nodes().get(0);
     assertEquals(null, sent.derived());
-    assertArrayEquals(new long[] {sparkId(source, 5L), 99L}, sent.ids());
+    assertArrayEquals(new long[] {5L ^ seed, 99L}, sent.ids());
     assertArrayEquals(new String[] {"R#0.5", "R#0.6"}, sent.labels());
   }
 
@@ -161,7 +184,7 @@ class EmissionTest {
   void aValueOverTheLimitTravelsTruncatedAndMarked() {
     TapPlan source = new TapPlan("source", "k#1", "run", "wf", "R", List.of("name"),
         List.of("id", "rowno"), List.of("id", "id"), List.of("main"), "", 0, List.of(), "", false,
-        0, List.of(), 4, 40);
+        0, List.of(), List.of(), 4, 40);
     Chunk chunk = new Chunk(source);
     chunk.add(row(10L, 0L, "x".repeat(100)));
     chunk.add(row(11L, 1L, "short"));
@@ -177,7 +200,7 @@ class EmissionTest {
   void aPlanLabelOverTheLimitIsRefused() {
     TapPlan box = new TapPlan("black_box", "k#1", "run", "wf", "R", List.of(),
         List.of("id", "parent"), List.of("id", "id"), List.of("main"), "f".repeat(50), 0,
-        List.of(), "", false, 0, List.of(), 4, 40);
+        List.of(), "", false, 0, List.of(), List.of(), 4, 40);
     Chunk chunk = new Chunk(box);
     chunk.add(row(10L, 1L));
     IllegalArgumentException e =

@@ -137,10 +137,29 @@ class WireContractTest {
       }
       return b.build();
     }
-    b.addAllLeft(boxed(d.left())).addAllRight(boxed(d.right()));
-    Arrays.stream(d.leftNullRows()).forEach(b::addLeftNullRows);
-    Arrays.stream(d.rightNullRows()).forEach(b::addRightNullRows);
+    Arrays.stream(d.left().nullRows()).forEach(b::addLeftNullRows);
+    Arrays.stream(d.right().nullRows()).forEach(b::addRightNullRows);
+    if (d.left().ids() != null) {
+      b.addAllLeft(boxed(d.left().ids()));
+    } else {
+      b.setLeftMask(d.left().mask()).addAllLeftDeltas(deltas(d.left().positions()));
+    }
+    if (d.right().ids() != null) {
+      b.addAllRight(boxed(d.right().ids()));
+    } else {
+      b.setRightMask(d.right().mask()).addAllRightDeltas(deltas(d.right().positions()));
+    }
     return b.build();
+  }
+
+  private static List<Long> deltas(long[] values) {
+    List<Long> out = new ArrayList<>();
+    long previous = 0;
+    for (long v : values) {
+      out.add(v - previous);
+      previous = v;
+    }
+    return out;
   }
 
   private static StringColumn column(byte[][] values) {
@@ -169,7 +188,7 @@ class WireContractTest {
     }
     return new TapPlan("source", "Orders#" + random.nextInt(9), "run-" + random.nextInt(99),
         random.nextInt(5) == 0 ? "" : "wf-é", "R", List.of(), List.of(), List.of(), split, "", 0,
-        List.of(), "", false, 0, List.of(), 16, 64);
+        List.of(), "", false, 0, List.of(), List.of(), 16, 64);
   }
 
   private static Wire.NodeBlock nodeBlock(Random random) {
@@ -201,8 +220,7 @@ class WireContractTest {
     Wire.Derived derived = switch (random.nextInt(3)) {
       case 0 -> Wire.Derived.positions(random.nextInt(4) == 0 ? 0 : random.nextLong(),
           positions(random, n));
-      case 1 -> Wire.Derived.pairs(random.nextLong(), ids(random, n), ids(random, n),
-          rows(random, n), rows(random, n));
+      case 1 -> Wire.Derived.pairs(random.nextLong(), side(random, n), side(random, n));
       default -> null;
     };
     return new Wire.NodeBlock(OPS[random.nextInt(OPS.length)],
@@ -220,6 +238,13 @@ class WireContractTest {
       p += random.nextInt(5) == 0 ? -random.nextInt(1000) : random.nextInt(3) + ((long) random.nextInt(2) << 33);
     }
     return out;
+  }
+
+  private static Wire.Side side(Random random, int n) {
+    return random.nextBoolean()
+        ? new Wire.Side(ids(random, n), 0L, null, rows(random, n))
+        : new Wire.Side(null, random.nextInt(4) == 0 ? 0 : random.nextLong(), positions(random, n),
+            rows(random, n));
   }
 
   private static int[] rows(Random random, int n) {
