@@ -3,6 +3,12 @@
     python -m bench.capture_overhead [--pairs 3] [--warmup 1]
         [--workloads pipeline,cars,arctic,tpch] [--modes plain,jvm,python] [--topic T]
 
+Workloads: ``pipeline`` (1M orders filtered, joined with 100k customers, grouped),
+``pipeline_scrambled`` (the same with each order's customer a hash of its id, where the
+pipeline's customers follow an arithmetic progression that delta coding of positions finds),
+``enrich`` (bench.time_to_queryable's: filter, join, withColumn, written as parquet), ``cars``,
+``arctic`` and ``tpch``.
+
 "Captured" includes publishing every lineage batch to the real Kafka of the local stack (topic
 ``sparkprov.bench``, which the ingest service does not consume, so ingest does not compete for
 the two cores) and waiting for the acknowledgements; ``jvm`` captures with the JVM taps
@@ -14,12 +20,12 @@ workload and mode and writes JSON under bench/results/, with the load average.
 
 Bytes per input row: what one captured run adds to the topic's log (``DescribeLogDirs``: record
 batches as the broker stores them, compression included), divided by the rows of the workload's
-sources (pipeline: orders + customers; tpch: the eight tables' rows; cars and Arctic: per lineage
-record only). A mode may name a codec: ``jvm-none`` is ``jvm`` with
-``SPARKPROV_KAFKA_COMPRESSION=none`` (default: zstd), so ``--modes plain,jvm,jvm-none``
-compares both in one run. ``--topic sparkprov.lineage`` publishes where the local stack's
-ingest service consumes, for the ratios of the one-machine deployment (ingest competing for the
-cores).
+sources (pipeline, pipeline_scrambled and enrich: orders + customers; tpch: the eight tables'
+rows; cars and Arctic: per lineage record only). A mode may name a codec: ``jvm-none`` is
+``jvm`` with ``SPARKPROV_KAFKA_COMPRESSION=none`` (default: zstd), so ``--modes
+plain,jvm,jvm-none`` compares both in one run. ``--topic sparkprov.lineage`` publishes where the
+local stack's ingest service consumes, for the ratios of the one-machine deployment (ingest
+competing for the cores).
 """
 
 from __future__ import annotations
@@ -49,13 +55,20 @@ RESULTS = Path(__file__).parent / "results"
 TOPIC = "sparkprov.bench"
 
 
-def make_pipeline_inputs(spark: SparkSession, folder: Path, rows: int, dim: int) -> tuple[str, str]:
-    facts, dims = folder / "facts.parquet", folder / "dims.parquet"
+def make_pipeline_inputs(
+    spark: SparkSession, folder: Path, rows: int, dim: int, scrambled: bool = False
+) -> tuple[str, str]:
+    """The pipeline's orders and customers. An order's customer is ``id * 7919 % dim`` (an
+    arithmetic progression: consecutive orders' customers differ by the same step), or, with
+    ``scrambled``, a hash of the order id (no pattern for a delta coder to find)."""
+    suffix = "-scrambled" if scrambled else ""
+    facts, dims = folder / f"facts{suffix}.parquet", folder / f"dims{suffix}.parquet"
+    customer = F.pmod(F.xxhash64("id"), F.lit(dim)) if scrambled else F.col("id") * 7919 % dim
     if not facts.exists():
         print(f"generating {rows:,} fact rows and {dim:,} dimension rows ...", flush=True)
         spark.range(rows).select(
             F.col("id").alias("order_id"),
-            (F.col("id") * 7919 % dim).alias("customer_id"),
+            customer.alias("customer_id"),
             (F.col("id") % 1000 / 10).alias("amount"),
             (F.col("id") % 5).alias("status"),
         ).write.parquet(str(facts))
@@ -182,8 +195,18 @@ def main(argv: list[str] | None = None) -> int:
     data.mkdir(parents=True, exist_ok=True)
     facts, dims = make_pipeline_inputs(spark, data, args.rows, args.dim)
     workloads = base_workloads(facts, dims, args.cars, args.cars_exec, args.arctic_exec)
-    input_rows: dict[str, int] = {"pipeline": args.rows + args.dim}
+    input_rows: dict[str, int] = {
+        name: args.rows + args.dim for name in ("pipeline", "pipeline_scrambled", "enrich")
+    }
     chosen = [w for w in args.workloads.split(",") if w]
+    if "pipeline_scrambled" in chosen:
+        scrambled = make_pipeline_inputs(spark, data, args.rows, args.dim, scrambled=True)
+        workloads["pipeline_scrambled"] = lambda prov: pipeline(prov, *scrambled)
+    if "enrich" in chosen:
+        from bench.time_to_queryable import enrich
+
+        written = str(data / "enriched.parquet")
+        workloads["enrich"] = lambda prov: enrich(prov, facts, dims, written)
     if "tpch" in chosen:
         paths = tpch_inputs(spark, data, args.tpch_scale)
         workloads["tpch"] = lambda prov: tpch(prov, paths, args.tpch_values)

@@ -50,6 +50,7 @@ __all__ = [
     "context_of",
     "fresh",
     "materialize",
+    "materialize_with_origin",
     "same_nodes",
     "tracked_frame",
     "visible_columns",
@@ -723,6 +724,20 @@ def context_of(frame: TrackedFrame) -> CaptureContext:
 def materialize(frame: TrackedFrame) -> DataFrame:
     """The frame's DataFrame with its pending capture point placed: visible columns + the id."""
     return frame._materialized()
+
+
+def materialize_with_origin(frame: TrackedFrame) -> tuple[DataFrame, JoinSpec | None, str]:
+    """As :func:`materialize`, and what the id column derives from, so a tap over these rows may
+    send their ids as positions (lineage.proto's DerivedIds): where the pending capture point
+    is a join's, that join's spec, with its left and right id columns kept
+    (``__sp_left``/``__sp_right``); else the source whose TOKEN ids the rows hold ("" if none)."""
+    pending = frame._pending
+    if not isinstance(pending, JoinSpec) or not frame._ctx.enabled:
+        return frame._materialized(), None, frame.origin
+    df = frame._ctx.apply_tap(frame._df, pending, frame._hidden, frame._split)
+    pair = [HIDDEN_PREFIX + "left", HIDDEN_PREFIX + "right"]
+    kept = df.drop(*[c for c in df.columns if c.startswith(HIDDEN_PREFIX) and c not in (ID, *pair)])
+    return kept, pending, ""
 
 
 def same_nodes(frame: TrackedFrame, df: DataFrame) -> TrackedFrame:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from capture_agent.errors import UnsupportedOperation
@@ -18,10 +19,11 @@ from capture_agent.frame import (
     context_of,
     function_params,
     materialize,
+    materialize_with_origin,
     visible_columns,
 )
 from capture_agent.plans import composite_aggregates, describe_aggregates, distinct_aggregates
-from capture_agent.taps import HIDDEN_PREFIX, ID, GroupSpec, MemberSpec
+from capture_agent.taps import HIDDEN_PREFIX, ID, GroupSpec, JoinSpec, MemberSpec
 from capture_agent.workflow_dag import aggregate_params, recorded
 from sparkprov.workflow import DagBuilder
 
@@ -31,6 +33,9 @@ if TYPE_CHECKING:
 __all__ = ["TrackedGroupedData"]
 
 _GROUP = HIDDEN_PREFIX + "group"
+# What the members' ids derive from: the join whose rows they are, or the source whose rows they
+# are ("" if neither): capture_agent.frame.materialize_with_origin.
+_Origin = tuple[JoinSpec | None, str]
 
 
 class TrackedGroupedData:
@@ -209,7 +214,7 @@ class TrackedGroupedData:
 
     # -- the shared machinery -------------------------------------------------------------
 
-    def _members(self) -> tuple[DataFrame, str, list[Column]]:
+    def _members(self) -> tuple[DataFrame, str, list[Column], _Origin]:
         from pyspark.sql import functions as F
 
         session = context_of(self._frame)
@@ -218,8 +223,33 @@ class TrackedGroupedData:
         hash_inputs: list[Column] = []
         for k in key_cols:
             hash_inputs += [k, k.isNull()]  # so that (null, 'a') and ('a', null) differ
-        members = materialize(self._frame).withColumn(_GROUP, session.node_id(key, *hash_inputs))
-        return members, key, key_cols
+        frame, join, origin = materialize_with_origin(self._frame)
+        members = frame.withColumn(_GROUP, session.node_id(key, *hash_inputs))
+        return members, key, key_cols, (join, origin)
+
+    def _member_tap(
+        self,
+        members: DataFrame,
+        key: str,
+        origin: _Origin,
+        values: dict[str, Column],
+        aggregates: int = 0,
+    ) -> DataFrame:
+        """``members`` with the member tap of group ``key``; its members travel as the positions
+        they derive from where :meth:`_members` found them (a join's pairs, a source's rows)."""
+        from pyspark.sql import functions as F
+
+        session = context_of(self._frame)
+        hidden: dict[str, Column] = {"id": F.col(ID), "group": F.col(_GROUP), **values}
+        spec = MemberSpec(key=key + ":members", aggregates=aggregates, group_key=key)
+        join, source = origin
+        if join is not None:
+            hidden["left"] = F.col(HIDDEN_PREFIX + "left")
+            hidden["right"] = F.col(HIDDEN_PREFIX + "right")
+            spec = replace(spec, pair_key=join.key, origins=join.origins)
+        elif source:
+            spec = replace(spec, origins=(source,))
+        return session.apply_tap(members, spec, hidden)
 
     def _aggregate(self, exprs: list[Column]) -> TrackedFrame:
         from pyspark.sql import functions as F
@@ -227,14 +257,11 @@ class TrackedGroupedData:
         if self._sets is not None:
             return self._aggregate_sets(exprs)
         session = context_of(self._frame)
-        members, key, key_cols = self._members()
+        members, key, key_cols, origin = self._members()
         functions, inputs = describe_aggregates(members.groupBy(*key_cols).agg(*exprs), len(exprs))
 
-        member_hidden: dict[str, Column] = {"id": F.col(ID), "group": F.col(_GROUP)}
-        for i, input_sql in enumerate(inputs):
-            member_hidden[f"x{i}"] = F.expr(input_sql).cast("string")
-        member_spec = MemberSpec(key=key + ":members", aggregates=len(inputs), group_key=key)
-        members = session.apply_tap(members, member_spec, member_hidden)
+        values = {f"x{i}": F.expr(sql).cast("string") for i, sql in enumerate(inputs)}
+        members = self._member_tap(members, key, origin, values, len(inputs))
 
         grouped = members.groupBy(*key_cols, F.col(_GROUP)).agg(*exprs)
         visible = visible_columns(grouped)
@@ -307,10 +334,8 @@ class TrackedGroupedData:
         from pyspark.sql import functions as F
 
         session = context_of(self._frame)
-        members, key, _ = self._members()
-        members = session.apply_tap(
-            members, MemberSpec(key=key + ":members"), {"id": F.col(ID), "group": F.col(_GROUP)}
-        )
+        members, key, _, origin = self._members()
+        members = self._member_tap(members, key, origin, {})
         # The group id hashes the keys; under the kill switch it is a constant, so the keys
         # themselves decide (else every row would be one duplicate of the first).
         names = [k for k in self._keys if isinstance(k, str)]

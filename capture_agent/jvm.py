@@ -92,7 +92,8 @@ class TapPlan(TypedDict):
     delta: bool
     aggregates: int
     salts: list[int]  # signed 64-bit, as Java's long
-    origins: list[str]  # join: per side, the source key whose TOKEN ids it holds, or ""
+    origins: list[str]  # join, members: the source keys whose TOKEN ids the inputs hold, or ""
+    pair_key: str  # members of a join's rows: that join's key
     rows_per_message: int
     max_text_bytes: int
 
@@ -162,6 +163,7 @@ def plan_of(spec: TapSpec, ctx: TapContext, split: tuple[str, ...]) -> TapPlan:
         aggregates=int(getattr(spec, "aggregates", 0)),
         salts=[_signed(s) for s in salts],
         origins=list(getattr(spec, "origins", ())),
+        pair_key=str(getattr(spec, "pair_key", "")),
         rows_per_message=ctx.rows_per_message,
         max_text_bytes=limits.MAX_TEXT_BYTES,
     )

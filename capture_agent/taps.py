@@ -396,9 +396,15 @@ class MemberSpec(TapSpec):
     aggregates: int = 0
     group_key: str = ""  # the GroupSpec's key: both derive the AGGREGATE ids from it
     delta: bool = True  # False for window partitions: they have no DELTA node
+    # Where the members are a join's rows: that join's key and origins (inputs "left" and
+    # "right" then hold its pairs); where they are a source's rows, that source's key. The JVM tap
+    # then sends the members as positions (lineage.proto's DerivedIds); the ids are the same.
+    pair_key: str = ""
+    origins: tuple[str, ...] = ()
 
     def hidden_inputs(self) -> tuple[str, ...]:
-        return ("id", "group", *[f"x{i}" for i in range(self.aggregates)])
+        pair = ("left", "right") if self.pair_key else ()
+        return ("id", "group", *[f"x{i}" for i in range(self.aggregates)], *pair)
 
     def members(self, pdf: pd.DataFrame) -> MemberColumns:
         return MemberColumns(

@@ -635,8 +635,9 @@ class _Derived:
 _NO_IDS = np.zeros(0, dtype=np.int64)
 
 
-def _derived(d: lineage_pb2.DerivedIds, relation: str) -> _Derived:
-    """The ids (and source labels, join edges) a DerivedIds stands for (lineage.proto)."""
+def _derived(d: lineage_pb2.DerivedIds, relation: str | None) -> _Derived:
+    """The ids (and source labels unless ``relation`` is None, join edges) a DerivedIds stands
+    for (lineage.proto)."""
     positional = len(d.position_deltas) > 0
     paired = any(len(c) for c in (d.left, d.right, d.left_deltas, d.right_deltas))
     if positional == paired:
@@ -654,6 +655,8 @@ def _derived(d: lineage_pb2.DerivedIds, relation: str) -> _Derived:
         if (positions < 0).any():
             raise MalformedEvent("bad_derived", "a position is negative")
         ids = positions ^ np.int64(d.seed)
+        if relation is None:
+            return _Derived(ids, [], _NO_IDS, _NO_IDS)
         partitions = (positions >> _OFFSET_BITS).tolist()
         offsets = (positions & ((1 << _OFFSET_BITS) - 1)).tolist()
         labels = [f"{relation}#{p}.{o}" for p, o in zip(partitions, offsets, strict=True)]
@@ -738,7 +741,12 @@ def _check_split(split: Sequence[str]) -> None:
 
 def _member_columns(block: lineage_pb2.MemberBlock) -> MemberColumns:
     """A decoded member block, validated (limits, lengths, split), not yet expanded."""
-    n = len(block.members)
+    members = np.array(block.members, dtype=np.int64)
+    if block.HasField("derived_members"):
+        if len(members):
+            raise MalformedEvent("ragged", "a member block has both members and derived members")
+        members = _derived(block.derived_members, None).ids
+    n = len(members)
     limits.check_members(
         ids=n,
         group_key=block.group_key,
@@ -768,7 +776,7 @@ def _member_columns(block: lineage_pb2.MemberBlock) -> MemberColumns:
     _check_split(block.split)
     return MemberColumns(
         group_key=block.group_key,
-        members=np.array(block.members, dtype=np.int64),
+        members=members,
         groups=np.array(block.groups, dtype=np.int64),
         delta=block.delta,
         values=values,

@@ -159,6 +159,23 @@ def test_a_side_of_source_tokens_decodes_from_its_positions() -> None:
     assert batch.edges["src"] == [5 ^ m, 9 ^ m, 2, 4, 7]
 
 
+def test_derived_members_decode_to_the_same_member_ids() -> None:
+    """Members sent as a join's pairs read back as the pairs' hashes; no edges come with them
+    (the join's own block has those)."""
+    event = lineage_pb2.LineageEvent(schema_version=3, run_id="r")
+    block = event.batch.members.add()
+    block.groups.extend([7, 7])
+    block.group_key = "g#1"
+    block.delta = True
+    block.derived_members.CopyFrom(lineage_pb2.DerivedIds(seed=42, left=[1, 0], right=[2, -1]))
+    batch = events.decode(event.SerializeToString())
+    assert isinstance(batch, events.Batch)
+    # No aggregated column (a distinct): the members are stored as their member -> group edges.
+    assert not batch.members
+    assert batch.edges["src"] == [_SPARK_PAIRS[(1, 2)], _SPARK_PAIRS[(0, -1)]]
+    assert batch.edges["dst"] == [7, 7]
+
+
 @pytest.mark.parametrize(
     ("derived", "reason"),
     [

@@ -146,6 +146,33 @@ def test_source_and_join_ids_travel_as_their_inputs(spark) -> None:  # type: ign
     assert sum(nulls) == 2  # Zé's XX has no dept, SF no person
 
 
+def test_members_of_joined_or_source_rows_travel_as_positions(spark) -> None:  # type: ignore[no-untyped-def]
+    """Group members that are a join's rows travel as that join's pairs of positions, members
+    that are a source's rows as positions (DerivedIds); the comparisons above hold over them."""
+
+    def job(prov: ProvenanceSession, spark: SparkSession) -> list[Any]:
+        people = _people(prov, spark)
+        joined = people.join(_depts(prov, spark), "city", "left")
+        by_region = joined.groupBy("region").agg(F.sum("age").alias("s")).named("ByRegion")
+        by_city = people.groupBy("city").agg(F.count("pid").alias("n")).named("ByCity")
+        return by_region.collect() + by_city.collect()
+
+    _same_both_ways(spark, job)
+    emitter = MemoryEmitter(spark)
+    with ProvenanceSession(
+        spark, "jvm-taps", emitter=emitter, capture="jvm", rows_per_message=3
+    ) as prov:
+        job(prov, spark)
+    forms = Counter()
+    for _, value in emitter.messages():
+        event = lineage_pb2.LineageEvent.FromString(value)
+        for m in event.batch.members:
+            assert not m.members and m.HasField("derived_members")
+            d = m.derived_members
+            forms["pairs" if len(d.left_deltas) else "positions"] += len(m.groups)
+    assert forms == {"pairs": len(PEOPLE), "positions": len(PEOPLE)}
+
+
 def test_semi_joins_distinct_and_named_rows(spark) -> None:  # type: ignore[no-untyped-def]
     def job(prov: ProvenanceSession, spark: SparkSession) -> list[Any]:
         extra = prov.source(spark.createDataFrame([("NY",), ("NY",), ("LA",)], ["city"]), "Seen")

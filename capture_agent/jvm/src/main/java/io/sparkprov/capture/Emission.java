@@ -250,25 +250,12 @@ record Emission(
 
     void join() {
       long[] ids = chunk.ids("id");
-      long seed = seed();
-      long[] left = Arrays.copyOf(chunk.rawIds("left"), n);
-      long[] right = Arrays.copyOf(chunk.rawIds("right"), n);
-      boolean[] leftNull = Arrays.copyOf(chunk.nullMask("left"), n);
-      boolean[] rightNull = Arrays.copyOf(chunk.nullMask("right"), n);
-      boolean oneSide = true;
-      for (int r = 0; r < n; r++) {
-        oneSide &= !(leftNull[r] && rightNull[r]);
-        left[r] = leftNull[r] ? 0L : left[r];
-        right[r] = rightNull[r] ? 0L : right[r];
-      }
-      if (oneSide && derivable(seed, ids, new long[][] {left, right},
-          new boolean[][] {leftNull, rightNull})) {
+      Wire.Derived pairs = pairs(ids, seed());
+      if (pairs != null) {
         // The pairs only: the reader derives the ids and both edges of every row.
-        Wire.Side l = side(left, leftNull, mask(0));
-        Wire.Side r = side(right, rightNull, mask(1));
         node(new NodeBlock(Op.TIMES, null, "·", null, plan.relation(), plan.attributes(),
-            attributeColumns(), null, false, Wire.Derived.pairs(seed, l, r)));
-        edgeCount += 2L * n - l.nullRows().length - r.nullRows().length;
+            attributeColumns(), null, false, pairs));
+        edgeCount += 2L * n - pairs.left().nullRows().length - pairs.right().nullRows().length;
         return;
       }
       node(rowNodes(Op.TIMES, "·", ids, null));
@@ -423,6 +410,50 @@ record Emission(
       timesOfModule(tokens, ids);
     }
 
+    /** How a member tap's ids travel: as the pairs of the join whose rows they are, as the
+     * positions of the source whose rows they are, or (null) as they are. */
+    private Wire.Derived memberIds(long[] ids) {
+      if (!plan.pairKey().isEmpty()) {
+        return pairs(ids, NodeIds.seed(plan.runId(), plan.pairKey()));
+      }
+      java.util.OptionalLong mask = mask(0);
+      if (mask.isEmpty()) {
+        return null;
+      }
+      long m = mask.getAsLong();
+      long[] positions = new long[n];
+      for (int r = 0; r < n; r++) {
+        positions[r] = ids[r] ^ m;
+        if (positions[r] < 0) {
+          return null;
+        }
+      }
+      return Wire.Derived.positions(m, positions);
+    }
+
+    /** The rows' ids as the pairs of inputs "left" and "right" they hash (seeded with
+     * {@code seed}), each side as positions where the plan names its source; null if some id
+     * is not that hash or a row has neither side. */
+    private Wire.Derived pairs(long[] ids, long seed) {
+      long[] left = Arrays.copyOf(chunk.rawIds("left"), n);
+      long[] right = Arrays.copyOf(chunk.rawIds("right"), n);
+      boolean[] leftNull = Arrays.copyOf(chunk.nullMask("left"), n);
+      boolean[] rightNull = Arrays.copyOf(chunk.nullMask("right"), n);
+      for (int r = 0; r < n; r++) {
+        if (leftNull[r] && rightNull[r]) {
+          return null;
+        }
+        left[r] = leftNull[r] ? 0L : left[r];
+        right[r] = rightNull[r] ? 0L : right[r];
+      }
+      if (!derivable(seed, ids, new long[][] {left, right},
+          new boolean[][] {leftNull, rightNull})) {
+        return null;
+      }
+      return Wire.Derived.pairs(seed, side(left, leftNull, mask(0)),
+          side(right, rightNull, mask(1)));
+    }
+
     void member() {
       long[] ids = chunk.ids("id");
       long[] groups = chunk.ids("group");
@@ -436,7 +467,9 @@ record Emission(
         }
         values.add(column);
       }
-      members.add(new MemberBlock(ids, groups, plan.groupKey(), plan.delta(), values));
+      Wire.Derived derived = memberIds(ids);
+      members.add(new MemberBlock(derived == null ? ids : null, groups, plan.groupKey(),
+          plan.delta(), values, derived));
       // The reader stores the expansion: count it (sparkprov.derived.MemberColumns' counts).
       nodeCount += 2 * present;
       edgeCount += (plan.delta() ? n : 0) + 3 * present;

@@ -19,7 +19,10 @@ import java.util.List;
  * @param salts the derived-id salts (sparkprov/derived.py's salt_of, computed by Python): per
  *     aggregated column for groups and windows, the PLUS salt of a semi join
  * @param origins a join's, per side (left, right): the capture key of the source whose TOKEN
- *     ids the side holds, or "" (the side then travels as ids, not positions); empty otherwise
+ *     ids the side holds, or "" (the side then travels as ids, not positions); a member tap's:
+ *     those of the join whose rows the members are, or the one source whose rows they are
+ * @param pairKey a member tap's over a join's rows: the join's key (its inputs "left" and
+ *     "right" hold the pairs), else ""
  */
 @JsonIgnoreProperties(ignoreUnknown = false)
 public record TapPlan(
@@ -40,6 +43,7 @@ public record TapPlan(
     @JsonProperty("aggregates") int aggregates,
     @JsonProperty("salts") List<Long> salts,
     @JsonProperty("origins") List<String> origins,
+    @JsonProperty("pair_key") String pairKey,
     @JsonProperty("rows_per_message") int rowsPerMessage,
     @JsonProperty("max_text_bytes") int maxTextBytes)
     implements Serializable {

@@ -64,6 +64,8 @@ final class Wire {
       io.sparkprov.v1.MemberBlock.AGGREGATES_FIELD_NUMBER;
   private static final int MEMBER_VALUES = io.sparkprov.v1.MemberBlock.VALUES_FIELD_NUMBER;
   private static final int MEMBER_SPLIT = io.sparkprov.v1.MemberBlock.SPLIT_FIELD_NUMBER;
+  private static final int MEMBER_DERIVED =
+      io.sparkprov.v1.MemberBlock.DERIVED_MEMBERS_FIELD_NUMBER;
   private static final int COLUMN_VALUES = StringColumn.VALUES_FIELD_NUMBER;
   private static final int COLUMN_NULL_ROWS = StringColumn.NULL_ROWS_FIELD_NUMBER;
   private static final int EDGE_SRC = EdgeBlock.SRC_FIELD_NUMBER;
@@ -144,9 +146,16 @@ final class Wire {
     }
   }
 
-  /** Group members in compact form (lineage.proto's MemberBlock). */
+  /** Group members in compact form (lineage.proto's MemberBlock); with {@code derived}, the
+   * members' ids travel as the positions they derive from and {@code members} is null. */
   record MemberBlock(
-      long[] members, long[] groups, String groupKey, boolean delta, List<byte[][]> values) {}
+      long[] members, long[] groups, String groupKey, boolean delta, List<byte[][]> values,
+      Derived derived) {
+    MemberBlock(long[] members, long[] groups, String groupKey, boolean delta,
+        List<byte[][]> values) {
+      this(members, groups, groupKey, delta, values, null);
+    }
+  }
 
   private static final byte[] EMPTY = new byte[0];
 
@@ -253,6 +262,9 @@ final class Wire {
     }
     for (String part : split) {
       w.string(MEMBER_SPLIT, part);
+    }
+    if (block.derived() != null) {
+      w.message(MEMBER_DERIVED, d -> derived(d, block.derived()));
     }
   }
 

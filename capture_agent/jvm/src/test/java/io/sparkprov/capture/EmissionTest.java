@@ -22,7 +22,7 @@ class EmissionTest {
   private static TapPlan plan(String kind, List<String> inputs, List<String> types,
       List<String> attributes, List<Long> salts, List<String> origins) {
     return new TapPlan(kind, "k#1", "run", "wf", "R", attributes, inputs, types, List.of("main"),
-        "", 0, List.of(), "", false, 0, salts, origins, 4, 16);
+        "", 0, List.of(), "", false, 0, salts, origins, "", 4, 16);
   }
 
   /** An id array column as the codegen tap sees it: Spark's internal array. */
@@ -138,6 +138,38 @@ class EmissionTest {
   }
 
   @Test
+  void membersOfAJoinsRowsTravelAsItsPairsAndOfASourcesRowsAsPositions() {
+    TapPlan overJoin = new TapPlan("member", "g#1:members", "run", "wf", "", List.of(),
+        List.of("id", "group", "left", "right"), List.of("id", "id", "id", "id"),
+        List.of("main"), "", 0, List.of(), "g#1", true, 0, List.of(), List.of("source:A#0", ""),
+        "join#2", 4, 16);
+    long joinSeed = NodeIds.seed("run", "join#2");
+    long mask = NodeIds.seed("run", "source:A#0");
+    long id = XXH64.hashLong(3L, XXH64.hashLong(7L ^ mask, joinSeed));
+    Chunk chunk = new Chunk(overJoin);
+    chunk.add(row(id, 99L, 7L ^ mask, 3L));
+    Wire.MemberBlock m = Emission.of(overJoin, chunk).members().get(0);
+    assertEquals(null, m.members());
+    assertArrayEquals(new long[] {7}, m.derived().left().positions());
+    assertArrayEquals(new long[] {3}, m.derived().right().ids());
+    assertEquals(joinSeed, m.derived().seed());
+
+    Chunk notTheJoins = new Chunk(overJoin); // an id that is not the pair's hash: ids travel
+    notTheJoins.add(row(id + 1, 99L, 7L ^ mask, 3L));
+    assertArrayEquals(new long[] {id + 1},
+        Emission.of(overJoin, notTheJoins).members().get(0).members());
+
+    TapPlan overSource = new TapPlan("member", "g#1:members", "run", "wf", "", List.of(),
+        List.of("id", "group"), List.of("id", "id"), List.of("main"), "", 0, List.of(), "g#1",
+        true, 0, List.of(), List.of("source:A#0"), "", 4, 16);
+    Chunk tokens = new Chunk(overSource);
+    tokens.add(row(12L ^ mask, 99L));
+    Wire.MemberBlock t = Emission.of(overSource, tokens).members().get(0);
+    assertEquals(null, t.members());
+    assertArrayEquals(new long[] {12}, t.derived().positions());
+  }
+
+  @Test
   void aSemiJoinRowWithSeveralMatchesGetsADerivedSum() {
     TapPlan semi = plan("semi_join", List.of("id", "left", "witnesses"),
         List.of("id", "id", "ids"), List.of(), List.of(7L));
@@ -184,7 +216,7 @@ class EmissionTest {
   void aValueOverTheLimitTravelsTruncatedAndMarked() {
     TapPlan source = new TapPlan("source", "k#1", "run", "wf", "R", List.of("name"),
         List.of("id", "rowno"), List.of("id", "id"), List.of("main"), "", 0, List.of(), "", false,
-        0, List.of(), List.of(), 4, 40);
+        0, List.of(), List.of(), "", 4, 40);
     Chunk chunk = new Chunk(source);
     chunk.add(row(10L, 0L, "x".repeat(100)));
     chunk.add(row(11L, 1L, "short"));
@@ -200,7 +232,7 @@ class EmissionTest {
   void aPlanLabelOverTheLimitIsRefused() {
     TapPlan box = new TapPlan("black_box", "k#1", "run", "wf", "R", List.of(),
         List.of("id", "parent"), List.of("id", "id"), List.of("main"), "f".repeat(50), 0,
-        List.of(), "", false, 0, List.of(), List.of(), 4, 40);
+        List.of(), "", false, 0, List.of(), List.of(), "", 4, 40);
     Chunk chunk = new Chunk(box);
     chunk.add(row(10L, 1L));
     IllegalArgumentException e =

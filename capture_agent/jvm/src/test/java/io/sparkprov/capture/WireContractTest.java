@@ -79,7 +79,7 @@ class WireContractTest {
     for (Wire.MemberBlock block : members) {
       io.sparkprov.v1.MemberBlock.Builder m =
           io.sparkprov.v1.MemberBlock.newBuilder()
-              .addAllMembers(boxed(block.members()))
+              .addAllMembers(block.members() == null ? List.of() : boxed(block.members()))
               .addAllGroups(boxed(block.groups()))
               .setGroupKey(block.groupKey())
               .setDelta(block.delta())
@@ -87,6 +87,9 @@ class WireContractTest {
               .addAllSplit(plan.split());
       for (byte[][] column : block.values()) {
         m.addValues(column(column));
+      }
+      if (block.derived() != null) {
+        m.setDerivedMembers(derived(block.derived()));
       }
       batch.addMembers(m);
     }
@@ -188,7 +191,7 @@ class WireContractTest {
     }
     return new TapPlan("source", "Orders#" + random.nextInt(9), "run-" + random.nextInt(99),
         random.nextInt(5) == 0 ? "" : "wf-é", "R", List.of(), List.of(), List.of(), split, "", 0,
-        List.of(), "", false, 0, List.of(), List.of(), 16, 64);
+        List.of(), "", false, 0, List.of(), List.of(), "", 16, 64);
   }
 
   private static Wire.NodeBlock nodeBlock(Random random) {
@@ -217,16 +220,20 @@ class WireContractTest {
         vnodeValues[i] = text(random);
       }
     }
-    Wire.Derived derived = switch (random.nextInt(3)) {
+    Wire.Derived derived = derived(random, n);
+    return new Wire.NodeBlock(OPS[random.nextInt(OPS.length)],
+        derived == null ? ids(random, n) : null, label, labels,
+        random.nextBoolean() ? null : text(random), names, values, vnodeValues,
+        random.nextInt(4) == 0, derived);
+  }
+
+  private static Wire.Derived derived(Random random, int n) {
+    return switch (random.nextInt(3)) {
       case 0 -> Wire.Derived.positions(random.nextInt(4) == 0 ? 0 : random.nextLong(),
           positions(random, n));
       case 1 -> Wire.Derived.pairs(random.nextLong(), side(random, n), side(random, n));
       default -> null;
     };
-    return new Wire.NodeBlock(OPS[random.nextInt(OPS.length)],
-        derived == null ? ids(random, n) : null, label, labels,
-        random.nextBoolean() ? null : text(random), names, values, vnodeValues,
-        random.nextInt(4) == 0, derived);
   }
 
   /** Increasing, with gaps and partition jumps, or (rarely) decreasing: deltas of every sign. */
@@ -257,8 +264,9 @@ class WireContractTest {
     for (int c = random.nextInt(3); c > 0; c--) {
       values.add(texts(random, n));
     }
-    return new Wire.MemberBlock(ids(random, n), ids(random, n), "g#" + random.nextInt(5),
-        random.nextBoolean(), values);
+    Wire.Derived derived = derived(random, n);
+    return new Wire.MemberBlock(derived == null ? ids(random, n) : null, ids(random, n),
+        "g#" + random.nextInt(5), random.nextBoolean(), values, derived);
   }
 
   private static long[] ids(Random random, int n) {
