@@ -142,6 +142,8 @@ class TrackedFrame:
         ``extra`` are further lineage columns the tap reads."""
         from pyspark.sql import functions as F
 
+        if parent is None and self.origin and isinstance(spec, PlusSpec):
+            spec = replace(spec, origins=(self.origin,))  # the parents are a source's rows
         df = df.withColumn(_PARENT, parent if parent is not None else F.col(ID))
         df = df.withColumn(ID, self._ctx.node_id(spec.key, F.col(_PARENT)))
         out = TrackedFrame(self._ctx, df, spec, {"parent": F.col(_PARENT), **(extra or {})})

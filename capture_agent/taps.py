@@ -198,7 +198,11 @@ class SourceSpec(TapSpec):
 
 @dataclass(frozen=True)
 class PlusSpec(TapSpec):
-    """A named row that no operator gave a fresh node: a PLUS node over its provenance."""
+    """A named row that no operator gave a fresh node: a PLUS node over its provenance.
+    ``origins``: the source whose TOKEN ids the parents are, if known (the JVM tap then sends
+    the parents as positions)."""
+
+    origins: tuple[str, ...] = ()
 
     def hidden_inputs(self) -> tuple[str, ...]:
         return ("id", "parent")

@@ -640,13 +640,20 @@ def _derived(d: lineage_pb2.DerivedIds, relation: str | None) -> _Derived:
     for (lineage.proto)."""
     positional = len(d.position_deltas) > 0
     paired = any(len(c) for c in (d.left, d.right, d.left_deltas, d.right_deltas))
-    if positional == paired:
-        raise MalformedEvent("bad_derived", "derived ids need either positions or pairs")
+    parented = len(d.parents) > 0 or len(d.parent_deltas) > 0
+    if positional + paired + parented != 1:
+        raise MalformedEvent("bad_derived", "derived ids need one of positions, pairs, parents")
     limits.check_count(
         "ids_per_block",
-        max(len(c) for c in (d.position_deltas, d.left, d.left_deltas)),
+        max(len(c) for c in (d.position_deltas, d.left, d.left_deltas, d.parents, d.parent_deltas)),
         limits.MAX_IDS_PER_BLOCK,
     )
+    if parented:
+        if d.left_null_rows or d.right_null_rows:
+            raise MalformedEvent("bad_derived", "parents take no null rows")
+        parents = _side(d.parents, d.parent_deltas, d.parent_mask, "parent")
+        ids = xxhash64_longs(d.seed, parents)
+        return _Derived(ids, [], parents, ids)
     if positional:
         if d.left_null_rows or d.right_null_rows:
             raise MalformedEvent("bad_derived", "positions take no null rows")

@@ -176,6 +176,24 @@ def test_derived_members_decode_to_the_same_member_ids() -> None:
     assert batch.edges["dst"] == [7, 7]
 
 
+def test_parents_decode_to_sparks_ids_and_their_edges() -> None:
+    m = 987654321
+    batch = events.decode(_derived_event(parent_mask=m, parent_deltas=[1, 1]))  # parents 1, 2
+    assert isinstance(batch, events.Batch)
+    parents = [1 ^ m, 2 ^ m]
+    ids = xxhash64_longs(42, np.array(parents, dtype=np.int64)).tolist()
+    assert batch.blocks[0]["ids"] == ids
+    assert (batch.edges["src"], batch.edges["dst"]) == (parents, ids)
+    plain = events.decode(_derived_event(parents=[1, 0]))
+    assert isinstance(plain, events.Batch)
+    assert plain.blocks[0]["ids"] == [_spark_one(1), _spark_one(0)]
+
+
+def _spark_one(value: int) -> int:
+    """Spark's SELECT xxhash64(value) (seed 42) for the values 0 and 1."""
+    return {0: -5252525462095825812, 1: -7001672635703045582}[value]
+
+
 @pytest.mark.parametrize(
     ("derived", "reason"),
     [
@@ -189,6 +207,9 @@ def test_derived_members_decode_to_the_same_member_ids() -> None:
         ({"position_deltas": [1], "ids": [7]}, "ragged"),
         ({"left": [1], "left_deltas": [1], "right": [2]}, "bad_derived"),
         ({"left_deltas": [1, 2], "right": [2]}, "ragged"),
+        ({"parents": [1], "position_deltas": [1]}, "bad_derived"),
+        ({"parents": [1], "parent_deltas": [1]}, "bad_derived"),
+        ({"parents": [1], "left_null_rows": [0]}, "bad_derived"),
         ({"position_deltas": [1] * 100_001}, "limit:ids_per_block"),
     ],
 )

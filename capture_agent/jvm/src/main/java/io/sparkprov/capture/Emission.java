@@ -229,6 +229,16 @@ record Emission(
 
     void rowWithParent(Op op, String label) {
       long[] ids = chunk.ids("id");
+      long[] parents = chunk.ids("parent");
+      long seed = seed();
+      if (derivable(seed, ids, new long[][] {parents}, new boolean[1][])) {
+        // The parents only: the reader derives the ids and the edges parent -> row.
+        Wire.Side side = side(parents, new boolean[n], mask(0));
+        node(new NodeBlock(op, null, label, null, plan.relation(), plan.attributes(),
+            attributeColumns(), null, false, Wire.Derived.parents(seed, side)));
+        edgeCount += n;
+        return;
+      }
       node(rowNodes(op, label, ids, null));
       edge(chunk.ids("parent"), ids);
     }

@@ -56,6 +56,9 @@ final class Wire {
   private static final int DERIVED_LEFT_DELTAS = DerivedIds.LEFT_DELTAS_FIELD_NUMBER;
   private static final int DERIVED_RIGHT_MASK = DerivedIds.RIGHT_MASK_FIELD_NUMBER;
   private static final int DERIVED_RIGHT_DELTAS = DerivedIds.RIGHT_DELTAS_FIELD_NUMBER;
+  private static final int DERIVED_PARENTS = DerivedIds.PARENTS_FIELD_NUMBER;
+  private static final int DERIVED_PARENT_MASK = DerivedIds.PARENT_MASK_FIELD_NUMBER;
+  private static final int DERIVED_PARENT_DELTAS = DerivedIds.PARENT_DELTAS_FIELD_NUMBER;
   private static final int MEMBER_MEMBERS = io.sparkprov.v1.MemberBlock.MEMBERS_FIELD_NUMBER;
   private static final int MEMBER_GROUPS = io.sparkprov.v1.MemberBlock.GROUPS_FIELD_NUMBER;
   private static final int MEMBER_GROUP_KEY = io.sparkprov.v1.MemberBlock.GROUP_KEY_FIELD_NUMBER;
@@ -122,17 +125,23 @@ final class Wire {
    * labels from the positions) or a join's two sides (id = Spark's xxhash64 of the pair seeded
    * with {@code seed}; both edges from them; the rows of a null side in its null rows).
    */
-  record Derived(long seed, long[] positions, Side left, Side right) {
+  record Derived(long seed, long[] positions, Side left, Side right, Side parents) {
     static Derived positions(long seed, long[] positions) {
-      return new Derived(seed, positions, null, null);
+      return new Derived(seed, positions, null, null, null);
     }
 
     static Derived pairs(long seed, Side left, Side right) {
-      return new Derived(seed, null, left, right);
+      return new Derived(seed, null, left, right, null);
+    }
+
+    /** Rows with a fresh node over one parent each: id = xxhash64(parent), edge parent -> id. */
+    static Derived parents(long seed, Side parents) {
+      return new Derived(seed, null, null, null, parents);
     }
 
     int count() {
-      return positions != null ? positions.length : left.size();
+      return positions != null ? positions.length
+          : parents != null ? parents.size() : left.size();
     }
   }
 
@@ -235,6 +244,14 @@ final class Wire {
     w.sfixed64(DERIVED_SEED, d.seed());
     if (d.positions() != null) {
       w.packedSint64Deltas(DERIVED_POSITION_DELTAS, d.positions());
+      return;
+    }
+    if (d.parents() != null) {
+      w.fixed64s(DERIVED_PARENTS, d.parents().ids());
+      if (d.parents().positions() != null) {
+        w.sfixed64(DERIVED_PARENT_MASK, d.parents().mask());
+        w.packedSint64Deltas(DERIVED_PARENT_DELTAS, d.parents().positions());
+      }
       return;
     }
     w.fixed64s(DERIVED_LEFT, d.left().ids());

@@ -170,6 +170,24 @@ class EmissionTest {
   }
 
   @Test
+  void aNamedRowsPlusTravelsAsItsParentAPositionWhereTheParentIsASourcesRow() {
+    TapPlan plus = plan("plus", List.of("id", "parent"), List.of("id", "id"), List.of(),
+        List.of(), List.of("source:A#0"));
+    long mask = NodeIds.seed("run", "source:A#0");
+    Chunk chunk = new Chunk(plus);
+    chunk.add(row(sparkId(plus, 4L ^ mask), 4L ^ mask));
+    chunk.add(row(sparkId(plus, 6L ^ mask), 6L ^ mask));
+    Emission e = Emission.of(plus, chunk);
+    Wire.NodeBlock block = e.nodes().get(0);
+    assertEquals(Wire.Op.PLUS, block.op());
+    assertEquals(null, block.ids());
+    assertArrayEquals(new long[] {4, 6}, block.derived().parents().positions());
+    assertEquals(null, e.src());
+    assertEquals(2, e.nodeCount());
+    assertEquals(2, e.edgeCount());
+  }
+
+  @Test
   void aSemiJoinRowWithSeveralMatchesGetsADerivedSum() {
     TapPlan semi = plan("semi_join", List.of("id", "left", "witnesses"),
         List.of("id", "id", "ids"), List.of(), List.of(7L));

@@ -140,6 +140,14 @@ class WireContractTest {
       }
       return b.build();
     }
+    if (d.parents() != null) {
+      if (d.parents().ids() != null) {
+        b.addAllParents(boxed(d.parents().ids()));
+      } else {
+        b.setParentMask(d.parents().mask()).addAllParentDeltas(deltas(d.parents().positions()));
+      }
+      return b.build();
+    }
     Arrays.stream(d.left().nullRows()).forEach(b::addLeftNullRows);
     Arrays.stream(d.right().nullRows()).forEach(b::addRightNullRows);
     if (d.left().ids() != null) {
@@ -228,10 +236,13 @@ class WireContractTest {
   }
 
   private static Wire.Derived derived(Random random, int n) {
-    return switch (random.nextInt(3)) {
+    return switch (random.nextInt(4)) {
       case 0 -> Wire.Derived.positions(random.nextInt(4) == 0 ? 0 : random.nextLong(),
           positions(random, n));
       case 1 -> Wire.Derived.pairs(random.nextLong(), side(random, n), side(random, n));
+      case 2 -> Wire.Derived.parents(random.nextLong(), random.nextBoolean()
+          ? new Wire.Side(ids(random, n), 0L, null, new int[0])
+          : new Wire.Side(null, random.nextLong(), positions(random, n), new int[0]));
       default -> null;
     };
   }
