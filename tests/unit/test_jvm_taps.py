@@ -213,6 +213,27 @@ def test_anti_joins_record_their_excluded_rows(spark) -> None:  # type: ignore[n
     )
 
 
+def test_named_rows_travel_as_their_parents(spark) -> None:  # type: ignore[no-untyped-def]
+    """A PLUS node over a named row travels as its parent: a position where the parent is a
+    source's row (DerivedIds parents); the nodes and edges are those of the Python taps."""
+
+    def job(prov: ProvenanceSession, spark: SparkSession) -> list[Any]:
+        return _people(prov, spark).filter(F.col("pid") > 1).named("Older").collect()
+
+    nodes, edges = _same_both_ways(spark, job)
+    assert sum(1 for n in nodes.values() if n["op"] == "PLUS") == len(PEOPLE) - 1
+    emitter = MemoryEmitter(spark)
+    with ProvenanceSession(
+        spark, "jvm-taps", emitter=emitter, capture="jvm", rows_per_message=3
+    ) as prov:
+        job(prov, spark)
+    pluses = []
+    for _, value in emitter.messages():
+        event = lineage_pb2.LineageEvent.FromString(value)
+        pluses += [b for b in event.batch.nodes if b.op == lineage_pb2.OP_PLUS]
+    assert pluses and all(not b.ids and len(b.derived.parent_deltas) for b in pluses)
+
+
 def test_windows_and_generators(spark) -> None:  # type: ignore[no-untyped-def]
     def job(prov: ProvenanceSession, spark: SparkSession) -> list[Any]:
         people = _people(prov, spark)
@@ -338,24 +359,3 @@ def test_a_new_spark_context_gets_the_jar_again() -> None:
             assert rows == [(1,)] and prov.counts() == (1, 0)
         finally:
             spark.stop()
-
-
-def test_named_rows_travel_as_their_parents(spark) -> None:  # type: ignore[no-untyped-def]
-    """A PLUS node over a named row travels as its parent: a position where the parent is a
-    source's row (DerivedIds parents); the nodes and edges are those of the Python taps."""
-
-    def job(prov: ProvenanceSession, spark: SparkSession) -> list[Any]:
-        return _people(prov, spark).filter(F.col("pid") > 1).named("Older").collect()
-
-    nodes, edges = _same_both_ways(spark, job)
-    assert sum(1 for n in nodes.values() if n["op"] == "PLUS") == len(PEOPLE) - 1
-    emitter = MemoryEmitter(spark)
-    with ProvenanceSession(
-        spark, "jvm-taps", emitter=emitter, capture="jvm", rows_per_message=3
-    ) as prov:
-        job(prov, spark)
-    pluses = []
-    for _, value in emitter.messages():
-        event = lineage_pb2.LineageEvent.FromString(value)
-        pluses += [b for b in event.batch.nodes if b.op == lineage_pb2.OP_PLUS]
-    assert pluses and all(not b.ids and len(b.derived.parent_deltas) for b in pluses)
