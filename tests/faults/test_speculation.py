@@ -8,58 +8,38 @@ node, that of the same job run without the stall."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from sparkprov import defaults
+from tests.faults.jobs import run_job, stored_once
 from tests.faults.speculation_job import PARTITIONS, ROWS, ROWS_PER_MESSAGE
 from tests.faults.standalone import standalone_cluster
-from tests.integration.graph import own_nodes, run_graph, shape
+from tests.integration.graph import shape
 from tests.integration.kafka_tools import read_all
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_speculative_copy_and_its_killed_original_store_the_lineage_once(  # type: ignore[no-untyped-def]
     stack, client, neo4j_driver, tmp_path: Path
 ) -> None:
-    env = dict(os.environ, **{defaults.ENV_KAFKA_BOOTSTRAP: stack.settings.kafka_bootstrap})
+    bootstrap = stack.settings.kafka_bootstrap
     markers = tmp_path / "markers"
     markers.mkdir()
     with standalone_cluster(tmp_path) as master:
-        done = subprocess.run(
-            [sys.executable, "-m", "tests.faults.speculation_job", str(markers), master],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+        out = run_job("tests.faults.speculation_job", str(markers), master, bootstrap=bootstrap)
     # Partition 0 ran twice: the first attempt, stalled after sending part of its lineage, and
     # the speculative copy.
     assert out["attempts"] == ["attempt-0", "attempt-1", "stalled"], out["attempts"]
 
-    graphs = {}
-    for which in ("stalled", "clean"):
-        run_id = out[which]
-        nodes, edges = out[f"{which}_counts"]
-        run = client.wait_for_run(run_id, timeout_s=300)
-        graph = run_graph(neo4j_driver, run_id)
-        assert run.complete and (run.node_count, run.edge_count) == (nodes, edges)
-        assert own_nodes(graph) == nodes and graph.number_of_edges() == edges
-        assert all(m == 1 for _, _, m in graph.edges(data="multiplicity"))
-        graphs[which] = graph
+    graphs = {
+        which: stored_once(client, neo4j_driver, out[which], out[f"{which}_counts"])
+        for which in ("stalled", "clean")
+    }
     assert out["stalled_counts"] == out["clean_counts"]
     # Both attempts of partition 0 sent its source rows' lineage: more messages than one
     # attempt sends (the clean run, too, may have had a copy of a slow task).
     one_attempt = -(-ROWS // PARTITIONS // ROWS_PER_MESSAGE)
     key = f"{out['stalled']}/source:Numbers#0/0".encode()
-    sent = sum(1 for r in read_all(stack.settings.kafka_bootstrap, defaults.TOPIC) if r.key == key)
+    sent = sum(1 for r in read_all(bootstrap, defaults.TOPIC) if r.key == key)
     assert sent > one_attempt, (sent, one_attempt)
     # Node by node: every output row with its whole ancestry, as the run without the stall.
     assert shape(graphs["stalled"]) == shape(graphs["clean"])

@@ -1,0 +1,48 @@
+"""What the fault tests that run a captured job in a process of its own share: running the job
+(``python -m <module> <args>``, its last stdout line a JSON object) and checking one of its runs
+as stored (complete, the counts the job reported, every node and edge once)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from sparkprov import defaults
+from tests.integration.graph import own_nodes, run_graph
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_job(module: str, *args: str, bootstrap: str) -> dict[str, Any]:
+    """Runs ``module`` against the Kafka at ``bootstrap``; its JSON report."""
+    env = dict(os.environ, **{defaults.ENV_KAFKA_BOOTSTRAP: bootstrap})
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return report
+
+
+def stored_once(client: Any, neo4j_driver: Any, run_id: str, counts: list[int]) -> nx.DiGraph:
+    """Run ``run_id`` as stored, after checking it is complete with the job's ``counts`` (nodes,
+    edges) and holds every node and edge once."""
+    nodes, edges = counts
+    run = client.wait_for_run(run_id, timeout_s=300)
+    graph = run_graph(neo4j_driver, run_id)
+    assert run.complete and (run.node_count, run.edge_count) == (nodes, edges)
+    assert (run.expected_node_count, run.expected_edge_count) == (nodes, edges)
+    assert own_nodes(graph) == nodes and graph.number_of_edges() == edges
+    assert all(m == 1 for _, _, m in graph.edges(data="multiplicity"))
+    return graph
