@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sparkprov.derived import MemberColumns, derive, salt_of
+from sparkprov.derived import MemberColumns, derive, position_labels, salt_of
 from sparkprov.events import EdgeColumns, NodeColumns, encode_batch, truncate_values
 
 __all__ = [
@@ -187,12 +187,7 @@ class SourceSpec(TapSpec):
         return ("id", "rowno")
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
-        # monotonically_increasing_id packs the partition into the upper 31 bits.
-        rowno = id_column(pdf, "rowno")
-        partitions = (rowno >> 33).tolist()
-        offsets = (rowno & ((1 << 33) - 1)).tolist()
-        prefix = self.relation + "#"
-        labels = [f"{prefix}{p}.{o}" for p, o in zip(partitions, offsets, strict=True)]
+        labels = position_labels(self.relation, id_column(pdf, "rowno"))
         return [self._row_nodes("TOKEN", "", pdf, labels=labels)], None
 
 

@@ -33,9 +33,13 @@ __all__ = [
     "MemberColumns",
     "derive",
     "salt_of",
+    "position_labels",
     "underive",
     "xxhash64_longs",
 ]
+
+# monotonically_increasing_id packs the partition above the low 33 bits (Titian's record id).
+_OFFSET_BITS = 33
 
 
 def salt_of(*parts: object) -> np.uint64:
@@ -84,6 +88,14 @@ def _hash_long(values: np.ndarray, seeds: np.ndarray) -> np.ndarray:
     h = (h ^ (h >> np.uint64(33))) * _P2
     h = (h ^ (h >> np.uint64(29))) * _P3
     return h ^ (h >> np.uint64(32))
+
+
+def position_labels(relation: str, positions: np.ndarray) -> list[str]:
+    """Source rows' TOKEN labels ``relation#partition.offset`` from their positions
+    (``monotonically_increasing_id``)."""
+    partitions = (positions >> _OFFSET_BITS).tolist()
+    offsets = (positions & ((1 << _OFFSET_BITS) - 1)).tolist()
+    return [f"{relation}#{p}.{o}" for p, o in zip(partitions, offsets, strict=True)]
 
 
 def xxhash64_longs(

@@ -26,7 +26,7 @@ from google.protobuf.message import DecodeError
 
 from sparkprov import limits
 from sparkprov.blocks import MAX_MEMBER_AGGREGATES, EdgeBlock, MemberBlock, NodeBlock
-from sparkprov.derived import MemberColumns, xxhash64_longs
+from sparkprov.derived import MemberColumns, position_labels, xxhash64_longs
 from sparkprov.limits import LimitExceeded
 from sparkprov.v1 import lineage_pb2
 from sparkprov.workflow import Operator, WorkflowDag
@@ -62,8 +62,6 @@ __all__ = [
 SCHEMA_VERSION = 2
 # What this reader decodes: versions 1 (no member blocks) and 2 too, from older capture agents.
 READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3})
-# monotonically_increasing_id packs the partition above the low 33 bits (Titian's record id).
-_OFFSET_BITS = 33
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 # Levels of split paths (split, sub-split, sub-sub-split): connected sets are kept per level.
 MAX_SPLIT_DEPTH = 3
@@ -657,17 +655,11 @@ def _derived(d: lineage_pb2.DerivedIds, relation: str | None) -> _Derived:
     if positional:
         if d.left_null_rows or d.right_null_rows:
             raise MalformedEvent("bad_derived", "positions take no null rows")
-        with np.errstate(over="ignore"):
-            positions = np.cumsum(np.array(d.position_deltas, dtype=np.int64), dtype=np.int64)
+        positions = _undelta(d.position_deltas)
         if (positions < 0).any():
             raise MalformedEvent("bad_derived", "a position is negative")
-        ids = positions ^ np.int64(d.seed)
-        if relation is None:
-            return _Derived(ids, [], _NO_IDS, _NO_IDS)
-        partitions = (positions >> _OFFSET_BITS).tolist()
-        offsets = (positions & ((1 << _OFFSET_BITS) - 1)).tolist()
-        labels = [f"{relation}#{p}.{o}" for p, o in zip(partitions, offsets, strict=True)]
-        return _Derived(ids, labels, _NO_IDS, _NO_IDS)
+        labels = [] if relation is None else position_labels(relation, positions)
+        return _Derived(positions ^ np.int64(d.seed), labels, _NO_IDS, _NO_IDS)
     left = _side(d.left, d.left_deltas, d.left_mask, "left")
     right = _side(d.right, d.right_deltas, d.right_mask, "right")
     n = len(left)
@@ -695,10 +687,14 @@ def _side(ids: Sequence[int], deltas: Sequence[int], mask: int, name: str) -> np
     if len(ids) and len(deltas):
         raise MalformedEvent("bad_derived", f"the {name} side has both ids and positions")
     if len(deltas):
-        with np.errstate(over="ignore"):
-            positions = np.cumsum(np.array(deltas, dtype=np.int64), dtype=np.int64)
-        return positions ^ np.int64(mask)
+        return _undelta(deltas) ^ np.int64(mask)
     return np.array(ids, dtype=np.int64)
+
+
+def _undelta(deltas: Sequence[int]) -> np.ndarray:
+    """The values a delta-coded column stands for (the first as it is, then the differences)."""
+    with np.errstate(over="ignore"):
+        return np.cumsum(np.array(deltas, dtype=np.int64), dtype=np.int64)
 
 
 def _expand_into(run_id: str, m: MemberColumns, blocks: list[NodeBlock], edges: EdgeBlock) -> None:

@@ -248,23 +248,23 @@ final class Wire {
     }
     if (d.parents() != null) {
       w.fixed64s(DERIVED_PARENTS, d.parents().ids());
-      if (d.parents().positions() != null) {
-        w.sfixed64(DERIVED_PARENT_MASK, d.parents().mask());
-        w.packedSint64Deltas(DERIVED_PARENT_DELTAS, d.parents().positions());
-      }
+      positions(w, DERIVED_PARENT_MASK, DERIVED_PARENT_DELTAS, d.parents());
       return;
     }
     w.fixed64s(DERIVED_LEFT, d.left().ids());
     w.fixed64s(DERIVED_RIGHT, d.right().ids());
     w.packedUint32(DERIVED_LEFT_NULL_ROWS, d.left().nullRows());
     w.packedUint32(DERIVED_RIGHT_NULL_ROWS, d.right().nullRows());
-    if (d.left().positions() != null) {
-      w.sfixed64(DERIVED_LEFT_MASK, d.left().mask());
-      w.packedSint64Deltas(DERIVED_LEFT_DELTAS, d.left().positions());
-    }
-    if (d.right().positions() != null) {
-      w.sfixed64(DERIVED_RIGHT_MASK, d.right().mask());
-      w.packedSint64Deltas(DERIVED_RIGHT_DELTAS, d.right().positions());
+    positions(w, DERIVED_LEFT_MASK, DERIVED_LEFT_DELTAS, d.left());
+    positions(w, DERIVED_RIGHT_MASK, DERIVED_RIGHT_DELTAS, d.right());
+  }
+
+  /** A side that travels as positions: its mask, then its delta-coded positions. */
+  private static void positions(Writer w, int maskField, int deltasField, Side side)
+      throws IOException {
+    if (side.positions() != null) {
+      w.sfixed64(maskField, side.mask());
+      w.packedSint64Deltas(deltasField, side.positions());
     }
   }
 
