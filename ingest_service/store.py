@@ -297,7 +297,10 @@ def _transient_race(error: Exception) -> bool:
         return True
     message = getattr(error, "message", None) or str(error)
     return code == _PROCEDURE_FAILED and (
-        "DeadlockDetected" in message or "already exists with label" in message
+        "DeadlockDetected" in message
+        or "already exists with label" in message
+        # The unique index refused a node a parallel writer created first (same race).
+        or "IndexEntryConflictException" in message
     )
 
 

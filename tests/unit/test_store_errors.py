@@ -134,6 +134,12 @@ class _FlakySession(_Session):
             "Neo.ClientError.Schema.ConstraintValidationFailed",
             "Node(12) already exists with label `Node` and property `id` = 7",
         ),
+        _server_error(  # as a parallel writers' test saw it (CI, 2026-11-26)
+            "Neo.ClientError.Procedure.ProcedureCallFailed",
+            "Failed to invoke procedure `sparkprov.write`: Caused by: "
+            "IndexEntryConflictException{propertyValues=( Long(6293765746574705761) ), "
+            "addedEntityId=-1, existingEntityId=61553}",
+        ),
     ],
 )
 def test_a_race_with_a_parallel_writer_is_written_again_not_dead_lettered(
