@@ -49,7 +49,6 @@ log = logging.getLogger(__name__)
 DEFAULT_NAMESPACE = "sparkprov"
 _PRODUCER = "https://github.com/sparkprov/sparkprov"
 _FACET_SCHEMA = "https://sparkprov.dev/spec/facets/1-0-0/SparkprovRunFacet.json"
-_ON = {"1", "true", "yes", "on"}
 
 
 class RunEvents(Protocol):
@@ -203,7 +202,7 @@ def run_events(
         openlineage = bool(
             environ.get("OPENLINEAGE_URL")
             or environ.get("OPENLINEAGE_CONFIG")
-            or environ.get(defaults.ENV_OPENLINEAGE, "").strip().lower() in _ON
+            or defaults.is_on(environ.get(defaults.ENV_OPENLINEAGE))
         )
     if openlineage is False:
         return NoopRunEvents()

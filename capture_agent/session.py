@@ -134,8 +134,7 @@ class ProvenanceSession:
         # The kill switch: SPARKPROV_DISABLED=1 turns every tracked operation into the plain one
         # (a constant id column, no taps, nothing published).
         if enabled is None:
-            disabled = os.environ.get(defaults.ENV_DISABLED, "").strip().lower()
-            enabled = disabled not in {"1", "true", "yes", "on"}
+            enabled = not defaults.is_on(os.environ.get(defaults.ENV_DISABLED))
         self.run_id = run_id or uuid.uuid4().hex
         if emitter is None:
             emitter = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -10,10 +11,12 @@ import threading
 import time
 from types import FrameType
 
+from ingest_service import retention
 from ingest_service.consumer import Consumer
 from ingest_service.indexer import Indexer
 from ingest_service.metrics import Metrics
 from ingest_service.monitoring import serve
+from ingest_service.retention import Expiry
 from ingest_service.settings import IngestSettings
 from ingest_service.store import Store, StoreUnavailable
 from ingest_service.topics import ensure_topics
@@ -52,6 +55,13 @@ def main() -> int:
     http = serve(settings.http_addr, metrics)
     consumer = Consumer(settings, store, metrics)
     indexer = Indexer(store, metrics, busy=consumer.busy)
+    expiry = None
+    if settings.retention_days > 0:
+        expiry = Expiry(
+            functools.partial(retention.expire, store.driver),
+            settings.retention_days * 86400,
+            settings.retention_check_s,
+        )
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         log.info(
@@ -61,6 +71,8 @@ def main() -> int:
         )
         consumer.stop()
         indexer.stop()
+        if expiry is not None:
+            expiry.stop()
         watchdog = threading.Timer(
             settings.shutdown_grace_s, _abandon, (settings.shutdown_grace_s,)
         )
@@ -77,6 +89,8 @@ def main() -> int:
         settings.neo4j_uri,
     )
     indexing = indexer.start()
+    if expiry is not None:
+        expiry.start()
     try:
         consumer.run()
     finally:

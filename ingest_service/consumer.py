@@ -631,6 +631,7 @@ class Consumer:
         m.runs_dangling += len(result.dangling)
         m.dangling_nodes += sum(result.dangling.values())
         m.write_seconds_total += elapsed
+        m.flush_seconds.observe(elapsed)
         m.last_write_seconds = elapsed
         for run in result.completed_runs:
             log.info("run %s complete", run)

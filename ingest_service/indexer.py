@@ -76,6 +76,7 @@ class Indexer:
         m = self._metrics
         m.index_calls += 1
         m.index_seconds_total += elapsed
+        m.index_call_seconds.observe(elapsed)
         m.writes_indexed += result.items
         m.ids_pending_writes = result.remaining
         if result.items:

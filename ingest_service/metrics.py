@@ -1,11 +1,17 @@
-"""Counters of the ingest service, written by the consume loop and read by ``/metrics``."""
+"""Counters of the ingest service, written by the consume loop and read by ``/metrics``
+(ingest_service.monitoring), and its latency histograms (prometheus_client)."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["Metrics"]
+from prometheus_client import CollectorRegistry, Histogram
+
+__all__ = ["WRITE_BUCKETS", "Metrics"]
+
+# From a small flush (milliseconds) to an index call at its time limit (120 s).
+WRITE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
 
 @dataclass
@@ -45,3 +51,19 @@ class Metrics:
     # retrying while Neo4j is away).
     last_loop_monotonic: float = field(default_factory=time.monotonic)
     ready: bool = False
+    # Each process's own registry (tests make many Metrics in one process).
+    registry: CollectorRegistry = field(default_factory=CollectorRegistry, repr=False)
+
+    def __post_init__(self) -> None:
+        self.flush_seconds = Histogram(
+            "sparkprov_ingest_flush_seconds",
+            "time of a flush's Neo4j write transaction",
+            buckets=WRITE_BUCKETS,
+            registry=self.registry,
+        )
+        self.index_call_seconds = Histogram(
+            "sparkprov_ingest_index_call_seconds",
+            "time of an indexer call (sparkprov.index)",
+            buckets=WRITE_BUCKETS,
+            registry=self.registry,
+        )

@@ -51,6 +51,10 @@ class IngestSettings:
     # at once, abandoning the flush: its transaction rolls back and its offsets stay uncommitted,
     # so it is redelivered (as after a SIGKILL). Below docker's and systemd's 10 s kill timeouts.
     shutdown_grace_s: float = 8.0
+    # Retention: runs older than this many days (since completed, or started if never) are
+    # deleted, checked every retention_check_s (ingest_service.retention); 0 keeps every run.
+    retention_days: float = 0.0
+    retention_check_s: float = 3600.0
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> IngestSettings:
@@ -80,4 +84,6 @@ class IngestSettings:
             theta=int(get("SPARKPROV_SET_THETA", str(cls.theta))),
             shutdown_grace_s=float(get("SPARKPROV_INGEST_SHUTDOWN_S", str(cls.shutdown_grace_s))),
             unassigned_s=float(get("SPARKPROV_INGEST_UNASSIGNED_S", str(cls.unassigned_s))),
+            retention_days=float(get("SPARKPROV_RETENTION_DAYS", str(cls.retention_days))),
+            retention_check_s=float(get("SPARKPROV_RETENTION_CHECK_S", str(cls.retention_check_s))),
         )

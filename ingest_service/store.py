@@ -325,6 +325,12 @@ class Store:
         driver = neo4j_driver(uri, user, password, tls_ca=tls_ca, max_transaction_retry_time=15.0)
         return cls(driver, theta)
 
+    @property
+    def driver(self) -> neo4j.Driver:
+        """The driver, shared with the service's other writers of the same database
+        (ingest_service.retention)."""
+        return self._driver
+
     def close(self) -> None:
         self._driver.close()
 

@@ -9,6 +9,9 @@ import sys
 import threading
 from types import FrameType
 
+from prometheus_client import start_http_server
+
+from query_service.metrics import RpcMetrics
 from query_service.server import create_server
 from query_service.settings import QuerySettings
 from query_service.store import Store
@@ -27,8 +30,12 @@ def main() -> int:
         timeout_s=settings.neo4j_timeout_s,
         tls_ca=settings.neo4j_tls_ca,
     )
-    server, port = create_server(settings, store)
+    metrics = RpcMetrics()
+    server, port = create_server(settings, store, metrics)
     server.start()
+    if settings.metrics_addr:
+        host, _, metrics_port = settings.metrics_addr.rpartition(":")
+        start_http_server(int(metrics_port), host or "127.0.0.1", registry=metrics.registry)
     log.info(
         "serving sparkprov.v1.ProvenanceQuery on %s (port %d, %s)",
         settings.grpc_addr,

@@ -11,6 +11,7 @@ __all__ = [
     "InvalidArgument",
     "NodeView",
     "NotFound",
+    "FailedPrecondition",
     "QueryError",
     "RunReuse",
     "RunView",
@@ -35,6 +36,11 @@ class NotFound(QueryError):
 
 class Unimplemented(QueryError):
     pass
+
+
+class FailedPrecondition(QueryError):
+    """The request is well formed but the stored state refuses it now (e.g. DeleteRun of a run
+    tied to others, or not indexed yet)."""
 
 
 class Direction(Enum):

@@ -21,10 +21,13 @@ from google.protobuf.message import Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from ingest_service import retention
 from query_service import adapter, limits
 from query_service.auth import BearerTokenInterceptor
+from query_service.metrics import RpcMetrics
 from query_service.model import (
     Direction,
+    FailedPrecondition,
     InvalidArgument,
     NotFound,
     QueryError,
@@ -50,6 +53,7 @@ _CODES: dict[type[QueryError], grpc.StatusCode] = {
     InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,
     NotFound: grpc.StatusCode.NOT_FOUND,
     Unimplemented: grpc.StatusCode.UNIMPLEMENTED,
+    FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
 }
 
 
@@ -311,6 +315,29 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
             return adapter.runs_response(self._store.runs(request.workflow))
         raise AssertionError("unreachable")
 
+    def DeleteRun(  # noqa: N802
+        self, request: query_pb2.DeleteRunRequest, context: grpc.ServicerContext
+    ) -> query_pb2.DeleteRunResponse:
+        with _errors(context):
+            limits.check(request)
+            if not request.run_id:
+                raise InvalidArgument("run_id is required")
+            try:
+                deleted = retention.delete_runs(
+                    self._store.driver, request.run_id, follow=request.follow, force=request.force
+                )
+            except retention.RunNotFound:
+                raise NotFound(f"unknown run {quote(request.run_id)}") from None
+            except retention.RunNotDeletable as e:
+                raise FailedPrecondition(str(e)) from None
+            log.info("DeleteRun %s: deleted runs %s", request.run_id, deleted.runs)
+            return query_pb2.DeleteRunResponse(
+                deleted_run_ids=deleted.runs,
+                nodes_deleted=deleted.nodes,
+                relationships_deleted=deleted.relationships,
+            )
+        raise AssertionError("unreachable")
+
     # -- workflow versions (docs/versions.md) -----------------------------------------------
 
     @property
@@ -387,9 +414,12 @@ def _serialize(response: Message | bytes) -> bytes:
     return response if isinstance(response, bytes) else response.SerializeToString()
 
 
-def add_servicer(servicer: ProvenanceQueryServicer, server: grpc.Server) -> None:
+def add_servicer(
+    servicer: ProvenanceQueryServicer, server: grpc.Server, metrics: RpcMetrics | None = None
+) -> None:
     """The generated add_ProvenanceQueryServicer_to_server, but with :func:`_serialize` for the
-    responses, so a method may answer with bytes serialized elsewhere (query.proto's contract)."""
+    responses, so a method may answer with bytes serialized elsewhere (query.proto's contract),
+    and each method timed and counted by ``metrics``."""
     service = query_pb2.DESCRIPTOR.services_by_name["ProvenanceQuery"]
     handlers = {}
     for method in service.methods:
@@ -399,8 +429,11 @@ def add_servicer(servicer: ProvenanceQueryServicer, server: grpc.Server) -> None
             if method.server_streaming
             else grpc.unary_unary_rpc_method_handler
         )
+        behavior = getattr(servicer, method.name)
+        if metrics is not None:
+            behavior = metrics.wrap(behavior, method.name, method.server_streaming)
         handlers[method.name] = make(
-            getattr(servicer, method.name),
+            behavior,
             request_deserializer=request_type.FromString,
             response_serializer=_serialize,
         )
@@ -416,14 +449,16 @@ def _tls_credentials(settings: QuerySettings) -> grpc.ServerCredentials:
         return grpc.ssl_server_credentials([(key.read(), cert.read())])
 
 
-def create_server(settings: QuerySettings, store: Store) -> tuple[grpc.Server, int]:
+def create_server(
+    settings: QuerySettings, store: Store, metrics: RpcMetrics | None = None
+) -> tuple[grpc.Server, int]:
     """A server (not started) bound to ``settings.grpc_addr``; port 0 picks a free one. Over TLS
-    when ``settings.tls_cert`` is set, else plaintext."""
+    when ``settings.tls_cert`` is set, else plaintext. ``metrics``: where its RPCs are timed."""
     interceptors = [BearerTokenInterceptor(settings.auth_token)] if settings.auth_token else []
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=settings.max_workers), interceptors=interceptors
     )
-    add_servicer(ProvenanceQueryServicer(store, settings), server)
+    add_servicer(ProvenanceQueryServicer(store, settings), server, metrics)
     health_servicer = health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     service_name = query_pb2.DESCRIPTOR.services_by_name["ProvenanceQuery"].full_name

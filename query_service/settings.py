@@ -31,6 +31,8 @@ class QuerySettings:
     # How long a call may wait for Neo4j when it is away (connecting, then retrying) before it
     # ends with UNAVAILABLE; the driver reconnects by itself once Neo4j is back.
     neo4j_timeout_s: float = 5.0
+    # Prometheus metrics (query_service.metrics) at http://<this>/metrics; empty: not served.
+    metrics_addr: str = defaults.QUERY_METRICS_ADDR
 
     def __post_init__(self) -> None:
         if bool(self.tls_cert) != bool(self.tls_key):
@@ -53,4 +55,5 @@ class QuerySettings:
             neo4j_timeout_s=float(
                 environ.get("SPARKPROV_QUERY_NEO4J_TIMEOUT_S", str(cls.neo4j_timeout_s))
             ),
+            metrics_addr=environ.get(defaults.ENV_QUERY_METRICS_ADDR, defaults.QUERY_METRICS_ADDR),
         )

@@ -34,6 +34,7 @@ import grpc
 from sparkprov import defaults, prov_export
 from sparkprov.client import QueryClient
 from sparkprov.query_errors import (
+    FailedPrecondition,
     InvalidArgument,
     NotFound,
     QueryError,
@@ -52,6 +53,7 @@ EXIT_CODES: dict[type[QueryError], int] = {
     InvalidArgument: 4,
     Unavailable: 5,
     Unauthenticated: 6,
+    FailedPrecondition: 7,
 }
 
 _NODE_ID = re.compile(r"-?\d{1,20}")
@@ -68,7 +70,13 @@ def _fail(error: QueryError) -> NoReturn:
 @contextmanager
 def _client(ctx: click.Context) -> Iterator[QueryClient]:
     options = ctx.find_root().obj
-    client = QueryClient(options["address"], options["timeout"], token=options["token"])
+    client = QueryClient(
+        options["address"],
+        options["timeout"],
+        token=options["token"],
+        tls_ca=options["tls_ca"] or None,
+        tls=options["tls"],
+    )
     try:
         with client:
             yield client
@@ -91,22 +99,43 @@ def _client(ctx: click.Context) -> Iterator[QueryClient]:
     help=f"bearer token (env {defaults.ENV_QUERY_TOKEN})",
 )
 @click.option("--timeout", default=30.0, show_default=True, help="seconds per call")
+@click.option(
+    "--tls-ca",
+    envvar=defaults.ENV_QUERY_TLS_CA,
+    default="",
+    type=click.Path(dir_okay=False),
+    help=f"TLS: PEM file of the CA that signed the service's certificate "
+    f"(env {defaults.ENV_QUERY_TLS_CA})",
+)
+@click.option(
+    "--tls",
+    envvar=defaults.ENV_QUERY_TLS,
+    is_flag=True,
+    help=f"TLS, trusting the system's CAs (env {defaults.ENV_QUERY_TLS}=1)",
+)
 @click.pass_context
-def main(ctx: click.Context, address: str, token: str, timeout: float) -> None:
+def main(
+    ctx: click.Context, address: str, token: str, timeout: float, tls_ca: str, tls: bool
+) -> None:
     """Row-level provenance of PySpark runs, from the sparkprov query service.
 
     Exit codes: 0 ok, 1 other error, 2 usage, 3 NOT_FOUND, 4 INVALID_ARGUMENT,
-    5 UNAVAILABLE (server or Neo4j down, deadline), 6 UNAUTHENTICATED."""
-    ctx.obj = {"address": address, "token": token, "timeout": timeout}
+    5 UNAVAILABLE (server or Neo4j down, deadline), 6 UNAUTHENTICATED,
+    7 FAILED_PRECONDITION (e.g. a run others are tied to)."""
+    ctx.obj = {"address": address, "token": token, "timeout": timeout, "tls_ca": tls_ca}
+    ctx.obj["tls"] = tls
 
 
-@main.command()
+@main.group(invoke_without_command=True)
 @click.option("--workflow", default="", help="only this workflow's runs")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per run")
 @click.pass_context
 def runs(ctx: click.Context, workflow: str, as_json: bool) -> None:
     """List runs, newest first: id, workflow, state, nodes and edges stored, and the sinks a
-    run reused from an earlier run's stored result (``reused SINK<-RUN``)."""
+    run reused from an earlier run's stored result (``reused SINK<-RUN``). ``runs delete``
+    removes one."""
+    if ctx.invoked_subcommand is not None:
+        return
     with _client(ctx) as client:
         for run in client.runs(workflow):
             if as_json:
@@ -119,6 +148,24 @@ def runs(ctx: click.Context, workflow: str, as_json: bool) -> None:
                 f"{run.run_id}  {run.workflow}  {run.state.name}  "
                 f"nodes={run.node_count}/{expected} edges={run.edge_count}{reused}"
             )
+
+
+@runs.command("delete")
+@click.argument("run_id")
+@click.option("--follow", is_flag=True, help="also delete the runs tied to it, instead of refusing")
+@click.option("--force", is_flag=True, help="delete it even when not complete (a job that died)")
+@click.pass_context
+def runs_delete(ctx: click.Context, run_id: str, follow: bool, force: bool) -> None:
+    """Delete RUN_ID's lineage from the store (retention). Refused (exit 7) when other runs are
+    tied to it by shared lineage or reuse (``--follow`` deletes them too), while it is not
+    complete (``--force``) or not indexed yet (ask again). Asking again finishes a deletion cut
+    short."""
+    with _client(ctx) as client:
+        deleted = client.delete_run(run_id, follow=follow, force=force)
+    click.echo(
+        f"deleted {len(deleted.run_ids)} run(s): {' '.join(deleted.run_ids)} "
+        f"(nodes={deleted.nodes} relationships={deleted.relationships})"
+    )
 
 
 def _equals(pairs: tuple[str, ...]) -> dict[str, str]:

@@ -25,6 +25,7 @@ from sparkprov import defaults, query_adapter
 from sparkprov.bearer import BearerToken
 from sparkprov.query_errors import NotFound, from_rpc_error
 from sparkprov.query_model import (
+    DeletedRuns,
     Deletion,
     Equivalence,
     GraphView,
@@ -60,12 +61,38 @@ class TraceTruncated(RuntimeError):
     """A trace cut at its node limit: a witness taken from it would miss rows."""
 
 
+def query_channel(
+    address: str,
+    *,
+    tls_ca: str | Path | None = None,
+    tls: bool | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> grpc.Channel:
+    """A channel to the query service, as every client of it makes one: TLS when ``tls_ca`` (a
+    PEM file of the CA that signed the server's certificate) or ``tls`` (the system's CAs) says
+    so, each read from ``SPARKPROV_QUERY_TLS_CA`` / ``SPARKPROV_QUERY_TLS`` when ``None``. A
+    trace may hold up to the server's maximum limit of nodes (1M by default): far past gRPC's
+    4 MB default for received messages, so the channel takes whatever it is sent."""
+    env = os.environ if environ is None else environ
+    if tls_ca is None:
+        tls_ca = env.get(defaults.ENV_QUERY_TLS_CA, "").strip() or None
+    if tls is None:
+        tls = defaults.is_on(env.get(defaults.ENV_QUERY_TLS))
+    options = [("grpc.max_receive_message_length", -1)]
+    if tls_ca is None and not tls:
+        return grpc.insecure_channel(address, options=options)
+    roots = Path(tls_ca).read_bytes() if tls_ca is not None else None
+    credentials = grpc.ssl_channel_credentials(root_certificates=roots)
+    return grpc.secure_channel(address, credentials, options=options)
+
+
 class QueryClient:
     """``address``: host:port of the query service; ``None`` reads ``SPARKPROV_GRPC_ADDR``
     (default 127.0.0.1:50051). ``token``: sent as ``authorization: Bearer <token>`` with every
     call; ``None`` reads ``SPARKPROV_QUERY_TOKEN`` (the server's setting); over a plaintext
     channel it travels in clear text. ``tls_ca``: a PEM file of the CA that signed the server's
-    certificate; the channel is then TLS (``tls=True`` verifies against the system's CAs).
+    certificate; the channel is then TLS (``tls=True`` verifies against the system's CAs); both
+    ``None`` read ``SPARKPROV_QUERY_TLS_CA`` / ``SPARKPROV_QUERY_TLS`` (:func:`query_channel`).
     ``timeout_s`` is every call's deadline."""
 
     def __init__(
@@ -74,7 +101,7 @@ class QueryClient:
         timeout_s: float = 30.0,
         *,
         tls_ca: str | Path | None = None,
-        tls: bool = False,
+        tls: bool | None = None,
         token: str | None = None,
     ) -> None:
         if address is None:
@@ -82,15 +109,7 @@ class QueryClient:
         if token is None:
             token = os.environ.get(defaults.ENV_QUERY_TOKEN, "")
         self.address = address
-        # A trace may hold up to the server's maximum limit of nodes (1M by default): far past
-        # gRPC's 4 MB default for received messages, so the client takes whatever it is sent.
-        options = [("grpc.max_receive_message_length", -1)]
-        if tls_ca is not None or tls:
-            roots = Path(tls_ca).read_bytes() if tls_ca is not None else None
-            credentials = grpc.ssl_channel_credentials(root_certificates=roots)
-            self._channel = grpc.secure_channel(address, credentials, options=options)
-        else:
-            self._channel = grpc.insecure_channel(address, options=options)
+        self._channel = query_channel(address, tls_ca=tls_ca, tls=tls)
         if token:
             self._channel = grpc.intercept_channel(self._channel, BearerToken(token))
         self.stub = query_pb2_grpc.ProvenanceQueryStub(self._channel)
@@ -119,6 +138,18 @@ class QueryClient:
         """ListRuns: the runs of ``workflow`` (all when empty), newest first."""
         reply = self._call(self.stub.ListRuns, query_pb2.ListRunsRequest(workflow=workflow))
         return [query_adapter.run(r) for r in reply.runs]
+
+    def delete_run(self, run_id: str, *, follow: bool = False, force: bool = False) -> DeletedRuns:
+        """DeleteRun: removes the run's lineage (with ``follow``, that of the runs tied to it
+        too). Raises :class:`FailedPrecondition` when refused; asking again finishes a deletion
+        cut short."""
+        reply = self._call(
+            self.stub.DeleteRun,
+            query_pb2.DeleteRunRequest(run_id=run_id, follow=follow, force=force),
+        )
+        return DeletedRuns(
+            tuple(reply.deleted_run_ids), reply.nodes_deleted, reply.relationships_deleted
+        )
 
     def wait_for_run(self, run_id: str, timeout_s: float = 120.0, *, indexed: bool = False) -> Run:
         """Poll ListRuns until the run is complete (everything its marker counted is stored:

@@ -7,10 +7,12 @@ reads ``os.environ``. The defaults match what ``make up`` starts.
 from __future__ import annotations
 
 __all__ = [
+    "is_on",
     "ENV_DISABLED",
     "ENV_DLQ_TOPIC",
     "ENV_GRPC_ADDR",
     "ENV_INGEST_HTTP_ADDR",
+    "ENV_QUERY_METRICS_ADDR",
     "ENV_KAFKA_BOOTSTRAP",
     "ENV_KAFKA_COMPRESSION",
     "ENV_NEO4J_HTTP_ADDR",
@@ -19,6 +21,8 @@ __all__ = [
     "ENV_NEO4J_URI",
     "ENV_NEO4J_USER",
     "ENV_OPENLINEAGE",
+    "ENV_QUERY_TLS",
+    "ENV_QUERY_TLS_CA",
     "ENV_QUERY_TOKEN",
     "ENV_TOPIC",
     "ENV_VIEWER_ADDR",
@@ -28,6 +32,7 @@ __all__ = [
     "DLQ_TOPIC",
     "GRPC_ADDR",
     "INGEST_HTTP_ADDR",
+    "QUERY_METRICS_ADDR",
     "NEO4J_HTTP_ADDR",
     "NEO4J_URI",
     "TOPIC",
@@ -46,8 +51,13 @@ ENV_NEO4J_PASSWORD = "SPARKPROV_NEO4J_PASSWORD"
 ENV_NEO4J_TLS_CA = "SPARKPROV_NEO4J_TLS_CA"
 ENV_GRPC_ADDR = "SPARKPROV_GRPC_ADDR"
 ENV_INGEST_HTTP_ADDR = "SPARKPROV_INGEST_HTTP_ADDR"
+ENV_QUERY_METRICS_ADDR = "SPARKPROV_QUERY_METRICS_ADDR"
 ENV_DISABLED = "SPARKPROV_DISABLED"
 ENV_QUERY_TOKEN = "SPARKPROV_QUERY_TOKEN"
+# The query service's clients (QueryClient, the CLI, the viewer) over TLS: a PEM file of the CA
+# that signed its certificate, or "1" in SPARKPROV_QUERY_TLS for the system's CAs.
+ENV_QUERY_TLS_CA = "SPARKPROV_QUERY_TLS_CA"
+ENV_QUERY_TLS = "SPARKPROV_QUERY_TLS"
 # The trace viewer's address (the viewer serves on it; `sparkprov open` opens it).
 ENV_VIEWER_ADDR = "SPARKPROV_VIEWER_ADDR"
 # The local Neo4j's HTTP connector: the transactional Cypher endpoint and Neo4j Browser.
@@ -69,5 +79,11 @@ DLQ_TOPIC = "sparkprov.lineage.dlq"
 NEO4J_URI = "bolt://127.0.0.1:7687"
 GRPC_ADDR = "127.0.0.1:50051"
 INGEST_HTTP_ADDR = "127.0.0.1:9464"
+QUERY_METRICS_ADDR = "127.0.0.1:9465"
 VIEWER_ADDR = "127.0.0.1:8090"
 NEO4J_HTTP_ADDR = "127.0.0.1:7474"
+
+
+def is_on(value: str | None) -> bool:
+    """How every boolean setting reads: "1", "true", "yes" or "on", any case; else off."""
+    return (value or "").strip().lower() in {"1", "true", "yes", "on"}

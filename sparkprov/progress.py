@@ -17,16 +17,16 @@ from typing import TextIO
 
 from tqdm import tqdm
 
-__all__ = ["Progress", "shown"]
+from sparkprov.defaults import is_on
 
-_TRUE = {"1", "true", "yes", "on"}
+__all__ = ["Progress", "shown"]
 
 
 def shown(stream: TextIO | None = None, environ: Mapping[str, str] | None = None) -> bool:
     """Whether a bar is drawn: on a terminal, outside CI."""
     stream = sys.stderr if stream is None else stream
     environ = os.environ if environ is None else environ
-    if environ.get("CI", "").strip().lower() in _TRUE:
+    if is_on(environ.get("CI")):
         return False
     isatty = getattr(stream, "isatty", None)
     return bool(isatty and isatty())

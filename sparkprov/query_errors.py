@@ -12,6 +12,7 @@ from __future__ import annotations
 import grpc
 
 __all__ = [
+    "FailedPrecondition",
     "InvalidArgument",
     "NotFound",
     "QueryError",
@@ -43,6 +44,11 @@ class NotFound(QueryError):
     """An unknown node id or run."""
 
 
+class FailedPrecondition(QueryError):
+    """The server refuses the request in the stored state it is in (e.g. deleting a run that
+    others are tied to); the message says what would let it through."""
+
+
 class Unauthenticated(QueryError):
     """The server wants a bearer token (``token=`` / ``SPARKPROV_QUERY_TOKEN``) it did not get."""
 
@@ -55,6 +61,7 @@ _BY_CODE: dict[grpc.StatusCode, type[QueryError]] = {
     grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
     grpc.StatusCode.OUT_OF_RANGE: InvalidArgument,
     grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
     grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
     grpc.StatusCode.PERMISSION_DENIED: Unauthenticated,
     grpc.StatusCode.UNAVAILABLE: Unavailable,

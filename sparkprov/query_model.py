@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 __all__ = [
     "DagLink",
     "DagOperator",
+    "DeletedRuns",
     "Deletion",
     "Edge",
     "Equivalence",
@@ -177,6 +178,16 @@ class Run:
     reuses: tuple[RunReuse, ...] = ()
     # Complete, and its component and set ids current (../shared/MODEL.md section 6).
     indexed: bool = False
+
+
+@dataclass(frozen=True)
+class DeletedRuns:
+    """What DeleteRun removed: the runs (the one asked for first, then those followed), and the
+    stored nodes and relationships."""
+
+    run_ids: tuple[str, ...]
+    nodes: int
+    relationships: int
 
 
 @dataclass(frozen=True)

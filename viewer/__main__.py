@@ -24,7 +24,13 @@ def main() -> int:
     if missing:
         log.error("missing %s: run `make setup` (it vendors cytoscape.js)", ", ".join(missing))
         return 2
-    gateway = Gateway(settings.grpc_addr, settings.token, settings.grpc_timeout_s)
+    gateway = Gateway(
+        settings.grpc_addr,
+        settings.token,
+        settings.grpc_timeout_s,
+        tls_ca=settings.tls_ca,
+        tls=settings.tls,
+    )
     server, port = create_server(settings, gateway)
     serving = threading.Thread(target=server.serve_forever, name="viewer-http", daemon=True)
     serving.start()

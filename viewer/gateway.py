@@ -13,6 +13,7 @@ from typing import Any
 
 import grpc
 
+from sparkprov.client import query_channel
 from sparkprov.v1 import query_pb2, query_pb2_grpc
 from viewer import payloads
 from viewer.levels import cut
@@ -45,12 +46,18 @@ class GatewayError(Exception):
 
 class Gateway:
     def __init__(
-        self, address: str, token: str = "", timeout_s: float = 30.0, *, stub: Any = None
+        self,
+        address: str,
+        token: str = "",
+        timeout_s: float = 30.0,
+        *,
+        tls_ca: str = "",
+        tls: bool = False,
+        stub: Any = None,
     ) -> None:
-        """``stub``: what answers the calls instead of a channel to ``address`` (tests)."""
-        self._channel = grpc.insecure_channel(
-            address, options=[("grpc.max_receive_message_length", -1)]
-        )
+        """``stub``: what answers the calls instead of a channel to ``address`` (tests).
+        ``tls_ca``/``tls``: the channel is TLS (sparkprov.client.query_channel)."""
+        self._channel = query_channel(address, tls_ca=tls_ca or None, tls=tls)
         self._stub = stub or query_pb2_grpc.ProvenanceQueryStub(self._channel)
         self._metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self._timeout_s = timeout_s

@@ -20,6 +20,10 @@ class ViewerSettings:
     # When set, every /api call needs "Authorization: Bearer <token>", and the viewer sends the
     # same token to the query service (which then asks for it too).
     token: str = field(default="", repr=False)
+    # The query service over TLS: a PEM file of the CA that signed its certificate, or the
+    # system's CAs (SPARKPROV_QUERY_TLS_CA / SPARKPROV_QUERY_TLS, as every client reads them).
+    tls_ca: str = ""
+    tls: bool = False
     static_dir: Path = STATIC_DIR
     # What a page asks for unless it says otherwise: the first levels of a trace, at most so
     # many nodes. A browser lays out a few thousand nodes at most; the cap keeps it usable.
@@ -57,4 +61,6 @@ class ViewerSettings:
             addr=environ.get(defaults.ENV_VIEWER_ADDR, defaults.VIEWER_ADDR),
             grpc_addr=environ.get(defaults.ENV_GRPC_ADDR, defaults.GRPC_ADDR),
             token=environ.get(defaults.ENV_QUERY_TOKEN, ""),
+            tls_ca=environ.get(defaults.ENV_QUERY_TLS_CA, "").strip(),
+            tls=defaults.is_on(environ.get(defaults.ENV_QUERY_TLS)),
         )

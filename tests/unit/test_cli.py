@@ -15,7 +15,13 @@ from click.testing import CliRunner
 
 from sparkprov import cli
 from sparkprov.cli import EXIT_CODES, main
-from sparkprov.query_errors import InvalidArgument, NotFound, Unauthenticated, Unavailable
+from sparkprov.query_errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    Unauthenticated,
+    Unavailable,
+)
 from sparkprov.query_model import (
     DagLink,
     DagOperator,
@@ -42,8 +48,9 @@ def test_help_everywhere(command: list[str]) -> None:
 
 
 def test_exit_codes_are_distinct() -> None:
-    codes = [EXIT_CODES[e] for e in (NotFound, InvalidArgument, Unavailable, Unauthenticated)]
-    assert len(set(codes)) == 4 and not {0, 1, 2} & set(codes)
+    kinds = (NotFound, InvalidArgument, Unavailable, Unauthenticated, FailedPrecondition)
+    codes = [EXIT_CODES[e] for e in kinds]
+    assert len(set(codes)) == 5 and not {0, 1, 2} & set(codes)
 
 
 def test_open_prints_the_viewer_url(monkeypatch: pytest.MonkeyPatch) -> None:

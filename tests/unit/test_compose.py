@@ -179,3 +179,15 @@ def test_compose_holds_no_password_literal() -> None:
     )
     assert example == {defaults.ENV_NEO4J_PASSWORD: ""}
     assert ".env" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+def test_compose_kafka_keeps_its_log_on_a_volume() -> None:
+    """Lineage not ingested yet survives recreating the Kafka container: the log directory the
+    broker is told to use is a named volume, and the cluster id is fixed, so a restarted broker
+    finds its own formatted log."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    kafka = compose["services"]["kafka"]
+    log_dir = kafka["environment"]["KAFKA_LOG_DIRS"]
+    mounts = dict(v.split(":", 1) for v in kafka["volumes"])
+    assert {target: source for source, target in mounts.items()}[log_dir] in compose["volumes"]
+    assert len(kafka["environment"]["CLUSTER_ID"]) == 22  # base64 of a UUID, as KRaft wants

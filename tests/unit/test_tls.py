@@ -5,6 +5,8 @@ services verifies a bolt+s:// / neo4j+s:// server against a CA file when one is 
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,14 +16,18 @@ import grpc
 import neo4j
 import networkx as nx
 import pytest
+from click.testing import CliRunner
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ingest_service.settings import IngestSettings
 from query_service.server import create_server
 from query_service.settings import QuerySettings
-from sparkprov import runtime
+from sparkprov import defaults, runtime
+from sparkprov.cli import main
 from sparkprov.client import QueryClient
 from sparkprov.query_errors import Unauthenticated, Unavailable
+from viewer.gateway import Gateway, GatewayError
+from viewer.settings import ViewerSettings
 
 from .test_traces import FakeStore
 
@@ -153,3 +159,42 @@ def test_both_services_read_the_neo4j_ca_from_the_same_variable() -> None:
     ingest, query = IngestSettings.from_env(env), QuerySettings.from_env(env)
     assert ingest.neo4j_tls_ca == query.neo4j_tls_ca == "/etc/ca.pem"
     assert ingest.neo4j_uri == query.neo4j_uri == "neo4j+s://db:7687"
+
+
+def test_the_cli_reaches_the_service_over_tls_with_the_token(
+    address: str, certificate: tuple[Path, Path]
+) -> None:
+    args = ["--address", address, "--timeout", "10", "--token", TOKEN]
+    trusted = CliRunner().invoke(
+        main, [*args, "--tls-ca", str(certificate[0]), "trace", "back", "3", "--format", "json"]
+    )
+    assert trusted.exit_code == 0, trusted.output
+    assert {n["id"] for n in json.loads(trusted.stdout)["nodes"]} == {"0", "1", "2", "3"}
+    plaintext = CliRunner().invoke(main, [*args, "trace", "back", "3"])
+    assert plaintext.exit_code == 5  # UNAVAILABLE: a TLS server does not speak plaintext
+    untrusted = CliRunner().invoke(main, [*args, "--tls", "trace", "back", "3"])
+    assert untrusted.exit_code == 5  # the system's CAs did not sign it
+
+
+def test_clients_read_tls_from_the_environment(
+    address: str, certificate: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(defaults.ENV_QUERY_TLS_CA, str(certificate[0]))
+    monkeypatch.setenv(defaults.ENV_QUERY_TOKEN, TOKEN)
+    with QueryClient(address, timeout_s=10) as client:
+        assert [n.id for n in client.backward_trace(["3"]).nodes] == ["3", "2", "1", "0"]
+    settings = ViewerSettings.from_env(os.environ | {defaults.ENV_GRPC_ADDR: address})
+    assert settings.tls_ca == str(certificate[0])
+    gateway = Gateway(settings.grpc_addr, settings.token, 10.0, tls_ca=settings.tls_ca)
+    try:
+        drawn = gateway.trace(["3"], backward=True, depth=0, max_nodes=10)
+        assert {n["id"] for n in drawn["nodes"]} == {"0", "1", "2", "3"}
+    finally:
+        gateway.close()
+    monkeypatch.delenv(defaults.ENV_QUERY_TLS_CA)
+    plain = Gateway(address, TOKEN, 5.0)  # no CA given, none in the environment: plaintext
+    try:
+        with pytest.raises(GatewayError):
+            plain.trace(["3"], backward=True, depth=0, max_nodes=10)
+    finally:
+        plain.close()
