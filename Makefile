@@ -18,7 +18,7 @@ CHROMIUM := /usr/bin/chromium
 help: ## list the entry points
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-setup: $(VENV)/.installed sparkprov/v1/query_pb2_grpc.py $(STACK_DIR)/lib/kafka/.fetched $(STACK_DIR)/lib/neo4j/.fetched $(CAPTURE_JAR) $(VIEWER_VENDOR)/.vendored ## venv, stubs, Kafka and Neo4j jars, the capture jar, the viewer's JS (idempotent)
+setup: $(VENV)/.installed sparkprov/v1/query_pb2_grpc.py $(STACK_DIR)/lib/kafka/.fetched $(STACK_DIR)/lib/neo4j/.fetched $(STACK_DIR)/lib/openlineage/.fetched $(CAPTURE_JAR) $(VIEWER_VENDOR)/.vendored ## venv, stubs, Kafka and Neo4j jars, the capture jar, the viewer's JS (idempotent)
 
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(PYTHON_BOOT) -m venv $(VENV)
@@ -56,6 +56,11 @@ $(CHROMIUM):
 	@DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 
 browser: $(CHROMIUM) ## Debian's Chromium, for the viewer's browser test
+
+# openlineage-spark, for the test that runs it beside capture and compares dataset names.
+$(STACK_DIR)/lib/openlineage/.fetched: stack/openlineage/pom.xml
+	$(MVN) -f stack/openlineage/pom.xml dependency:copy-dependencies -Dstack.dir=$(abspath $(STACK_DIR))
+	@touch $@
 
 $(STACK_DIR)/lib/kafka/.fetched: stack/kafka/pom.xml
 	$(MVN) -f stack/kafka/pom.xml dependency:copy-dependencies -Dstack.dir=$(abspath $(STACK_DIR))

@@ -11,13 +11,16 @@ constant, no capture point is placed and nothing is published.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from capture_agent.emitters import Emitter
 from capture_agent.frame import unique_names
+from capture_agent.openlineage import RunDatasets
 from capture_agent.taps import HIDDEN_PREFIX, ID, TapContext, TapSpec, make_tap, null_flag
+from sparkprov import defaults
 from sparkprov.events import MAX_SPLIT_DEPTH, NodeColumns, encode_batch
 from sparkprov.limits import check_name, quote
 from sparkprov.workflow import DagBuilder
@@ -77,9 +80,10 @@ class CaptureContext:
         self.splits = {name: split_path(name, path) for name, path in (splits or {}).items()}
         self.modules: list[str] = []  # the modules whose `with` blocks are open
         # The relations the run read (sources, module state) and named (`.named`, module
-        # outputs), in first-use order: its datasets for OpenLineage (capture_agent.openlineage).
-        self.relations_read: dict[str, None] = {}
-        self.relations_named: dict[str, None] = {}
+        # outputs), and where Spark read or wrote them: its OpenLineage datasets
+        # (capture_agent.openlineage).
+        address = os.environ.get(defaults.ENV_GRPC_ADDR) or defaults.GRPC_ADDR
+        self.datasets = RunDatasets(workflow, f"sparkprov://{address}")
         # The run's workflow DAG as its tracked operators build it (capture_agent.workflow_dag).
         self.dag = DagBuilder(enabled=emitter.enabled)
         # The JVM capture points (capture_agent.jvm), or None for the Python ones; their sink

@@ -200,7 +200,8 @@ class TrackedFrame:
         if not relation:
             raise ValueError("relation name must not be empty")
         check_name("relation", relation)
-        self._ctx.relations_named[relation] = None
+        self._ctx.datasets.named[relation] = None
+        self._ctx.datasets.schema(relation, self._materialized().drop(ID).schema)
         attributes = chosen(self.columns, values)
         # The operator's fresh nodes take the name, once; a source (already named), or a frame
         # named a second time, gets a PLUS node per row instead.
@@ -613,8 +614,13 @@ class TrackedFrame:
 
     @property
     def write(self) -> DataFrameWriter:
-        """Writing is a materialization point: the job that writes also publishes the lineage."""
-        return self.df.write
+        """Writing is a materialization point: the job that writes also publishes the lineage.
+        Where it writes (a path or a table) becomes the run's output dataset for OpenLineage."""
+        from capture_agent.writer import TrackedWriter
+
+        df = self.df
+        relation = self._pending.relation if self._pending is not None else ""
+        return TrackedWriter(df.write, df, relation, self._ctx.datasets)  # type: ignore[return-value]
 
 
 def _flat(cols: Sequence[Any]) -> list[Column | str]:

@@ -59,7 +59,8 @@ class Invocation:
 
     def output(self, frame: TrackedFrame, relation: str, values: Values = "all") -> TrackedFrame:
         """A tracked frame leaving the module: a module-output node per row, named ``relation``."""
-        self._ctx.relations_named[relation] = None
+        self._ctx.datasets.named[relation] = None
+        self._ctx.datasets.schema(relation, frame.df.schema)
         return self._row_nodes(tracked_frame(frame, "module output"), relation, "output", values)
 
     def _row_nodes(
@@ -83,7 +84,8 @@ class Invocation:
         from pyspark.sql import functions as F
 
         session = self._ctx
-        session.relations_read[relation] = None
+        session.datasets.read[relation] = None
+        session.datasets.schema(relation, df.schema)
         columns = [c for c in df.columns]
         for c in columns:
             if c.startswith(HIDDEN_PREFIX):

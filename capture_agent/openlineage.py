@@ -11,11 +11,22 @@ picks one: on when ``openlineage=True`` or a client is passed, or, when not give
 ``OPENLINEAGE_URL`` / ``OPENLINEAGE_CONFIG`` is set or ``SPARKPROV_OPENLINEAGE=1``.
 
 Each run sends START when the session's block is entered and COMPLETE or FAIL (with an
-``errorMessage`` facet) when it is left. The job is ``(namespace, workflow)``; inputs are the
-relations the run read (sources, module state), outputs the relations it named (``.named``,
-module outputs), each a dataset ``(namespace, "<workflow>.<relation>")``. Every event carries
-the custom run facet ``sparkprov``: the sparkprov run id and the query service's address (the
-OpenLineage run id is the sparkprov run id when that is a UUID, else a UUID derived from it).
+``errorMessage`` facet) when it is left. The job is ``(namespace, workflow)``. Datasets are named
+as OpenLineage's naming spec says (https://openlineage.io/docs/spec/naming), from their physical
+identity, so a catalog matches them with what openlineage-spark or Airflow report for the same
+files and tables: a source read from files is ``("file", "/abs/path")``,
+``("s3://bucket", "key")``, ``("hdfs://host:port", "/path")``, ... (its files' root: a Spark
+output folder, or the file itself); a frame written with ``.write`` is its target, likewise (a
+table: its location). A relation with no physical identity (a DataFrame built in memory, a
+named relation only collected) is ``("sparkprov://<query address>", "<workflow>/<relation>")``.
+Each dataset carries a ``schema`` facet (its columns and Spark types). Every event carries the
+custom run facet ``sparkprov`` (its schema ships in the package,
+``capture_agent/schemas/SparkprovRunFacet.json``): the sparkprov run id and the query service's
+address (the OpenLineage run id is the sparkprov run id when that is a UUID, else a UUID derived
+from it); and a ``parent`` facet when the job runs under an orchestrator's run: Spark's
+``spark.openlineage.parentJobNamespace``/``parentJobName``/``parentRunId`` settings (as
+openlineage-spark reads them), else ``OPENLINEAGE_PARENT_ID`` (``namespace/job/runId``, as
+Airflow's provider passes it).
 
 Emission never fails the job: a transport error is logged as a warning and counted
 (``failed_events``).
@@ -25,10 +36,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
+import re
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import attr
 
@@ -36,6 +51,11 @@ from sparkprov import defaults
 
 __all__ = [
     "DEFAULT_NAMESPACE",
+    "Dataset",
+    "Parent",
+    "RunDatasets",
+    "file_datasets",
+    "location_dataset",
     "NoopRunEvents",
     "OpenLineageRunEvents",
     "RunEvents",
@@ -48,15 +68,140 @@ log = logging.getLogger(__name__)
 
 DEFAULT_NAMESPACE = "sparkprov"
 _PRODUCER = "https://github.com/sparkprov/sparkprov"
-_FACET_SCHEMA = "https://sparkprov.dev/spec/facets/1-0-0/SparkprovRunFacet.json"
+# The facet's schema: capture_agent/schemas/SparkprovRunFacet.json, at its path in the repository.
+_FACET_SCHEMA = (
+    "https://raw.githubusercontent.com/sparkprov/sparkprov/main/"
+    "capture_agent/schemas/SparkprovRunFacet.json"
+)
+# Schemes one file system goes by (Hadoop's connectors), as the naming spec names them.
+_SCHEMES = {"s3a": "s3", "s3n": "s3", "gcs": "gs", "wasbs": "wasbs", "abfss": "abfss"}
+_PARTITION_DIR = re.compile(r"[^/=]+=[^/]*")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """An OpenLineage dataset: ``namespace`` and ``name`` by the naming spec, its columns."""
+
+    namespace: str
+    name: str
+    fields: tuple[tuple[str, str], ...] = ()  # (column, Spark type)
+
+
+@dataclass(frozen=True)
+class Parent:
+    """The orchestrator's run this job's run belongs to (OpenLineage's ``parent`` facet)."""
+
+    namespace: str
+    job: str
+    run_id: str
+
+    @classmethod
+    def of(cls, spark_conf: Mapping[str, str], environ: Mapping[str, str]) -> Parent | None:
+        key = "spark.openlineage.parent"
+        names = [spark_conf.get(f"{key}{k}", "") for k in ("JobNamespace", "JobName", "RunId")]
+        if all(names):
+            return cls(*names)
+        namespace, _, rest = environ.get("OPENLINEAGE_PARENT_ID", "").partition("/")
+        job, _, run_id = rest.rpartition("/")
+        return cls(namespace, job, run_id) if namespace and job and run_id else None
+
+
+def _fields(schema: Any) -> tuple[tuple[str, str], ...]:
+    return tuple((f.name, f.dataType.simpleString()) for f in getattr(schema, "fields", ()))
+
+
+class RunDatasets:
+    """What a run read and wrote, as OpenLineage datasets, in first-use order (kept by the
+    capture context whether events are on or not: a few names per relation).
+
+    ``read`` and ``named`` take the relation names the run uses; ``physical`` and ``written``
+    add what Spark knows of where their rows live. A relation with no physical identity is named
+    ``(logical_namespace, "<workflow>/<relation>")``."""
+
+    def __init__(self, workflow: str, logical_namespace: str) -> None:
+        self._workflow = workflow
+        self._logical = logical_namespace
+        self.read: dict[str, None] = {}
+        self.named: dict[str, None] = {}
+        self._files: dict[str, list[tuple[str, str]]] = {}
+        self._fields: dict[str, tuple[tuple[str, str], ...]] = {}
+        self._written: dict[tuple[str, str], tuple[str, tuple[tuple[str, str], ...]]] = {}
+
+    def physical(self, relation: str, datasets: list[tuple[str, str]], schema: Any) -> None:
+        """``relation`` (read) lives in these datasets (``file_datasets``)."""
+        self._files[relation] = datasets
+        self._fields[relation] = _fields(schema)
+
+    def schema(self, relation: str, schema: Any) -> None:
+        self._fields.setdefault(relation, _fields(schema))
+
+    def written(self, relation: str, dataset: tuple[str, str], schema: Any) -> None:
+        """A frame (named ``relation``, or ``""``) was written to ``dataset``."""
+        self._written[dataset] = (relation, _fields(schema))
+
+    def _logical_dataset(self, relation: str) -> Dataset:
+        name = f"{self._workflow}/{relation}"
+        return Dataset(self._logical, name, self._fields.get(relation, ()))
+
+    def inputs(self) -> list[Dataset]:
+        out: dict[tuple[str, str], Dataset] = {}
+        for relation in self.read:
+            found = self._files.get(relation)
+            if not found:
+                dataset = self._logical_dataset(relation)
+                out[(dataset.namespace, dataset.name)] = dataset
+            for namespace, name in found or ():
+                out[(namespace, name)] = Dataset(namespace, name, self._fields.get(relation, ()))
+        return list(out.values())
+
+    def outputs(self) -> list[Dataset]:
+        out = [Dataset(ns, name, fields) for (ns, name), (_, fields) in self._written.items()]
+        written = {relation for relation, _ in self._written.values()}
+        out += [self._logical_dataset(r) for r in self.named if r not in written]
+        return out
+
+
+def location_dataset(location: str, default_fs: str = "file:///") -> tuple[str, str]:
+    """``(namespace, name)`` of a file system location by the naming spec; a location without
+    a scheme is on ``default_fs`` (Hadoop's ``fs.defaultFS``), relative to the working folder
+    when that is the local file system."""
+    parts = urlsplit(location)
+    scheme, netloc, path = parts.scheme.lower(), parts.netloc, parts.path
+    if not scheme:
+        base = urlsplit(default_fs)
+        scheme, netloc = (base.scheme or "file").lower(), base.netloc
+        if scheme == "file":
+            path = os.path.abspath(location)
+    scheme = _SCHEMES.get(scheme, scheme)
+    if scheme == "file":
+        return "file", path
+    if scheme in ("s3", "gs"):  # the bucket is the namespace, the object key the name
+        return f"{scheme}://{netloc}", path.lstrip("/")
+    return f"{scheme}://{netloc}", path
+
+
+def file_datasets(files: Iterable[str], default_fs: str = "file:///") -> list[tuple[str, str]]:
+    """The datasets a relation's files (``DataFrame.inputFiles()``) belong to, in first-seen
+    order: a Spark output folder (``part-*`` files, below any ``key=value`` partition folders)
+    is one dataset; any other file is its own."""
+    roots: dict[tuple[str, str], None] = {}
+    for file in files:
+        folder, _, leaf = file.rstrip("/").rpartition("/")
+        if leaf.startswith("part-") or leaf.startswith("_"):
+            while folder.rpartition("/")[2] and _PARTITION_DIR.fullmatch(folder.rpartition("/")[2]):
+                folder = folder.rpartition("/")[0]
+            roots[location_dataset(folder, default_fs)] = None
+        else:
+            roots[location_dataset(file, default_fs)] = None
+    return list(roots)
 
 
 class RunEvents(Protocol):
     def start(self) -> None: ...
 
-    def complete(self, inputs: Sequence[str], outputs: Sequence[str]) -> None: ...
+    def complete(self, inputs: Sequence[Dataset], outputs: Sequence[Dataset]) -> None: ...
 
-    def fail(self, inputs: Sequence[str], outputs: Sequence[str], error: str) -> None: ...
+    def fail(self, inputs: Sequence[Dataset], outputs: Sequence[Dataset], error: str) -> None: ...
 
     def close(self) -> None: ...
 
@@ -67,10 +212,10 @@ class NoopRunEvents:
     def start(self) -> None:
         pass
 
-    def complete(self, inputs: Sequence[str], outputs: Sequence[str]) -> None:
+    def complete(self, inputs: Sequence[Dataset], outputs: Sequence[Dataset]) -> None:
         pass
 
-    def fail(self, inputs: Sequence[str], outputs: Sequence[str], error: str) -> None:
+    def fail(self, inputs: Sequence[Dataset], outputs: Sequence[Dataset], error: str) -> None:
         pass
 
     def close(self) -> None:
@@ -116,8 +261,10 @@ class OpenLineageRunEvents:
         workflow: str,
         query_address: str,
         namespace: str = DEFAULT_NAMESPACE,
+        parent: Parent | None = None,
     ) -> None:
         self._client = client
+        self.parent = parent
         self.run_id = run_id
         self.workflow = workflow
         self.query_address = query_address
@@ -130,10 +277,10 @@ class OpenLineageRunEvents:
     def start(self) -> None:
         self._emit("START", (), ())
 
-    def complete(self, inputs: Sequence[str], outputs: Sequence[str]) -> None:
+    def complete(self, inputs: Sequence[Dataset], outputs: Sequence[Dataset]) -> None:
         self._emit("COMPLETE", inputs, outputs)
 
-    def fail(self, inputs: Sequence[str], outputs: Sequence[str], error: str) -> None:
+    def fail(self, inputs: Sequence[Dataset], outputs: Sequence[Dataset], error: str) -> None:
         from openlineage.client.generated.error_message_run import ErrorMessageRunFacet
 
         facet = ErrorMessageRunFacet(message=error, programmingLanguage="PYTHON")
@@ -148,8 +295,8 @@ class OpenLineageRunEvents:
     def _emit(
         self,
         state: str,
-        inputs: Sequence[str],
-        outputs: Sequence[str],
+        inputs: Sequence[Dataset],
+        outputs: Sequence[Dataset],
         extra: Mapping[str, Any] | None = None,
     ) -> None:
         from openlineage.client.event_v2 import (
@@ -160,15 +307,22 @@ class OpenLineageRunEvents:
             RunEvent,
             RunState,
         )
+        from openlineage.client.generated import parent_run
 
         facets: dict[str, Any] = {"sparkprov": self._facet, **(extra or {})}
+        if self.parent is not None:
+            facets["parent"] = parent_run.ParentRunFacet(
+                run=parent_run.Run(runId=self.parent.run_id),
+                job=parent_run.Job(namespace=self.parent.namespace, name=self.parent.job),
+                producer=_PRODUCER,
+            )
         event = RunEvent(
             eventType=RunState[state],
             eventTime=datetime.now(UTC).isoformat(),
             run=Run(runId=openlineage_run_id(self.run_id), facets=facets),
             job=Job(namespace=self.namespace, name=self.workflow),
-            inputs=[InputDataset(self.namespace, self._dataset(r)) for r in inputs],
-            outputs=[OutputDataset(self.namespace, self._dataset(r)) for r in outputs],
+            inputs=[InputDataset(d.namespace, d.name, facets=_schema(d)) for d in inputs],
+            outputs=[OutputDataset(d.namespace, d.name, facets=_schema(d)) for d in outputs],
             producer=_PRODUCER,
         )
         try:
@@ -183,8 +337,15 @@ class OpenLineageRunEvents:
                 e,
             )
 
-    def _dataset(self, relation: str) -> str:
-        return f"{self.workflow}.{relation}"
+
+def _schema(dataset: Dataset) -> dict[str, Any]:
+    """The dataset's ``schema`` facet (none when its columns are unknown)."""
+    if not dataset.fields:
+        return {}
+    from openlineage.client.generated import schema_dataset
+
+    fields = [schema_dataset.SchemaDatasetFacetFields(name=n, type=t) for n, t in dataset.fields]
+    return {"schema": schema_dataset.SchemaDatasetFacet(fields=fields, producer=_PRODUCER)}
 
 
 def run_events(
@@ -194,6 +355,7 @@ def run_events(
     workflow: str,
     environ: Mapping[str, str],
     namespace: str = DEFAULT_NAMESPACE,
+    parent: Parent | None = None,
 ) -> RunEvents:
     """The run's events: ``openlineage`` is ``False`` (off), ``True`` (the client configured by
     its own files and environment), an ``OpenLineageClient`` to use, or ``None`` (on when the
@@ -212,5 +374,10 @@ def run_events(
         openlineage = OpenLineageClient()
     address = environ.get(defaults.ENV_GRPC_ADDR) or defaults.GRPC_ADDR
     return OpenLineageRunEvents(
-        openlineage, run_id=run_id, workflow=workflow, query_address=address, namespace=namespace
+        openlineage,
+        run_id=run_id,
+        workflow=workflow,
+        query_address=address,
+        namespace=namespace,
+        parent=parent,
     )

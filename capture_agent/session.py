@@ -24,11 +24,12 @@ from capture_agent.errors import PublishError
 from capture_agent.frame import TrackedFrame, Values, chosen
 from capture_agent.jvm import JvmTaps
 from capture_agent.modules import Invocation
-from capture_agent.openlineage import NoopRunEvents, RunEvents, run_events
+from capture_agent.openlineage import NoopRunEvents, Parent, RunEvents, run_events
 from capture_agent.publisher import PublisherConfig
 from capture_agent.result_manifest import results_root
 from capture_agent.reuse import ResultReuse
 from capture_agent.taps import HIDDEN_PREFIX, ID, SourceSpec
+from capture_agent.writer import source_datasets
 from sparkprov import defaults
 from sparkprov.events import encode_run_complete, encode_run_started
 from sparkprov.kafka_security import KafkaSecurity
@@ -163,7 +164,13 @@ class ProvenanceSession:
             raise ValueError(f"capture must be 'jvm' or 'python', got {capture!r}")
         self.capture_path = capture
         self.lineage_events: RunEvents = (
-            run_events(openlineage, run_id=self.run_id, workflow=workflow, environ=os.environ)
+            run_events(
+                openlineage,
+                run_id=self.run_id,
+                workflow=workflow,
+                environ=os.environ,
+                parent=Parent.of(dict(spark.sparkContext.getConf().getAll()), os.environ),
+            )
             if self.enabled
             else NoopRunEvents()
         )
@@ -221,7 +228,7 @@ class ProvenanceSession:
         finally:
             if self.reuse is not None:  # only a run whose lineage is whole is reused later
                 self.reuse.finish(succeeded=failure is None)
-            read, named = list(self.capture.relations_read), list(self.capture.relations_named)
+            read, named = self.capture.datasets.inputs(), self.capture.datasets.outputs()
             if failure is None:
                 self.lineage_events.complete(read, named)
             else:
@@ -313,7 +320,11 @@ class ProvenanceSession:
         # the position (the hash varies by run and source), and a position again when XORed
         # back, so taps can send positions, not ids (lineage.proto's DerivedIds).
         tracked = tracked.withColumn(ID, F.col(rowno).bitwiseXOR(self.capture.node_id(key)))
-        self.capture.relations_read[relation] = None
+        self.capture.datasets.read[relation] = None
+        if isinstance(self.lineage_events, NoopRunEvents):  # listing files costs: only for events
+            self.capture.datasets.schema(relation, df.schema)
+        else:
+            self.capture.datasets.physical(relation, source_datasets(df), df.schema)
         if self.reuse is not None:
             self.reuse.register_source(relation, df)
         spec = SourceSpec(key=key, relation=relation, attributes=chosen(df.columns, values))

@@ -42,6 +42,7 @@ def main() -> int:
         settings.neo4j_password,
         settings.theta,
         tls_ca=settings.neo4j_tls_ca,
+        database=settings.neo4j_database,
     )
     while True:
         try:

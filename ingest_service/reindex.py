@@ -440,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.get(defaults.ENV_NEO4J_USER, ""),
         os.environ.get(defaults.ENV_NEO4J_PASSWORD, ""),
         tls_ca=os.environ.get(defaults.ENV_NEO4J_TLS_CA, ""),
+        database=os.environ.get(defaults.ENV_NEO4J_DATABASE, ""),
     )
     folder = Path(tempfile.mkdtemp(prefix="sparkprov-reindex-"))
     spark = (

@@ -37,6 +37,8 @@ class IngestSettings:
     # A PEM file of the CA that signed Neo4j's certificate, for a bolt+s:// or neo4j+s:// URI
     # (the system's CAs when empty).
     neo4j_tls_ca: str = ""
+    # The Neo4j database (empty: the user's home database; Community has one, `neo4j`).
+    neo4j_database: str = ""
     http_addr: str = defaults.INGEST_HTTP_ADDR
     # A flush happens when this many nodes+edges are buffered or the oldest waited batch_ms.
     batch_rows: int = 20000
@@ -72,6 +74,7 @@ class IngestSettings:
             neo4j_user=get(defaults.ENV_NEO4J_USER, ""),
             neo4j_password=get(defaults.ENV_NEO4J_PASSWORD, ""),
             neo4j_tls_ca=get(defaults.ENV_NEO4J_TLS_CA, ""),
+            neo4j_database=get(defaults.ENV_NEO4J_DATABASE, ""),
             http_addr=get(defaults.ENV_INGEST_HTTP_ADDR, defaults.INGEST_HTTP_ADDR),
             batch_rows=int(get("SPARKPROV_INGEST_BATCH_ROWS", str(cls.batch_rows))),
             batch_ms=int(get("SPARKPROV_INGEST_BATCH_MS", str(cls.batch_ms))),

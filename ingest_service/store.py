@@ -321,8 +321,11 @@ class Store:
         theta: int = DEFAULT_THETA,
         *,
         tls_ca: str = "",
+        database: str = "",
     ) -> Store:
-        driver = neo4j_driver(uri, user, password, tls_ca=tls_ca, max_transaction_retry_time=15.0)
+        driver = neo4j_driver(
+            uri, user, password, tls_ca=tls_ca, database=database, max_transaction_retry_time=15.0
+        )
         return cls(driver, theta)
 
     @property

@@ -29,6 +29,7 @@ def main() -> int:
         settings.neo4j_password,
         timeout_s=settings.neo4j_timeout_s,
         tls_ca=settings.neo4j_tls_ca,
+        database=settings.neo4j_database,
     )
     metrics = RpcMetrics()
     server, port = create_server(settings, store, metrics)

@@ -19,6 +19,8 @@ class QuerySettings:
     # A PEM file of the CA that signed Neo4j's certificate, for a bolt+s:// or neo4j+s:// URI
     # (the system's CAs when empty).
     neo4j_tls_ca: str = ""
+    # The Neo4j database (empty: the user's home database; Community has one, `neo4j`).
+    neo4j_database: str = ""
     max_workers: int = 8
     default_limit: int = 100_000
     max_limit: int = 1_000_000
@@ -48,6 +50,7 @@ class QuerySettings:
             neo4j_user=environ.get(defaults.ENV_NEO4J_USER, ""),
             neo4j_password=environ.get(defaults.ENV_NEO4J_PASSWORD, ""),
             neo4j_tls_ca=environ.get(defaults.ENV_NEO4J_TLS_CA, ""),
+            neo4j_database=environ.get(defaults.ENV_NEO4J_DATABASE, ""),
             max_workers=int(environ.get("SPARKPROV_QUERY_WORKERS", str(cls.max_workers))),
             auth_token=environ.get("SPARKPROV_QUERY_TOKEN", ""),
             tls_cert=environ.get("SPARKPROV_QUERY_TLS_CERT", ""),

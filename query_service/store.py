@@ -274,6 +274,7 @@ class Store:
         *,
         timeout_s: float = 5.0,
         tls_ca: str = "",
+        database: str = "",
     ) -> Store:
         """A store whose calls fail within about ``timeout_s`` while Neo4j is away (the driver's
         defaults wait for a connection up to 60 s, then retry for 30 s)."""
@@ -282,6 +283,7 @@ class Store:
             user,
             password,
             tls_ca=tls_ca,
+            database=database,
             connection_timeout=timeout_s / 2,
             connection_acquisition_timeout=timeout_s,
             max_transaction_retry_time=timeout_s / 2,

@@ -18,11 +18,21 @@ def configure_logging(level: str = "INFO") -> None:
 
 
 def neo4j_driver(
-    uri: str, user: str = "", password: str = "", *, tls_ca: str = "", **options: Any
+    uri: str,
+    user: str = "",
+    password: str = "",
+    *,
+    tls_ca: str = "",
+    database: str = "",
+    **options: Any,
 ) -> neo4j.Driver:
     """A driver with auth only when a user is set. Server notifications (e.g. "property key
     does not exist" before the first component grows) are not problems of ours and would flood
     the logs, so they are off.
+
+    ``database`` (``SPARKPROV_NEO4J_DATABASE``): the database every session and query of the
+    driver uses; empty: the user's home database (``neo4j`` on Community, where it is the only
+    one). It is the driver's default session setting, so no call names it.
 
     TLS follows the URI: ``bolt+s://`` and ``neo4j+s://`` verify Neo4j's certificate against the
     system's CAs, or against the PEM file ``tls_ca`` when given. The driver only takes a custom
@@ -41,6 +51,8 @@ def neo4j_driver(
             "encrypted": True,
             "trusted_certificates": neo4j.TrustCustomCAs(tls_ca),
         }
+    if database:
+        options = {**options, "database": database}
     return neo4j.GraphDatabase.driver(uri, auth=auth, notifications_min_severity="OFF", **options)
 
 

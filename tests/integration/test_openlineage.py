@@ -20,6 +20,9 @@ from pyspark.sql import functions as F
 from capture_agent import ProvenanceSession
 from capture_agent.openlineage import NoopRunEvents, openlineage_run_id
 from sparkprov import defaults
+from tests.faults.jobs import run_job
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _events(path: Path) -> list[tuple[RunEvent, dict[str, Any]]]:
@@ -61,8 +64,13 @@ def test_a_session_emits_start_and_complete(spark, client, tmp_path, monkeypatch
     assert (start.eventType, done.eventType) == (RunState.START, RunState.COMPLETE)
     assert start.run.runId == done.run.runId == openlineage_run_id(prov.run_id)
     assert start.job == done.job == Job(namespace="sparkprov", name=workflow)
-    assert [d.name for d in done.inputs] == [f"{workflow}.Person1"]
-    assert [d.name for d in done.outputs] == [f"{workflow}.Person2", f"{workflow}.AvgAge"]
+    # built in memory and only collected: named in sparkprov's namespace, by the naming spec's form
+    logical = "sparkprov://query.example:50051"
+    assert [(d.namespace, d.name) for d in done.inputs] == [(logical, f"{workflow}/Person1")]
+    assert [(d.namespace, d.name) for d in done.outputs] == [
+        (logical, f"{workflow}/Person2"),
+        (logical, f"{workflow}/AvgAge"),
+    ]
     for facets in (start_facets, done_facets):
         facet = facets["sparkprov"]
         assert facet["runId"] == prov.run_id and facet["workflow"] == workflow
@@ -82,8 +90,34 @@ def test_a_failed_job_emits_fail_with_its_error(spark, tmp_path) -> None:  # typ
         raise RuntimeError("the job broke")
     (start, _), (failed, facets) = _events(path)
     assert (start.eventType, failed.eventType) == (RunState.START, RunState.FAIL)
-    assert [d.name for d in failed.inputs] == ["ol-fail.In"] and failed.outputs == []
+    assert [d.name for d in failed.inputs] == ["ol-fail/In"] and failed.outputs == []
     assert facets["errorMessage"]["message"] == "RuntimeError: the job broke"
+
+
+def test_files_read_and_written_are_named_by_their_physical_identity(  # type: ignore[no-untyped-def]
+    spark, client, tmp_path
+) -> None:
+    """A source read from parquet files is the folder it was read from, a frame written to a
+    path is that path: as openlineage-spark names them, so a catalog joins the two."""
+    orders_path = tmp_path / "lake" / "orders"
+    spark.createDataFrame([(1, "NY", 10.0), (2, "LA", 5.0)], "id int, city string, amount double") \
+        .write.partitionBy("city").parquet(str(orders_path))  # fmt: skip
+    out = tmp_path / "out" / "totals"
+    path = tmp_path / "events.jsonl"
+    with ProvenanceSession(spark, "ol-files", openlineage=_file_client(path)) as prov:
+        orders = prov.source(spark.read.parquet(str(orders_path)), "Orders")
+        totals = orders.groupBy("city").agg(F.sum("amount").alias("total")).named("Totals")
+        totals.write.mode("overwrite").parquet(str(out))
+    client.wait_for_run(prov.run_id)
+    data = [json.loads(line) for line in path.read_text().splitlines()][-1]
+    assert [(d["namespace"], d["name"]) for d in data["inputs"]] == [("file", str(orders_path))]
+    assert [(d["namespace"], d["name"]) for d in data["outputs"]] == [("file", str(out))]
+    fields = data["inputs"][0]["facets"]["schema"]["fields"]
+    assert [(f["name"], f["type"]) for f in fields] == [
+        ("id", "int"),
+        ("amount", "double"),
+        ("city", "string"),
+    ]
 
 
 def test_configured_by_the_clients_own_environment(spark, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -103,3 +137,31 @@ def test_configured_by_the_clients_own_environment(spark, tmp_path, monkeypatch)
     assert kinds == [RunState.START, RunState.COMPLETE]
     disabled = ProvenanceSession(spark, "ol-disabled", enabled=False)  # the kill switch wins
     assert isinstance(disabled.lineage_events, NoopRunEvents)
+
+
+def test_openlineage_spark_beside_capture_names_the_same_datasets(  # type: ignore[no-untyped-def]
+    stack, client, tmp_path
+) -> None:
+    """OpenLineage's own Spark listener (openlineage-spark) runs in the same job as capture: every
+    dataset sparkprov names, openlineage-spark names the same way, so a catalog joins them."""
+    jars = sorted((ROOT / ".stack" / "lib" / "openlineage").glob("openlineage-spark_*.jar"))
+    assert jars, "make setup fetches openlineage-spark into .stack/lib/openlineage"
+    report = run_job(
+        "tests.integration.openlineage_spark_job",
+        str(tmp_path),
+        str(jars[-1]),
+        bootstrap=stack.settings.kafka_bootstrap,
+    )
+    client.wait_for_run(report["run_id"])
+
+    def named(path: Path, key: str) -> set[tuple[str, str]]:
+        events = [json.loads(line) for line in path.read_text().splitlines()]
+        return {(d["namespace"], d["name"]) for e in events for d in e.get(key) or []}
+
+    ours = tmp_path / "sparkprov.jsonl"
+    theirs = tmp_path / "openlineage-spark.jsonl"
+    lake, out = str(tmp_path / "lake" / "orders"), str(tmp_path / "out" / "totals")
+    assert named(ours, "inputs") == {("file", lake)}
+    assert named(ours, "outputs") == {("file", out)}
+    assert named(ours, "inputs") <= named(theirs, "inputs")
+    assert named(ours, "outputs") <= named(theirs, "outputs")
