@@ -68,10 +68,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_NAMESPACE = "sparkprov"
 _PRODUCER = "https://github.com/sparkprov/sparkprov"
-# The facet's schema: capture_agent/schemas/SparkprovRunFacet.json, at its path in the repository.
+# The facet's schema: capture_agent/schemas/SparkprovRunFacet.json (its $id), and the JSON
+# Pointer to the facet's definition in it, as OpenLineage's BaseFacet wants _schemaURL.
 _FACET_SCHEMA = (
     "https://raw.githubusercontent.com/sparkprov/sparkprov/main/"
-    "capture_agent/schemas/SparkprovRunFacet.json"
+    "capture_agent/schemas/SparkprovRunFacet.json#/$defs/SparkprovRunFacet"
 )
 # Schemes one file system goes by (Hadoop's connectors), as the naming spec names them.
 _SCHEMES = {"s3a": "s3", "s3n": "s3", "gcs": "gs", "wasbs": "wasbs", "abfss": "abfss"}

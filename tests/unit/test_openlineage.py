@@ -185,7 +185,9 @@ def test_events_carry_schema_and_parent_facets_and_a_valid_sparkprov_facet() -> 
     schema_file = resources.files("capture_agent") / "schemas" / "SparkprovRunFacet.json"
     schema = json.loads(schema_file.read_text())
     jsonschema.validate(facets, schema)
-    assert facets["sparkprov"]["_schemaURL"] == schema["$id"]
+    # _schemaURL is the shipped file's $id and a JSON Pointer to the facet's definition in it
+    document, _, pointer = facets["sparkprov"]["_schemaURL"].partition("#")
+    assert document == schema["$id"] and pointer == "/$defs/SparkprovRunFacet"
     broken = {"sparkprov": {**facets["sparkprov"], "runId": ""}}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, schema)
