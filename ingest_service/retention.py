@@ -83,10 +83,14 @@ _DELETE_ID_RECORDS = (
 )
 _DELETE_NODES = "UNWIND $ids AS i MATCH (n:Node {id: i}) DETACH DELETE n RETURN count(*) AS n"
 _DELETE_RUN = "MATCH (r:Run {run_id: $run}) DETACH DELETE r"
+# A run's age: since it completed, else since it started (its job died), else since ingest
+# first stored it (created_unix_ms); a run with none of them (stored before they were kept) has
+# no known age and is never expired: delete it by hand.
 _EXPIRED = """
 MATCH (r:Run)
-WHERE coalesce(r.completed_unix_ms, r.started_unix_ms, 0) < $before
-RETURN r.run_id AS run ORDER BY coalesce(r.completed_unix_ms, r.started_unix_ms, 0)
+WITH r, coalesce(r.completed_unix_ms, r.started_unix_ms, r.created_unix_ms) AS at
+WHERE at < $before
+RETURN r.run_id AS run ORDER BY at
 """
 
 
@@ -245,7 +249,8 @@ def _delete_one(
 
 
 def expired_runs(driver: neo4j.Driver, max_age_s: float, now_ms: int | None = None) -> list[str]:
-    """Runs completed (or, never completed, started) more than ``max_age_s`` ago, oldest first."""
+    """Runs completed (or, never completed, started or first stored) more than ``max_age_s``
+    ago, oldest first."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
     before = now - int(max_age_s * 1000)
     return [r["run"] for r in _read(driver, _EXPIRED, before=before)]

@@ -106,14 +106,16 @@ RETURN items, edges, merges, remaining, indexed_runs
 _RUN_STARTED = """
 UNWIND $rows AS r
 MERGE (run:Run {run_id: r.run})
-  ON CREATE SET run.stored_nodes = 0, run.stored_edges = 0, run.complete = false
+  ON CREATE SET run.stored_nodes = 0, run.stored_edges = 0, run.complete = false,
+                run.created_unix_ms = timestamp()
 SET run.workflow = r.workflow, run.started_unix_ms = r.started, run.application_id = r.app
 """
 
 _RUN_COMPLETE = """
 UNWIND $rows AS r
 MERGE (run:Run {run_id: r.run})
-  ON CREATE SET run.stored_nodes = 0, run.stored_edges = 0, run.complete = false
+  ON CREATE SET run.stored_nodes = 0, run.stored_edges = 0, run.complete = false,
+                run.created_unix_ms = timestamp()
 SET run.workflow = r.workflow, run.expected_nodes = r.nodes, run.expected_edges = r.edges,
     run.failed = r.failed, run.error = r.error, run.finished_unix_ms = r.finished
 """
@@ -121,7 +123,8 @@ SET run.workflow = r.workflow, run.expected_nodes = r.nodes, run.expected_edges 
 _RUN_COUNTS = """
 UNWIND $rows AS r
 MERGE (run:Run {run_id: r.run})
-  ON CREATE SET run.stored_nodes = 0, run.stored_edges = 0, run.complete = false
+  ON CREATE SET run.stored_nodes = 0, run.stored_edges = 0, run.complete = false,
+                run.created_unix_ms = timestamp()
 SET run.workflow = coalesce(run.workflow, r.workflow),
     run.stored_nodes = run.stored_nodes + r.nodes,
     run.stored_edges = run.stored_edges + r.edges

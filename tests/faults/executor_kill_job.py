@@ -19,16 +19,12 @@ import time
 from pathlib import Path
 
 from pyspark import TaskContext
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
-from capture_agent import ProvenanceSession
+from tests.faults.cluster_jobs import cluster_spark, numbers_job
 
-ROWS = 8_000
-PARTITIONS = 4
 KILL_AT = 1_500  # a row of partition 0 (rows 0-1,999), past several 256-row messages
-ROWS_PER_MESSAGE = 256
 
 
 def _executor_jvm() -> int:
@@ -59,34 +55,13 @@ def _kill_once(markers: str) -> object:
     return F.udf(keep, BooleanType())
 
 
-def _job(spark: SparkSession, workflow: str, keep: object) -> tuple[str, tuple[int, int]]:
-    df = spark.range(0, ROWS, 1, PARTITIONS).withColumn("k", F.col("id") % 20)
-    with ProvenanceSession(spark, workflow=workflow, rows_per_message=ROWS_PER_MESSAGE) as prov:
-        numbers = prov.source(df.withColumn("v", F.col("id") * 3), "Numbers")
-        kept = numbers.filter(keep(F.col("id")))  # type: ignore[operator]
-        kept.groupBy("k").agg(F.sum("v").alias("s")).named("Sums").collect()
-    return prov.run_id, prov.counts()
-
-
 def main(markers: str, master: str) -> None:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master(master)
-        .appName("sparkprov-executor-kill-fault")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("OFF")  # the lost executor is expected
+    spark = cluster_spark(master, "sparkprov-executor-kill-fault")
     try:
-        clean, clean_counts = _job(
+        clean, clean_counts = numbers_job(
             spark, "executor-kill-clean", F.udf(lambda _: True, BooleanType())
         )
-        killed, killed_counts = _job(spark, "executor-kill", _kill_once(markers))
+        killed, killed_counts = numbers_job(spark, "executor-kill", _kill_once(markers))
         victim = Path(markers, "killed").read_text() if Path(markers, "killed").exists() else ""
     finally:
         spark.stop()

@@ -46,3 +46,27 @@ def stored_once(client: Any, neo4j_driver: Any, run_id: str, counts: list[int]) 
     assert own_nodes(graph) == nodes and graph.number_of_edges() == edges
     assert all(m == 1 for _, _, m in graph.edges(data="multiplicity"))
     return graph
+
+
+def same_as_clean(
+    client: Any, neo4j_driver: Any, bootstrap: str, out: dict[str, Any], faulted: str
+) -> None:
+    """A cluster job's two runs (tests/faults/cluster_jobs.py): the one with the fault
+    (``out[faulted]``) and the clean one (``out["clean"]``), each stored once with its counts;
+    the faulted run re-sent part of partition 0's source lineage (more messages than one attempt
+    sends) and its graph equals the clean run's node by node."""
+    from sparkprov import defaults
+    from tests.faults.cluster_jobs import PARTITIONS, ROWS, ROWS_PER_MESSAGE
+    from tests.integration.graph import shape
+    from tests.integration.kafka_tools import read_all
+
+    graphs = {
+        which: stored_once(client, neo4j_driver, out[which], out[f"{which}_counts"])
+        for which in (faulted, "clean")
+    }
+    assert out[f"{faulted}_counts"] == out["clean_counts"]
+    one_attempt = -(-ROWS // PARTITIONS // ROWS_PER_MESSAGE)
+    key = f"{out[faulted]}/source:Numbers#0/0".encode()
+    sent = sum(1 for r in read_all(bootstrap, defaults.TOPIC) if r.key == key)
+    assert sent > one_attempt, (sent, one_attempt)
+    assert shape(graphs[faulted]) == shape(graphs["clean"])

@@ -189,9 +189,10 @@ def test_an_incomplete_run_needs_force_and_the_cli_deletes(  # type: ignore[no-u
 def test_the_age_limit_deletes_only_runs_past_it(runs, client, neo4j_driver) -> None:  # type: ignore[no-untyped-def]
     aged_run, aged_ids, _ = runs["aged"]
     kept_run, kept_ids, _ = runs["kept"]
-    # The aged run completed at 1970-01-01T00:00:01: past an age limit measured from 00:00:10.
+    # The aged run completed at 1970-01-01T00:00:00.5: past an age limit of 9 s measured from
+    # 00:00:10; every other run of the stack completed, started or was first stored after it.
     neo4j_driver.execute_query(
-        "MATCH (r:Run {run_id: $run}) SET r.completed_unix_ms = 1000", run=aged_run
+        "MATCH (r:Run {run_id: $run}) SET r.completed_unix_ms = 500", run=aged_run
     )
     deleted = retention.expire(neo4j_driver, max_age_s=9.0, now_ms=10_000)
     assert deleted.runs == [aged_run]
