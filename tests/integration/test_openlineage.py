@@ -165,3 +165,12 @@ def test_openlineage_spark_beside_capture_names_the_same_datasets(  # type: igno
     assert named(ours, "outputs") == {("file", out)}
     assert named(ours, "inputs") <= named(theirs, "inputs")
     assert named(ours, "outputs") <= named(theirs, "outputs")
+    # OpenLineage's own model (its Java client, generated from the spec's JSON schemas) reads
+    # our events with their standard facets typed: the parent run, the datasets' schema.
+    start, complete = report["parsed"]
+    assert (start["type"], complete["type"]) == ("START", "COMPLETE")
+    for event in (start, complete):
+        assert event["parent"] == ["airflow", "nightly.interop"]
+        assert event["parent_run"] == "0193b1b6-0000-7000-8000-00000000cafe"
+        assert event["sparkprov"]
+    assert complete["input_fields"] == [["id", "amount", "city"]]
