@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import grpc
@@ -45,9 +46,17 @@ class RpcMetrics:
             registry=self.registry,
         )
 
-    def _observe(self, method: str, code: str, started: float) -> None:
-        self.latency.labels(method).observe(time.perf_counter() - started)
-        self.calls.labels(method, code).inc()
+    @contextmanager
+    def _observed(self, method: str, context: grpc.ServicerContext) -> Iterator[None]:
+        started, code = time.perf_counter(), "OK"
+        try:
+            yield
+        except BaseException:
+            code = _code(context)
+            raise
+        finally:
+            self.latency.labels(method).observe(time.perf_counter() - started)
+            self.calls.labels(method, code).inc()
 
     def wrap(
         self, behavior: Callable[[Any, grpc.ServicerContext], Any], method: str, streaming: bool
@@ -56,25 +65,13 @@ class RpcMetrics:
         if streaming:
 
             def stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-                started, code = time.perf_counter(), "OK"
-                try:
+                with self._observed(method, context):
                     yield from behavior(request, context)
-                except BaseException:
-                    code = _code(context)
-                    raise
-                finally:
-                    self._observe(method, code, started)
 
             return stream
 
         def unary(request: Any, context: grpc.ServicerContext) -> Any:
-            started, code = time.perf_counter(), "OK"
-            try:
+            with self._observed(method, context):
                 return behavior(request, context)
-            except BaseException:
-                code = _code(context)
-                raise
-            finally:
-                self._observe(method, code, started)
 
         return unary
