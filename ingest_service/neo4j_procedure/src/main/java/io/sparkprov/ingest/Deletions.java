@@ -54,7 +54,7 @@ public final class Deletions {
   public Stream<Row> propagateDeletion(
       @Name("nodeIds") List<Long> nodeIds,
       @Name(value = "limit", defaultValue = "1000000") long limit,
-      @Name(value = "autoFetchMax", defaultValue = "2000") long autoFetchMax) {
+      @Name(value = "autoFetchMax", defaultValue = "0") long autoFetchMax) {
     if (nodeIds == null || nodeIds.isEmpty() || limit < 1) {
       throw new IllegalArgumentException("nodeIds must name a node; limit >= 1");
     }

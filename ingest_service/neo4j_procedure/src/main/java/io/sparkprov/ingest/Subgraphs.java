@@ -55,7 +55,7 @@ public final class Subgraphs {
       @Name("nodeId") long nodeId,
       @Name(value = "limit", defaultValue = "100000") long limit,
       @Name(value = "maxNodes", defaultValue = "1000000") long maxNodes,
-      @Name(value = "autoFetchMax", defaultValue = "2000") long autoFetchMax) {
+      @Name(value = "autoFetchMax", defaultValue = "0") long autoFetchMax) {
     if (limit < 1 || maxNodes < 1) {
       throw new IllegalArgumentException("limit and maxNodes must be at least 1");
     }

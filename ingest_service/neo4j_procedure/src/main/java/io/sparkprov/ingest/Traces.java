@@ -62,7 +62,7 @@ public final class Traces {
       @Name(value = "maxDepth", defaultValue = "0") long maxDepth,
       @Name(value = "limit", defaultValue = "100000") long limit,
       @Name(value = "views", defaultValue = "true") boolean views,
-      @Name(value = "autoFetchMax", defaultValue = "2000") long autoFetchMax,
+      @Name(value = "autoFetchMax", defaultValue = "0") long autoFetchMax,
       @Name(value = "encoded", defaultValue = "false") boolean encoded) {
     boolean backward = backward(direction);
     if (!STRATEGIES.contains(strategy)) {

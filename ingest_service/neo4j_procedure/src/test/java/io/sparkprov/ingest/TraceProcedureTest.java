@@ -28,6 +28,10 @@ class TraceProcedureTest {
       "CALL sparkprov.trace($ids, $direction, $strategy, $depth, $limit)"
           + " YIELD missing, ids, nodes, sources, targets, truncated, strategy, levels, reached,"
           + " fetched, sets RETURN *";
+  // AUTO allowed to fetch a whole component of at most $fetchMax nodes.
+  private static final String TRACE_FETCHING =
+      "CALL sparkprov.trace($ids, $direction, 'AUTO', 0, 100, true, $fetchMax)"
+          + " YIELD strategy RETURN strategy";
   private static final List<String> STRATEGIES =
       List.of("RECURSIVE", "COMPONENT", "CONNECTED_SET", "AUTO");
 
@@ -141,7 +145,15 @@ class TraceProcedureTest {
 
   @Test
   void autoNamesTheStrategyThatRan() {
-    assertEquals("COMPONENT", trace(List.of(90L), "BACKWARD", "AUTO", 0, 100).get("strategy"));
+    // By default AUTO runs RECURSIVE, as the gRPC service's AUTO (traces.AUTO_FETCH_MAX = 0).
+    assertEquals("RECURSIVE", trace(List.of(90L), "BACKWARD", "AUTO", 0, 100).get("strategy"));
+    Map<String, Object> fetching =
+        neo4j
+            .query(
+                TRACE_FETCHING,
+                Map.of("ids", List.of(90L), "direction", "BACKWARD", "fetchMax", 2000L))
+            .get(0);
+    assertEquals("COMPONENT", fetching.get("strategy"));
     assertEquals("RECURSIVE", trace(List.of(90L), "BACKWARD", "AUTO", 2, 100).get("strategy"));
     Map<String, Object> cs = trace(List.of(90L), "BACKWARD", "CONNECTED_SET", 0, 100);
     assertEquals(1L, cs.get("sets"));
