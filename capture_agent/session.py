@@ -24,7 +24,13 @@ from capture_agent.errors import PublishError
 from capture_agent.frame import TrackedFrame, Values, chosen
 from capture_agent.jvm import JvmTaps
 from capture_agent.modules import Invocation
-from capture_agent.openlineage import NoopRunEvents, Parent, RunEvents, run_events
+from capture_agent.openlineage import (
+    NoopRunEvents,
+    OpenLineageRunEvents,
+    Parent,
+    RunEvents,
+    run_events,
+)
 from capture_agent.publisher import PublisherConfig
 from capture_agent.result_manifest import results_root
 from capture_agent.reuse import ResultReuse
@@ -164,16 +170,13 @@ class ProvenanceSession:
             raise ValueError(f"capture must be 'jvm' or 'python', got {capture!r}")
         self.capture_path = capture
         self.lineage_events: RunEvents = (
-            run_events(
-                openlineage,
-                run_id=self.run_id,
-                workflow=workflow,
-                environ=os.environ,
-                parent=Parent.of(dict(spark.sparkContext.getConf().getAll()), os.environ),
-            )
+            run_events(openlineage, run_id=self.run_id, workflow=workflow, environ=os.environ)
             if self.enabled
             else NoopRunEvents()
         )
+        if isinstance(self.lineage_events, OpenLineageRunEvents):  # the orchestrator's run
+            conf = dict(spark.sparkContext.getConf().getAll())
+            self.lineage_events.parent = Parent.of(conf, os.environ)
         # What the operator modules use of this session (capture_agent.context).
         self.capture = CaptureContext(
             self.run_id,
