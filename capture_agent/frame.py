@@ -201,7 +201,7 @@ class TrackedFrame:
             raise ValueError("relation name must not be empty")
         check_name("relation", relation)
         self._ctx.datasets.named[relation] = None
-        self._ctx.datasets.schema(relation, self._materialized().drop(ID).schema)
+        self._ctx.datasets.schema(relation, self.visible_schema())
         attributes = chosen(self.columns, values)
         # The operator's fresh nodes take the name, once; a source (already named), or a frame
         # named a second time, gets a PLUS node per row instead.

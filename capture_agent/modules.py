@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from capture_agent.frame import TrackedFrame, Values, chosen, fresh, materialize, tracked_frame
+from capture_agent.openlineage import schema_fields
 from capture_agent.taps import HIDDEN_PREFIX, ID, ModuleRowSpec, StateSpec
 from sparkprov.limits import check_name
 
@@ -60,7 +61,7 @@ class Invocation:
     def output(self, frame: TrackedFrame, relation: str, values: Values = "all") -> TrackedFrame:
         """A tracked frame leaving the module: a module-output node per row, named ``relation``."""
         self._ctx.datasets.named[relation] = None
-        self._ctx.datasets.schema(relation, frame.df.schema)
+        self._ctx.datasets.schema(relation, frame.visible_schema())
         return self._row_nodes(tracked_frame(frame, "module output"), relation, "output", values)
 
     def _row_nodes(
@@ -85,7 +86,7 @@ class Invocation:
 
         session = self._ctx
         session.datasets.read[relation] = None
-        session.datasets.schema(relation, df.schema)
+        session.datasets.schema(relation, schema_fields(df.schema))
         columns = [c for c in df.columns]
         for c in columns:
             if c.startswith(HIDDEN_PREFIX):

@@ -56,6 +56,7 @@ __all__ = [
     "RunDatasets",
     "file_datasets",
     "location_dataset",
+    "schema_fields",
     "NoopRunEvents",
     "OpenLineageRunEvents",
     "RunEvents",
@@ -107,8 +108,12 @@ class Parent:
         return cls(namespace, job, run_id) if namespace and job and run_id else None
 
 
-def _fields(schema: Any) -> tuple[tuple[str, str], ...]:
-    return tuple((f.name, f.dataType.simpleString()) for f in getattr(schema, "fields", ()))
+Fields = Sequence[tuple[str, str]]  # (column, Spark type), as TrackedFrame.visible_schema
+
+
+def schema_fields(schema: Any) -> list[tuple[str, str]]:
+    """A DataFrame schema's (column, Spark type) pairs."""
+    return [(f.name, f.dataType.simpleString()) for f in getattr(schema, "fields", ())]
 
 
 class RunDatasets:
@@ -128,17 +133,17 @@ class RunDatasets:
         self._fields: dict[str, tuple[tuple[str, str], ...]] = {}
         self._written: dict[tuple[str, str], tuple[str, tuple[tuple[str, str], ...]]] = {}
 
-    def physical(self, relation: str, datasets: list[tuple[str, str]], schema: Any) -> None:
+    def physical(self, relation: str, datasets: list[tuple[str, str]], fields: Fields) -> None:
         """``relation`` (read) lives in these datasets (``file_datasets``)."""
         self._files[relation] = datasets
-        self._fields[relation] = _fields(schema)
+        self._fields[relation] = tuple(fields)
 
-    def schema(self, relation: str, schema: Any) -> None:
-        self._fields.setdefault(relation, _fields(schema))
+    def schema(self, relation: str, fields: Fields) -> None:
+        self._fields.setdefault(relation, tuple(fields))
 
-    def written(self, relation: str, dataset: tuple[str, str], schema: Any) -> None:
+    def written(self, relation: str, dataset: tuple[str, str], fields: Fields) -> None:
         """A frame (named ``relation``, or ``""``) was written to ``dataset``."""
-        self._written[dataset] = (relation, _fields(schema))
+        self._written[dataset] = (relation, tuple(fields))
 
     def _logical_dataset(self, relation: str) -> Dataset:
         name = f"{self._workflow}/{relation}"

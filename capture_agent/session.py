@@ -30,6 +30,7 @@ from capture_agent.openlineage import (
     Parent,
     RunEvents,
     run_events,
+    schema_fields,
 )
 from capture_agent.publisher import PublisherConfig
 from capture_agent.result_manifest import results_root
@@ -325,9 +326,10 @@ class ProvenanceSession:
         tracked = tracked.withColumn(ID, F.col(rowno).bitwiseXOR(self.capture.node_id(key)))
         self.capture.datasets.read[relation] = None
         if isinstance(self.lineage_events, NoopRunEvents):  # listing files costs: only for events
-            self.capture.datasets.schema(relation, df.schema)
+            self.capture.datasets.schema(relation, schema_fields(df.schema))
         else:
-            self.capture.datasets.physical(relation, source_datasets(df), df.schema)
+            fields = schema_fields(df.schema)
+            self.capture.datasets.physical(relation, source_datasets(df), fields)
         if self.reuse is not None:
             self.reuse.register_source(relation, df)
         spec = SourceSpec(key=key, relation=relation, attributes=chosen(df.columns, values))

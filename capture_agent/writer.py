@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from capture_agent.openlineage import RunDatasets, file_datasets, location_dataset
+from capture_agent.openlineage import (
+    RunDatasets,
+    file_datasets,
+    location_dataset,
+    schema_fields,
+)
 
 __all__ = ["TrackedWriter", "default_fs", "source_datasets"]
 
@@ -79,4 +84,4 @@ class TrackedWriter:
         else:  # a table: where its files are
             found = source_datasets(spark.table(target))
         for dataset in found:
-            self._datasets.written(self._relation, dataset, self._df.schema)
+            self._datasets.written(self._relation, dataset, schema_fields(self._df.schema))

@@ -109,6 +109,12 @@ class Deleted:
     relationships: int = 0
     id_records: int = 0
 
+    def add(self, other: Deleted) -> None:
+        self.runs += other.runs
+        self.nodes += other.nodes
+        self.relationships += other.relationships
+        self.id_records += other.id_records
+
 
 def _read(driver: neo4j.Driver, query: str, **params: object) -> list[neo4j.Record]:
     records, _, _ = driver.execute_query(query, params, routing_=neo4j.RoutingControl.READ)
@@ -133,10 +139,25 @@ def _chunks(ids: array[int], size: int) -> Iterable[list[int]]:
         yield ids[start : start + size].tolist()
 
 
-def tied_runs(driver: neo4j.Driver, run_id: str, batch: int = DEFAULT_BATCH) -> set[str]:
+# The node ids of the runs one deletion touches, each listed once (a scan of :Node per run).
+_IdsOf = dict[str, "array[int]"]
+
+
+def _ids_of(driver: neo4j.Driver, run_id: str, known: _IdsOf) -> array[int]:
+    if run_id not in known:
+        known[run_id] = _node_ids(driver, run_id)
+    return known[run_id]
+
+
+def tied_runs(
+    driver: neo4j.Driver,
+    run_id: str,
+    batch: int = DEFAULT_BATCH,
+    known: _IdsOf | None = None,
+) -> set[str]:
     """The runs ``run_id`` is tied to directly: by an edge between their nodes, or by reuse."""
     tied = {r["run"] for r in _read(driver, _TIED_BY_REUSE, run=run_id)}
-    for chunk in _chunks(_node_ids(driver, run_id), batch):
+    for chunk in _chunks(_ids_of(driver, run_id, {} if known is None else known), batch):
         tied |= {r["run"] for r in _read(driver, _TIED_BY_EDGES, ids=chunk, run=run_id)}
     tied.discard(run_id)
     return tied
@@ -156,11 +177,17 @@ def _check(driver: neo4j.Driver, run_id: str, force: bool) -> None:
         )
 
 
-def tied_group(driver: neo4j.Driver, run_id: str, batch: int = DEFAULT_BATCH) -> set[str]:
+def tied_group(
+    driver: neo4j.Driver,
+    run_id: str,
+    batch: int = DEFAULT_BATCH,
+    known: _IdsOf | None = None,
+) -> set[str]:
     """``run_id`` and every run tied to it, transitively."""
     group, todo = {run_id}, [run_id]
+    known = {} if known is None else known
     while todo:
-        tied = tied_runs(driver, todo.pop(), batch) - group
+        tied = tied_runs(driver, todo.pop(), batch, known) - group
         group |= tied
         todo.extend(sorted(tied))
     return group
@@ -178,7 +205,21 @@ def delete_runs(
     if batch < 1:
         raise ValueError("batch must be positive")
     _check(driver, run_id, force)
-    group = tied_group(driver, run_id, batch)
+    known: _IdsOf = {}
+    return _delete_group(
+        driver, run_id, tied_group(driver, run_id, batch, known), follow, force, batch, known
+    )
+
+
+def _delete_group(
+    driver: neo4j.Driver,
+    run_id: str,
+    group: set[str],
+    follow: bool,
+    force: bool,
+    batch: int,
+    known: _IdsOf,
+) -> Deleted:
     others = sorted(group - {run_id})
     if others and not follow:
         names = ", ".join(others[:10]) + (" ..." if len(others) > 10 else "")
@@ -191,7 +232,7 @@ def delete_runs(
         _check(driver, other, force)
     deleted = Deleted()
     for run in sorted(group):
-        _delete_one(driver, run, batch, deleted)
+        _delete_one(driver, run, _ids_of(driver, run, known), batch, deleted)
     return deleted
 
 
@@ -206,31 +247,26 @@ def expire(
     for run_id in expired:
         if run_id in seen:
             continue
+        known: _IdsOf = {}
         try:
-            group = tied_group(driver, run_id, batch)
+            group = tied_group(driver, run_id, batch, known)
             seen |= group
             if not group <= old:
                 log.info("run %s is expired but tied to runs that are not: kept", run_id)
                 continue
-            more = delete_runs(driver, run_id, follow=True, force=True, batch=batch)
+            _check(driver, run_id, force=True)
+            more = _delete_group(driver, run_id, group, True, True, batch, known)
         except (RunNotFound, RunNotDeletable) as e:  # deleted meanwhile, or not indexed yet
             log.info("expiry skips run %s: %s", run_id, e)
             continue
-        deleted.runs += more.runs
-        deleted.nodes += more.nodes
-        deleted.relationships += more.relationships
-        deleted.id_records += more.id_records
+        deleted.add(more)
     return deleted
 
 
 def _delete_one(
-    driver: neo4j.Driver,
-    run_id: str,
-    batch: int,
-    deleted: Deleted,
+    driver: neo4j.Driver, run_id: str, ids: array[int], batch: int, deleted: Deleted
 ) -> None:
     started = time.monotonic()
-    ids = _node_ids(driver, run_id)
     for chunk in _chunks(ids, batch):
         while n := _write(driver, _DELETE_EDGES, ids=chunk, batch=batch):
             deleted.relationships += n

@@ -122,8 +122,7 @@ def main(
     Exit codes: 0 ok, 1 other error, 2 usage, 3 NOT_FOUND, 4 INVALID_ARGUMENT,
     5 UNAVAILABLE (server or Neo4j down, deadline), 6 UNAUTHENTICATED,
     7 FAILED_PRECONDITION (e.g. a run others are tied to)."""
-    ctx.obj = {"address": address, "token": token, "timeout": timeout, "tls_ca": tls_ca}
-    ctx.obj["tls"] = tls
+    ctx.obj = dict(address=address, token=token, timeout=timeout, tls_ca=tls_ca, tls=tls)
 
 
 @main.group(invoke_without_command=True)

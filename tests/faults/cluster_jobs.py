@@ -10,6 +10,7 @@ import sys
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType
 
 from capture_agent import ProvenanceSession
 
@@ -47,3 +48,13 @@ def numbers_job(spark: SparkSession, workflow: str, keep: object) -> tuple[str, 
         kept = numbers.filter(keep(F.col("id")))  # type: ignore[operator]
         kept.groupBy("k").agg(F.sum("v").alias("s")).named("Sums").collect()
     return prov.run_id, prov.counts()
+
+
+def clean_then_faulted(spark: SparkSession, workflow: str, faulted: str, keep: object) -> dict:
+    """The job twice: clean (workflow ``<workflow>-clean``), then with ``keep``'s fault; both
+    runs' ids and counts, under ``clean`` and ``faulted``."""
+    clean, clean_counts = numbers_job(
+        spark, f"{workflow}-clean", F.udf(lambda _: True, BooleanType())
+    )
+    run, counts = numbers_job(spark, workflow, keep)
+    return {"clean": clean, "clean_counts": clean_counts, faulted: run, f"{faulted}_counts": counts}

@@ -22,7 +22,7 @@ from pyspark import TaskContext
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
-from tests.faults.cluster_jobs import cluster_spark, numbers_job
+from tests.faults.cluster_jobs import clean_then_faulted, cluster_spark
 
 KILL_AT = 1_500  # a row of partition 0 (rows 0-1,999), past several 256-row messages
 
@@ -58,24 +58,12 @@ def _kill_once(markers: str) -> object:
 def main(markers: str, master: str) -> None:
     spark = cluster_spark(master, "sparkprov-executor-kill-fault")
     try:
-        clean, clean_counts = numbers_job(
-            spark, "executor-kill-clean", F.udf(lambda _: True, BooleanType())
-        )
-        killed, killed_counts = numbers_job(spark, "executor-kill", _kill_once(markers))
-        victim = Path(markers, "killed").read_text() if Path(markers, "killed").exists() else ""
+        report = clean_then_faulted(spark, "executor-kill", "killed", _kill_once(markers))
+        victim = Path(markers, "killed")
+        report["victim"] = victim.read_text() if victim.exists() else ""
     finally:
         spark.stop()
-    print(
-        json.dumps(
-            {
-                "killed": killed,
-                "killed_counts": killed_counts,
-                "clean": clean,
-                "clean_counts": clean_counts,
-                "victim": victim,
-            }
-        )
-    )
+    print(json.dumps(report))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,10 @@ from typing import Any
 import networkx as nx
 
 from sparkprov import defaults
-from tests.integration.graph import own_nodes, run_graph
+from tests.faults.cluster_jobs import PARTITIONS, ROWS, ROWS_PER_MESSAGE
+from tests.faults.standalone import standalone_cluster
+from tests.integration.graph import own_nodes, run_graph, shape
+from tests.integration.kafka_tools import read_all
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,11 +58,6 @@ def same_as_clean(
     (``out[faulted]``) and the clean one (``out["clean"]``), each stored once with its counts;
     the faulted run re-sent part of partition 0's source lineage (more messages than one attempt
     sends) and its graph equals the clean run's node by node."""
-    from sparkprov import defaults
-    from tests.faults.cluster_jobs import PARTITIONS, ROWS, ROWS_PER_MESSAGE
-    from tests.integration.graph import shape
-    from tests.integration.kafka_tools import read_all
-
     graphs = {
         which: stored_once(client, neo4j_driver, out[which], out[f"{which}_counts"])
         for which in (faulted, "clean")
@@ -70,3 +68,12 @@ def same_as_clean(
     sent = sum(1 for r in read_all(bootstrap, defaults.TOPIC) if r.key == key)
     assert sent > one_attempt, (sent, one_attempt)
     assert shape(graphs[faulted]) == shape(graphs["clean"])
+
+
+def run_on_cluster(module: str, work: Path, bootstrap: str) -> dict[str, Any]:
+    """Runs the cluster job ``module`` (tests/faults/cluster_jobs.py) on a standalone cluster of
+    this machine, with a markers folder in ``work``; its JSON report."""
+    markers = work / "markers"
+    markers.mkdir()
+    with standalone_cluster(work) as master:
+        return run_job(module, str(markers), master, bootstrap=bootstrap)

@@ -24,7 +24,7 @@ from pyspark import TaskContext
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
 
-from tests.faults.cluster_jobs import cluster_spark, numbers_job
+from tests.faults.cluster_jobs import clean_then_faulted, cluster_spark
 
 STALL_AFTER = 1_500  # rows of partition 0 (2,000 rows), past several 256-row messages
 STALL_S = 60.0  # far longer than a speculative copy needs: the copy wins
@@ -68,24 +68,11 @@ def main(markers: str, master: str) -> None:
     try:
         # The clean run first: executors, their Python workers and the jar warm, so that the
         # stalled attempt gets past its first rows before a copy is considered.
-        clean, clean_counts = numbers_job(
-            spark, "speculation-clean", F.udf(lambda _: True, BooleanType())
-        )
-        stalled, stalled_counts = numbers_job(spark, "speculation-stall", _stall_once(markers))
-        attempts = sorted(p.name for p in Path(markers).iterdir())
+        report = clean_then_faulted(spark, "speculation", "stalled", _stall_once(markers))
+        report["attempts"] = sorted(p.name for p in Path(markers).iterdir())
     finally:
         spark.stop()
-    print(
-        json.dumps(
-            {
-                "stalled": stalled,
-                "stalled_counts": stalled_counts,
-                "clean": clean,
-                "clean_counts": clean_counts,
-                "attempts": attempts,
-            }
-        )
-    )
+    print(json.dumps(report))
 
 
 if __name__ == "__main__":

@@ -9,18 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.faults.jobs import run_job, same_as_clean
-from tests.faults.standalone import standalone_cluster
+from tests.faults.jobs import run_on_cluster, same_as_clean
 
 
 def test_a_killed_executors_tasks_rerun_elsewhere_and_the_lineage_is_exact(  # type: ignore[no-untyped-def]
     stack, client, neo4j_driver, tmp_path: Path
 ) -> None:
     bootstrap = stack.settings.kafka_bootstrap
-    markers = tmp_path / "markers"
-    markers.mkdir()
-    with standalone_cluster(tmp_path) as master:
-        out = run_job("tests.faults.executor_kill_job", str(markers), master, bootstrap=bootstrap)
+    out = run_on_cluster("tests.faults.executor_kill_job", tmp_path, bootstrap)
     assert out["victim"], "no executor was killed"
     # The killed attempt had sent part of partition 0's source lineage before it died, and the
     # re-run sent all of it again; node by node, the graph is the run's without the kill.

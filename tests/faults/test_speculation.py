@@ -10,18 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.faults.jobs import run_job, same_as_clean
-from tests.faults.standalone import standalone_cluster
+from tests.faults.jobs import run_on_cluster, same_as_clean
 
 
 def test_a_speculative_copy_and_its_killed_original_store_the_lineage_once(  # type: ignore[no-untyped-def]
     stack, client, neo4j_driver, tmp_path: Path
 ) -> None:
     bootstrap = stack.settings.kafka_bootstrap
-    markers = tmp_path / "markers"
-    markers.mkdir()
-    with standalone_cluster(tmp_path) as master:
-        out = run_job("tests.faults.speculation_job", str(markers), master, bootstrap=bootstrap)
+    out = run_on_cluster("tests.faults.speculation_job", tmp_path, bootstrap)
     # Partition 0 ran twice: the attempt that stalled after sending part of its lineage, and the
     # other (the speculative copy, or the original its copy overtook).
     attempts = out["attempts"]

@@ -28,6 +28,7 @@ from capture_agent.openlineage import (
     location_dataset,
     openlineage_run_id,
     run_events,
+    schema_fields,
 )
 
 
@@ -141,11 +142,11 @@ def test_physical_datasets_win_and_the_rest_is_named_in_sparkprovs_namespace() -
     schema = StructType([StructField("id", LongType())])
     runs = RunDatasets("nightly", "sparkprov://q:50051")
     runs.read["Orders"] = None
-    runs.physical("Orders", [("file", "/lake/orders")], schema)
+    runs.physical("Orders", [("file", "/lake/orders")], schema_fields(schema))
     runs.read["Rates"] = None  # built in memory: no files
     runs.named["Totals"] = None
     runs.named["Report"] = None
-    runs.written("Report", ("s3://out", "report"), schema)
+    runs.written("Report", ("s3://out", "report"), schema_fields(schema))
     assert runs.inputs() == [
         Dataset("file", "/lake/orders", (("id", "bigint"),)),
         Dataset("sparkprov://q:50051", "nightly/Rates"),
