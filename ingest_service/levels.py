@@ -3,7 +3,7 @@
 A node's split path (split, sub-split, ...) gives it a *part* at every level k: the first k+1
 names of the path (a path shorter than k+1 keeps its full path, so a split without sub-splits is
 never refined). Its connected set is the set of the first level whose set holds fewer than theta
-nodes, else of its deepest level (:func:`effective`). ``ingest_service.sets`` states the whole
+nodes, else of its deepest level (:func:`effective`). ``tests/reference/sets.py`` states the whole
 definition from scratch; this module holds only what the services import, so that they never
 load its reference implementation's dev-only dependencies (networkx).
 """

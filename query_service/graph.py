@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from query_service.model import NodeView
 
-__all__ = ["Graph", "subgraph"]
+__all__ = ["Graph"]
 
 
 @dataclass
@@ -67,26 +67,3 @@ class Graph:
                         following.append(m)
             frontier = following
         return list(order)
-
-    def induced(self, keep: Iterable[int]) -> Graph:
-        kept = set(keep)
-        out = Graph.of(
-            ((s, d) for s, d in self.edges() if s in kept and d in kept),
-            {i: v for i, v in self.nodes.items() if i in kept},
-        )
-        for node_id in kept:
-            out.add_node(node_id)
-        return out
-
-
-def subgraph(graph: Graph, node_id: int) -> list[int]:
-    """Lipstick's Subgraph(n): n's ancestors and descendants, and every other child of a
-    descendant's parents (its siblings). Order: n, ancestors, descendants, siblings."""
-    ancestors = graph.reach([node_id], backward=True)
-    descendants = graph.reach([node_id])
-    order = dict.fromkeys(ancestors + descendants[1:])
-    for d in descendants[1:]:
-        for p in sorted(graph.parents.get(d, ())):
-            for sibling in sorted(graph.children.get(p, ())):
-                order.setdefault(sibling, None)
-    return list(order)

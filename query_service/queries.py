@@ -4,14 +4,13 @@ the traces inside Neo4j, query_service.traces.run, so CSProv applies), then answ
 with the pure functions of graph, zoom, deletion and polynomial. Nothing here writes to Neo4j.
 
 What each fetches:
-- Subgraph(n): inside Neo4j in one call (``sparkprov.subgraph``). On stores without it: n's
-  ancestors and descendants (two traces), the parents of the descendants and their children
-  (two queries), then the views of the result and the edges among it.
+- Subgraph(n): inside Neo4j in one call (``sparkprov.subgraph``).
 - Deletion and DependsOn: propagated inside Neo4j in one call (``sparkprov.propagateDeletion``
   over the forward closure: all that Definition 4.2 looks at), which also gives the surviving
-  TENSOR values of the aggregates it touches. On stores without the procedure (the unit tests'
-  fakes) and on zoomed-out views: the closure (a trace), every incoming edge of it (one query)
-  and the TENSOR values, then the pure functions of deletion.
+  TENSOR values of the aggregates it touches. On zoomed-out views: the run's graph, then the
+  pure functions of deletion.
+
+The plugin's answers are checked against their Python reference (tests/reference/store.py).
 - Provenance(n): n's ancestry (a backward trace).
 - Zoom, and the other questions asked on a zoomed-out view: the run's whole graph.
 """
@@ -29,7 +28,7 @@ from query_service.deletion import (
     recompute,
     recompute_touched,
 )
-from query_service.graph import Graph, subgraph
+from query_service.graph import Graph
 from query_service.model import (
     Direction,
     EdgeView,
@@ -51,7 +50,7 @@ from query_service.polynomial import (
     why,
 )
 from query_service.polynomial import probability as prob
-from query_service.store import Store
+from query_service.store import GraphStore
 from query_service.traces import AUTO_FETCH_MAX, TraceQuery, run
 from query_service.zoom import ZoomedView, invocations, zoom_in, zoom_out
 from sparkprov.limits import quote, quote_all
@@ -70,7 +69,7 @@ def _nothing() -> None:
 
 
 class Queries:
-    def __init__(self, store: Store, max_nodes: int) -> None:
+    def __init__(self, store: GraphStore, max_nodes: int) -> None:
         self._store = store
         self._max = max_nodes
 
@@ -129,43 +128,9 @@ class Queries:
         check: Callable[[], None],
         timeout_s: float | None = None,
     ) -> TraceResult:
-        """Subgraph(n); ``timeout_s`` bounds the call inside Neo4j (``check`` the loop here)."""
-        if isinstance(self._store, Store):  # inside Neo4j, one round trip
-            check()
-            return self._store.subgraph(node_id, limit, self._max, AUTO_FETCH_MAX, timeout_s)
-        return self.subgraph_here(node_id, limit, check)
-
-    def subgraph_here(self, node_id: int, limit: int, check: Callable[[], None]) -> TraceResult:
-        """Subgraph(n) assembled here from a few reads: the reference of sparkprov.subgraph."""
-        self._require([node_id])
-        up = self._closure([node_id], Direction.BACKWARD, check, "the ancestry")
-        down = self._closure([node_id], Direction.FORWARD, check, "the descendants")
-        descendants = [n.id for n in down.nodes if n.id != node_id]
-        into = self._store.parents(descendants) if descendants else []
+        """Subgraph(n) inside Neo4j, one round trip; ``timeout_s`` bounds the call."""
         check()
-        parents = sorted({src for src, _ in into})
-        out = self._store.children(parents) if parents else []
-        edges = [(e.src, e.dst) for e in up.edges + down.edges] + into + out
-        graph = Graph.of(edges)
-        graph.add_node(node_id)
-        order = subgraph(graph, node_id)
-        truncated = len(order) > limit
-        order = order[:limit]
-        kept = set(order)
-        check()
-        views = self._store.nodes(order)
-        among = sorted({(s, d) for s, d in self._store.children(order) if d in kept})
-        return TraceResult(
-            nodes=[views[i] for i in order if i in views],
-            edges=[EdgeView(s, d) for s, d in among],
-            truncated=truncated,
-            strategy=up.strategy,
-            levels=max(up.levels, down.levels),
-            queries=up.queries + down.queries + 5,
-            edges_fetched=up.edges_fetched + down.edges_fetched + len(into) + len(out),
-            sets_visited=up.sets_visited + down.sets_visited,
-            extra={"nodes_reached": len(kept) + (1 if truncated else 0)},
-        )
+        return self._store.subgraph(node_id, limit, self._max, AUTO_FETCH_MAX, timeout_s)
 
     # -- zoom --------------------------------------------------------------------------------
 
@@ -225,18 +190,6 @@ class Queries:
 
     # -- deletion ----------------------------------------------------------------------------
 
-    def _deletion_graph(self, ids: list[int], check: Callable[[], None]) -> Graph:
-        # The closure's ids only (no views), then light views and all incoming edges at once.
-        query = TraceQuery(
-            ids, Direction.FORWARD, limit=self._max, strategy=Strategy.AUTO, views=False
-        )
-        down = run(self._store, query, check)
-        if down.truncated:
-            raise InvalidArgument(f"the deletion's forward closure has more than {self._max} nodes")
-        check()
-        views, into = self._store.closure_inputs(down.ids)
-        return Graph.of(into, views)
-
     def _propagated(
         self, ids: list[int], check: Callable[[], None], timeout_s: float | None
     ) -> Propagated:
@@ -258,14 +211,10 @@ class Queries:
     ) -> Deletion:
         if not ids:
             raise InvalidArgument("node_ids must name at least one node")
-        if not modules and isinstance(self._store, Store):
+        if not modules:
             done = self._propagated(ids, check, timeout_s)
             return Deletion(done.removed, recompute_touched(done.touched))
-        if modules:
-            graph = self._view(ids, modules).graph
-        else:
-            self._require(ids)
-            graph = self._deletion_graph(ids, check)
+        graph = self._view(ids, modules).graph
         removed = propagate(graph, ids)
         gone = set(removed)
         touched = sorted(
@@ -289,15 +238,10 @@ class Queries:
     ) -> bool:
         if not on:
             raise InvalidArgument("on_node_ids must name at least one node")
-        if not modules and isinstance(self._store, Store):
+        if not modules:
             self._require([node_id])
             return node_id in set(self._propagated(on, check, timeout_s).removed)
-        if modules:
-            graph = self._view([node_id, *on], modules).graph
-        else:
-            self._require([node_id])
-            self._require(on)
-            graph = self._deletion_graph(on, check)
+        graph = self._view([node_id, *on], modules).graph
         return node_id in set(propagate(graph, on))
 
     # -- provenance --------------------------------------------------------------------------

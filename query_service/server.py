@@ -36,7 +36,7 @@ from query_service.model import (
 )
 from query_service.queries import Queries, provenance
 from query_service.settings import QuerySettings
-from query_service.store import Store
+from query_service.store import GraphStore
 from query_service.traces import TraceQuery, run, run_encoded
 from query_service.version_store import VersionStore
 from query_service.versions import Versions
@@ -105,7 +105,7 @@ def _deadline(context: grpc.ServicerContext) -> Callable[[], None]:
 
 
 class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: ignore[misc]
-    def __init__(self, store: Store, settings: QuerySettings) -> None:
+    def __init__(self, store: GraphStore, settings: QuerySettings) -> None:
         self._store = store
         self._settings = settings
         self._queries = Queries(store, settings.max_limit)
@@ -450,7 +450,7 @@ def _tls_credentials(settings: QuerySettings) -> grpc.ServerCredentials:
 
 
 def create_server(
-    settings: QuerySettings, store: Store, metrics: RpcMetrics | None = None
+    settings: QuerySettings, store: GraphStore, metrics: RpcMetrics | None = None
 ) -> tuple[grpc.Server, int]:
     """A server (not started) bound to ``settings.grpc_addr``; port 0 picks a free one. Over TLS
     when ``settings.tls_cert`` is set, else plaintext. ``metrics``: where its RPCs are timed."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 import neo4j
 
@@ -33,7 +33,7 @@ from query_service.model import (
 from sparkprov.events import ATTRIBUTE_PREFIX
 from sparkprov.runtime import neo4j_driver
 
-__all__ = ["Store"]
+__all__ = ["GraphStore", "Store"]
 
 # Every query that builds a NodeView returns its node with the current ids (see _node).
 _IDS = "sparkprov.component(n) AS component, sparkprov.set(n) AS set"
@@ -160,8 +160,8 @@ UNION
 MATCH (a:Node)-[r:DERIVES]->(b:Node {{run_id: $run}})
 RETURN {_EDGE}
 """
-# A whole trace in one round trip: the plugin's traversal (ingest_service/neo4j_procedure,
-# Traces.java) with the strategies of query_service.traces, views of the nodes included.
+# A whole trace in one round trip: the plugin's traversal (neo4j_plugin, io.sparkprov.plugin.query
+# .Traces) with the strategies of query_service.traces, views of the nodes included.
 _TRACE = """
 CALL sparkprov.trace($ids, $direction, $strategy, $depth, $limit, $views, $auto_max)
 YIELD missing, ids, nodes, sources, targets, truncated, strategy, levels, reached, fetched, sets,
@@ -254,6 +254,67 @@ def _procedure_result(r: neo4j.Record) -> TraceResult:
 
 def _member_edge(r: Mapping[str, Any]) -> MemberEdge:
     return MemberEdge.of(r["src"], r["dst"], r["key"], r["vals"] or [], r["nulls"])
+
+
+class GraphStore(Protocol):
+    """What the service asks of its store: :class:`Store` over Neo4j and its plugin in
+    production; the unit tests' fake graphs, whose answers come from the Python reference
+    (tests/reference/store.py). The service never asks which one it has."""
+
+    def trace(
+        self,
+        node_ids: list[int],
+        direction: Direction,
+        strategy: Strategy,
+        max_depth: int,
+        limit: int,
+        *,
+        views: bool = True,
+        auto_fetch_max: int,
+        timeout_s: float | None = None,
+    ) -> TraceResult: ...
+
+    def trace_encoded(
+        self,
+        node_ids: list[int],
+        direction: Direction,
+        strategy: Strategy,
+        max_depth: int,
+        limit: int,
+        *,
+        auto_fetch_max: int,
+        timeout_s: float | None = None,
+    ) -> bytes: ...
+
+    def subgraph(
+        self,
+        node_id: int,
+        limit: int,
+        max_nodes: int,
+        auto_fetch_max: int,
+        timeout_s: float | None = None,
+    ) -> TraceResult: ...
+
+    def propagate_deletion(
+        self, ids: list[int], limit: int, auto_fetch_max: int, timeout_s: float | None = None
+    ) -> Propagated: ...
+
+    def nodes(self, ids: Iterable[int]) -> dict[int, NodeView]: ...
+
+    def run_graph(self, run_id: str) -> tuple[dict[int, NodeView], list[tuple[int, int]]]: ...
+
+    def tensor_values(self, aggregates: list[int]) -> dict[int, str]: ...
+
+    def find(
+        self, run_id: str, relation: str, equals: Mapping[str, str], limit: int
+    ) -> list[NodeView]: ...
+
+    def run_exists(self, run_id: str) -> bool: ...
+
+    def runs(self, workflow: str) -> list[RunView]: ...
+
+    @property
+    def driver(self) -> neo4j.Driver: ...
 
 
 class Store:

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from query_service.model import Direction, InvalidArgument, NodeView, NotFound
-from query_service.store import Store
+from query_service.store import GraphStore
 from query_service.traces import TraceQuery, run
 from query_service.version_store import EqualRows, Row, StoredVersion, VersionStore
 from sparkprov.equivalence import Equivalence, Semantics, check
@@ -69,7 +69,7 @@ def _on_paths(dag: WorkflowDag, relations: set[str], sink: Operator, ops: set[st
 
 
 class Versions:
-    def __init__(self, versions: VersionStore, store: Store, max_limit: int) -> None:
+    def __init__(self, versions: VersionStore, store: GraphStore, max_limit: int) -> None:
         self._versions = versions
         self._store = store
         self._max_limit = max_limit

@@ -228,13 +228,6 @@ class Edit:
             or self.links_removed
         )
 
-    def operator_ids(self) -> set[str]:
-        """Every operator id the edit touches, on either side."""
-        ids = {o.id for o in (*self.added, *self.removed)}
-        for a, b in (*self.changed, *self.moved):
-            ids.update((a.id, b.id))
-        return ids
-
     def to_json(self) -> str:
         return json.dumps(
             {

@@ -3,7 +3,7 @@ whose events both of them receive: every event is on one partition, and a third 
 sent again on another (at-least-once), so both processes upsert the same nodes and edges at the
 same moment. The stored graph must be exact node by node and edge by edge, each run's counts
 exact, and, once the indexer has caught up, the component and set ids those of a recomputation
-(ingest_service.sets). Small theta, so connected sets are refined."""
+(tests/reference/sets.py). Small theta, so connected sets are refined."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from pathlib import Path
 import neo4j
 from kafka import KafkaProducer
 
-from ingest_service.sets import recompute, same_partition
 from sparkprov import defaults
 from sparkprov.events import EdgeColumns, NodeColumns, encode_batch, encode_run_complete
 from tests.faults.streams import free_port, ingest_process, new_topic
+from tests.reference.sets import recompute, same_partition
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS = 4

@@ -14,9 +14,9 @@ import networkx as nx
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from ingest_service.sets import dependencies, recompute, same_partition
 from ingest_service.store import Store
 from tests.integration.batches import dags, flush_of, fresh_ids, items_of
+from tests.reference.sets import dependencies, recompute, same_partition
 
 SPLITS = [("a",), ("a", "x"), ("a", "y"), ("b",), ("b", "z"), ()]
 THETA = 4  # small, so sets cross it and get refined by their sub-splits

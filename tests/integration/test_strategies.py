@@ -16,10 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from ingest_service.store import Store as IngestStore
 from query_service.model import Direction, Strategy
 from query_service.store import Store
-from query_service.traces import TraceQuery, trace
+from query_service.traces import TraceQuery
 from sparkprov import query_errors
 from sparkprov.query_model import Strategy as WireStrategy
 from tests.integration.batches import dags, flush_of, fresh_ids, items_of
+from tests.reference.traces import trace
 
 SPLITS = [("a",), ("a", "x"), ("a", "y"), ("b",), ("b", "z"), ("c",)]
 THETA = 4

@@ -6,7 +6,7 @@ edges, views, chosen strategy and stats; with depth bounds and limits the same t
 Deletion propagation inside Neo4j (``sparkprov.propagateDeletion``) against deletion.py's pure
 functions on the Python closure: the same removed nodes in the same order, the same recomputed
 aggregates, the same DependsOn answers. Subgraph inside Neo4j (``sparkprov.subgraph``) against
-Queries.subgraph_here."""
+the Python reference (tests/reference/store.py)."""
 
 from __future__ import annotations
 
@@ -24,9 +24,11 @@ from query_service.graph import Graph
 from query_service.model import Direction, InvalidArgument, NotFound, Strategy, TraceResult
 from query_service.queries import Queries
 from query_service.store import Store
-from query_service.traces import TraceQuery, run, run_encoded, trace
+from query_service.traces import TraceQuery, run, run_encoded
 from sparkprov import query_errors
 from sparkprov.v1 import query_pb2
+from tests.reference.store import Neo4jReference
+from tests.reference.traces import trace
 
 from .graph import run_graph
 
@@ -212,10 +214,11 @@ def test_deletion_inside_neo4j_answers_as_the_python_reference(captured, store) 
 def test_subgraph_inside_neo4j_answers_as_the_python_reference(captured, store) -> None:  # type: ignore[no-untyped-def]
     graph = captured
     queries = Queries(store, max_nodes=100_000)
+    reference = Queries(Neo4jReference(store), max_nodes=100_000)  # type: ignore[arg-type]
     for node in _sample(graph):
         for limit in (100_000, 7):
             got = queries.subgraph(node, limit, lambda: None)
-            want = queries.subgraph_here(node, limit, lambda: None)
+            want = reference.subgraph(node, limit, lambda: None)
             _same(got, want, (node, limit))
     # the node with the largest subgraph: any sampled node may have a small one (an anti join's
     # excluded row, say), which would not be too large

@@ -24,10 +24,7 @@ from sparkprov.blocks import (
 from sparkprov.derived import MemberColumns
 from sparkprov.events import EdgeColumns, NodeColumns
 
-PAYLOAD = (
-    Path(__file__).resolve().parents[2]
-    / "ingest_service/neo4j_procedure/src/test/resources/write-payload.json"
-)
+PAYLOAD = Path(__file__).resolve().parents[2] / "neo4j_plugin/src/test/resources/write-payload.json"
 
 
 def _payload() -> dict[str, Any]:

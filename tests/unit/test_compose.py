@@ -50,11 +50,9 @@ def test_compose_neo4j_loads_our_procedures() -> None:
     assert neo4j["depends_on"]["neo4j-plugin"]["condition"] == "service_completed_successfully"
     out = next(v.split(":")[0] for v in build["volumes"] if v.endswith(":/out/plugins"))
     assert f"{out}:/plugins" in neo4j["volumes"]
-    src, mounted = next(
-        v.split(":")[:2] for v in build["volumes"] if "/src/ingest_service/neo4j_procedure" in v
-    )
+    src, mounted = next(v.split(":")[:2] for v in build["volumes"] if "/src/neo4j_plugin" in v)
     assert (ROOT / src / "pom.xml").exists()
-    assert (ROOT / src / "src/main/java/io/sparkprov/ingest/Ingest.java").exists()
+    assert (ROOT / src / "src/main/java/io/sparkprov/plugin/write/Ingest.java").exists()
     script = build["command"][-1]
     assert f"-f {mounted}/pom.xml package" in script
     assert "-Dstack.dir=/out" in script

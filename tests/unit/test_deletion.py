@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from query_service.deletion import aggregate, depends_on, propagate, recompute
-from query_service.graph import Graph, subgraph
+from query_service.graph import Graph
 from query_service.model import NodeView
 from query_service.polynomial import boolean, polynomial
+from tests.reference.store import subgraph
 
 OPS = ["PLUS", "TIMES", "DELTA", "TENSOR", "AGGREGATE", "BLACK_BOX", "EXCLUDED"]
 

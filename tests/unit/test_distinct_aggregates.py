@@ -5,11 +5,8 @@ its input rows."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import networkx as nx
 import pytest
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from capture_agent import ProvenanceSession, UnsupportedOperation
@@ -25,15 +22,6 @@ ROWS = [
     (6, "b", None, 60),
     (7, "c", None, None),
 ]
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    from examples.spark import local_spark
-
-    session = local_spark("sparkprov-distinct")
-    yield session
-    session.stop()
 
 
 def _graph(emitter: MemoryEmitter) -> tuple[nx.DiGraph, dict[int, dict[str, object]]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +28,11 @@ from sparkprov.v1 import lineage_pb2
 Job = Callable[[ProvenanceSession, SparkSession], list[Any]]
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    from examples.spark import local_spark
-
-    session = local_spark("sparkprov-jvm-taps")
+SPARK_CONF = {
     # The taps are fused into whole-stage codegen (io.sparkprov.capture.TapExpression): code
     # that does not compile must fail the test, not fall back to the interpreted plan.
-    session.conf.set("spark.sql.codegen.fallback", "false")
-    yield session
-    session.stop()
+    "spark.sql.codegen.fallback": "false"
+}
 
 
 def _captured(spark: SparkSession, capture: str, job: Job) -> tuple[list[Any], Any, Any, Any]:
@@ -305,10 +300,9 @@ def test_unsupported_spark_versions_are_refused_by_name() -> None:
             check_spark_version(version)
 
 
-def test_a_missing_jar_names_the_fix(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("SPARKPROV_CAPTURE_JAR", str(tmp_path / "nope.jar"))
-    with pytest.raises(RuntimeError, match="make setup"):
-        jar_path()
+def test_a_missing_jar_names_the_fix(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(RuntimeError, match="make setup.*SPARKPROV_CAPTURE_JAR"):
+        jar_path(str(tmp_path / "nope.jar"))
 
 
 def test_node_ids_are_spark_xxhash64_of_run_key_and_columns(spark) -> None:  # type: ignore[no-untyped-def]

@@ -30,6 +30,7 @@ from capture_agent.openlineage import (
     run_events,
     schema_fields,
 )
+from capture_agent.settings import CaptureSettings
 
 
 class FailingClient:
@@ -59,7 +60,8 @@ def test_off_unless_configured(
 ) -> None:
     # when on, the client is built from its own configuration: a fake stands in for it
     monkeypatch.setattr(openlineage.client, "OpenLineageClient", FailingClient)
-    events = run_events(argument, run_id="r", workflow="w", environ=environ)
+    configured = CaptureSettings.from_env(environ).openlineage  # as ProvenanceSession does
+    events = run_events(configured if argument is None else argument, run_id="r", workflow="w")
     assert isinstance(events, OpenLineageRunEvents if on else NoopRunEvents)
 
 
@@ -72,7 +74,7 @@ def test_run_ids_are_uuids() -> None:
 
 def test_a_transport_failure_never_reaches_the_job(caplog: pytest.LogCaptureFixture) -> None:
     client = FailingClient()
-    events = run_events(client, run_id="r", workflow="w", environ={"SPARKPROV_GRPC_ADDR": "q:1"})
+    events = run_events(client, run_id="r", workflow="w", query_address="q:1")
     assert isinstance(events, OpenLineageRunEvents) and events.query_address == "q:1"
     events.start()
     events.complete([Dataset("file", "/in")], [Dataset("file", "/out")])
@@ -131,11 +133,12 @@ def test_the_parent_run_comes_from_spark_settings_then_the_environment() -> None
         "spark.openlineage.parentRunId": "0193b1b6-0000-7000-8000-000000000001",
     }
     env = {"OPENLINEAGE_PARENT_ID": "airflow/nightly.load/0193b1b6-0000-7000-8000-000000000002"}
-    assert Parent.of(conf, env) == Parent("airflow", "dag.task", conf[next(reversed(conf))])
-    assert Parent.of({}, env) == Parent(
+    parent_id = CaptureSettings.from_env(env).openlineage_parent_id
+    assert Parent.of(conf, parent_id) == Parent("airflow", "dag.task", conf[next(reversed(conf))])
+    assert Parent.of({}, parent_id) == Parent(
         "airflow", "nightly.load", "0193b1b6-0000-7000-8000-000000000002"
     )
-    assert Parent.of({}, {}) is None and Parent.of({}, {"OPENLINEAGE_PARENT_ID": "x"}) is None
+    assert Parent.of({}, "") is None and Parent.of({}, "x") is None
 
 
 def test_physical_datasets_win_and_the_rest_is_named_in_sparkprovs_namespace() -> None:
@@ -171,9 +174,7 @@ class Recording:
 def test_events_carry_schema_and_parent_facets_and_a_valid_sparkprov_facet() -> None:
     client = Recording()
     parent = Parent("airflow", "dag.task", "0193b1b6-0000-7000-8000-000000000001")
-    events = run_events(
-        client, run_id="r1", workflow="w", environ={"SPARKPROV_GRPC_ADDR": "q:1"}, parent=parent
-    )
+    events = run_events(client, run_id="r1", workflow="w", query_address="q:1", parent=parent)
     events.complete([Dataset("file", "/in", (("id", "bigint"),))], [Dataset("s3://b", "out")])
     (event,) = client.events
     fields = event["inputs"][0]["facets"]["schema"]["fields"]

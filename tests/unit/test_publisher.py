@@ -8,6 +8,7 @@ import pytest
 
 from capture_agent import publisher
 from capture_agent.publisher import PublisherConfig, producer_for
+from capture_agent.settings import CaptureSettings
 
 
 class _FakeProducer:
@@ -53,7 +54,10 @@ def test_lineage_travels_zstd_compressed_by_default_in_both_producers(
 
 
 def test_the_compression_comes_from_the_environment_and_a_wrong_one_is_refused() -> None:
-    assert PublisherConfig.compression_from_env({}) == "zstd"
-    assert PublisherConfig.compression_from_env({"SPARKPROV_KAFKA_COMPRESSION": " GZIP "}) == "gzip"
+    assert CaptureSettings.from_env({}).kafka_compression == "zstd"
+    gzip = CaptureSettings.from_env({"SPARKPROV_KAFKA_COMPRESSION": " GZIP "})
+    assert gzip.kafka_compression == "gzip"
+    with pytest.raises(ValueError, match="SPARKPROV_KAFKA_COMPRESSION"):
+        CaptureSettings.from_env({"SPARKPROV_KAFKA_COMPRESSION": "brotli"})
     with pytest.raises(ValueError, match="SPARKPROV_KAFKA_COMPRESSION"):
         PublisherConfig("b", "t", compression="brotli")

@@ -1,10 +1,9 @@
 """The Spark connected components of ``reindex`` against networkx, and its set ids against the
-from-scratch definition (ingest_service.sets.recompute), on random graphs."""
+from-scratch definition (tests.reference.sets.recompute), on random graphs."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import networkx as nx
@@ -13,19 +12,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from ingest_service import reindex
-from ingest_service.sets import LEVELS, level_count, recompute, same_partition
+from tests.reference.sets import LEVELS, level_count, recompute, same_partition
 
 SPLITS = [("a",), ("a", "x"), ("a", "y"), ("b",), ("b", "z"), ()]
 
 
-@pytest.fixture(scope="module")
-def spark() -> Iterator[object]:
-    from examples.spark import local_spark
-
-    session = local_spark("sparkprov-reindex-tests")
-    session.conf.set("spark.sql.shuffle.partitions", "2")
-    yield session
-    session.stop()
+SPARK_CONF = {"spark.sql.shuffle.partitions": "2"}
 
 
 @pytest.mark.parametrize("seed", range(2))

@@ -3,21 +3,9 @@ to its rows, by a key column's text; missing keys and sources are refused by nam
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from pyspark.sql import SparkSession
 
 from capture_agent.replay import witness_frames
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    from examples.spark import local_spark
-
-    session = local_spark("sparkprov-replay")
-    yield session
-    session.stop()
 
 
 def test_each_source_keeps_its_witness_rows_and_a_source_without_any_is_empty(spark) -> None:  # type: ignore[no-untyped-def]

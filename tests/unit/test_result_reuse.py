@@ -108,10 +108,10 @@ def test_key_depends_on_the_sources_content(tmp_path: Path) -> None:
     assert a == b != c
 
 
-def test_results_root_from_argument_env_or_data_dir(tmp_path: Path) -> None:
-    assert rm.results_root(tmp_path, {rm.ENV_RESULTS_PATH: "/x"}) == tmp_path
-    assert rm.results_root(None, {rm.ENV_RESULTS_PATH: "/x"}) == Path("/x")
-    default = rm.results_root(None, {})
+def test_results_root_from_argument_or_data_dir(tmp_path: Path) -> None:
+    assert rm.results_root(tmp_path) == tmp_path
+    assert rm.results_root("/x") == Path("/x")  # SPARKPROV_RESULTS_PATH: CaptureSettings
+    default = rm.results_root("")
     assert default.name == "results" and "sparkprov" in str(default)
 
 

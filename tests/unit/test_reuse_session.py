@@ -5,7 +5,6 @@ never reuse."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +14,7 @@ from capture_agent import ProvenanceSession
 from capture_agent.emitters import MemoryEmitter
 from sparkprov.events import Batch, ReusedResult, RunComplete, decode
 
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    from examples.spark import local_spark
-
-    session = local_spark("sparkprov-reuse-session", cores=1)
-    yield session
-    session.stop()
+SPARK_CORES = 1
 
 
 def _run(spark: Any, results: Path, people: list[tuple[int, str]], **kwargs: Any) -> Any:

@@ -59,7 +59,10 @@ def test_a_passed_deadline_ends_the_call(method: str, request_: object) -> None:
 
 def test_a_live_deadline_lets_the_trace_through() -> None:
     context = FakeContext(remaining=5.0)
-    reply = _servicer().BackwardTrace(query_pb2.TraceRequest(node_ids=["3"]), context)
+    served = _servicer().BackwardTrace(query_pb2.TraceRequest(node_ids=["3"]), context)
+    # the trace as the store serialized it, passed on as it is (add_servicer's serializer)
+    assert isinstance(served, bytes)
+    reply = query_pb2.TraceResponse.FromString(served)
     assert [n.id for n in reply.nodes] == ["3", "2", "1", "0"]
     assert context.code is None
 

@@ -1,4 +1,5 @@
-"""Split paths chosen by the capture session (no Spark needed: a stand-in context)."""
+"""Split paths chosen by the capture session (no Spark needed: a stand-in context, Python capture
+points, an emitter that sends nowhere)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,20 @@ from typing import Any
 
 import pytest
 
-from capture_agent import ProvenanceSession
+from capture_agent import CaptureSettings, ProvenanceSession
+from capture_agent.emitters import NoopEmitter
 
 
 def _session(**kwargs: Any) -> ProvenanceSession:
-    spark = SimpleNamespace(sparkContext=SimpleNamespace(accumulator=lambda *a: None))
-    return ProvenanceSession(spark, "w", enabled=False, **kwargs)  # type: ignore[arg-type]
+    counts = SimpleNamespace(add=lambda *a: None)
+    spark = SimpleNamespace(sparkContext=SimpleNamespace(accumulator=lambda *a: counts))
+    return ProvenanceSession(
+        spark,  # type: ignore[arg-type]
+        "w",
+        settings=CaptureSettings(capture="python"),
+        emitter=NoopEmitter(),
+        **kwargs,
+    )
 
 
 def test_default_is_one_split_per_module_with_relations_as_sub_splits() -> None:

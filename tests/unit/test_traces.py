@@ -9,14 +9,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ingest_service.sets import dependencies, recompute
 from query_service.model import Direction, NodeView, NotFound, Strategy
-from query_service.traces import TraceQuery, trace
+from query_service.traces import TraceQuery
+from tests.reference.sets import dependencies, recompute
+from tests.reference.store import ReferenceQueries
+from tests.reference.traces import trace
 
 SPLITS = [("a",), ("a", "x"), ("a", "y"), ("b",), ("b", "z"), ()]
 
 
-class FakeStore:
+class FakeStore(ReferenceQueries):
+    """A networkx graph with ids from the from-scratch definition; its trace, subgraph and
+    deletion answers are the Python reference's."""
+
     def __init__(self, graph: nx.DiGraph, splits=None, theta: int = 4) -> None:  # type: ignore[no-untyped-def]
         self.graph = graph
         splits = splits or {n: ("a",) for n in graph.nodes}
@@ -59,6 +64,12 @@ class FakeStore:
 
     def component_edges(self, component):  # type: ignore[no-untyped-def]
         return [(a, b) for a, b in self.graph.edges if self.component[a] == component]
+
+    def closure_inputs(self, ids):  # type: ignore[no-untyped-def]
+        return self.nodes(ids), self.parents(ids)
+
+    def tensor_values(self, aggregates):  # type: ignore[no-untyped-def]
+        return {}
 
 
 @st.composite
@@ -136,7 +147,7 @@ def test_connected_set_fetches_only_the_set_lineage() -> None:
 
 
 def test_auto_fetches_a_component_or_a_set_lineage_only_when_it_is_small(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import query_service.traces as traces
+    import tests.reference.traces as traces
 
     # two chains in splits a and b joined at the end: a0 -> a1 -> a2 -> b0 <- b1 <- b2 <- b3
     graph = nx.DiGraph([(0, 1), (1, 2), (2, 3), (4, 3), (5, 4), (6, 5)])
