@@ -66,23 +66,21 @@ $(STACK_DIR)/lib/kafka/.fetched: stack/kafka/pom.xml
 	$(MVN) -f stack/kafka/pom.xml dependency:copy-dependencies -Dstack.dir=$(abspath $(STACK_DIR))
 	@touch $@
 
-# The local Neo4j: its jars and launcher (stack/neo4j), and the plugin with the ingest procedure
-# sparkprov.write and the query service's sparkprov.trace (ingest_service/neo4j_procedure, whose
-# `package` runs its JUnit tests), both into plugins/.
-PROCEDURE := ingest_service/neo4j_procedure
+# The local Neo4j: its jars and launcher (stack/neo4j), and our plugin (neo4j_plugin: the
+# procedures both services call, sparkprov.write, .index, .trace, ...; its `package` runs its
+# JUnit tests on sparkprov/schema.cypher), both into plugins/.
+PLUGIN := neo4j_plugin
 NEO4J_SOURCES := stack/neo4j/pom.xml $(wildcard stack/neo4j/src/main/java/io/sparkprov/stack/*.java) \
-	$(PROCEDURE)/pom.xml $(wildcard $(PROCEDURE)/src/main/java/io/sparkprov/ingest/*.java) \
-	$(wildcard $(PROCEDURE)/src/test/java/io/sparkprov/ingest/*.java) \
-	$(wildcard $(PROCEDURE)/src/test/resources/*)
+	$(PLUGIN)/pom.xml $(shell find $(PLUGIN)/src -type f 2>/dev/null) sparkprov/schema.cypher
 
 $(STACK_DIR)/lib/neo4j/.fetched: $(NEO4J_SOURCES)
 	@# An older build put a launcher jar here; first on the classpath, it hid the procedures.
 	rm -f $(STACK_DIR)/lib/neo4j/sparkprov-neo4j*.jar
-	@# Before the procedure had its own module, one jar held it and the launcher: a stale copy
-	@# would register sparkprov.write a second time.
-	rm -f $(STACK_DIR)/plugins/sparkprov-neo4j.jar
+	@# The plugin's jars of older builds (one jar with the launcher, then the module's jar before
+	@# its rename): a stale copy beside the new one would register every procedure a second time.
+	rm -f $(STACK_DIR)/plugins/sparkprov-neo4j.jar $(STACK_DIR)/plugins/sparkprov-ingest-procedure.jar
 	$(MVN) -f stack/neo4j/pom.xml package dependency:copy-dependencies -Dstack.dir=$(abspath $(STACK_DIR))
-	$(MVN) -f $(PROCEDURE)/pom.xml package -Dstack.dir=$(abspath $(STACK_DIR))
+	$(MVN) -f $(PLUGIN)/pom.xml package -Dstack.dir=$(abspath $(STACK_DIR))
 	@touch $@
 
 up: setup ## start Kafka, Neo4j, ingest and query services and the viewer; returns when all are healthy

@@ -24,10 +24,10 @@ index of ``ingest_service.store``'s ``ensure_schema``):
 What the bare writers do is what any writer of the real store must do, and no more (no
 component or set ids, no check for an edge sent twice, no :MemberKey registry):
 
-- The same properties per node as FlushWriter.fill (ingest_service/neo4j_procedure), 6-10 on
-  this graph (:func:`node_properties`): ``id``, ``run_id``, ``op``, ``label``, ``relation`` when
-  named, ``value`` when given, ``split``, ``a_<column>`` per non-null attribute (a node born
-  alone carries no birth ids: they are written by merges only); a member edge carries
+- The same properties per node as FlushWriter.fill (neo4j_plugin), 6-10 on this graph
+  (:func:`node_properties`): ``id``, ``run_id``, ``op``, ``label``, ``relation`` when named,
+  ``value`` when given, ``split``, ``a_<column>`` per non-null attribute (a node born alone
+  carries no birth ids: they are written by merges only); a member edge carries
   ``member_key``, ``member_values`` and ``pair``.
 - Edges whose end has not arrived create it as a placeholder (``id``, ``pending_run``), and the
   node, when it arrives, fills it (its ``pending_run`` removed): the
@@ -86,7 +86,7 @@ GROUPS = 37
 AGGREGATES = 3
 VARIANTS = ("core-api", "cypher-bare", "procedure", "procedure-full")
 BASELINE = "@baseline"
-PROCEDURE_JAR = "sparkprov-ingest-procedure.jar"
+PROCEDURE_JAR = "sparkprov-neo4j-plugin.jar"
 CORE_API = Path(__file__).resolve().parent / "java" / "CoreApiCeiling.java"
 MAIN = ("main",)
 
@@ -271,8 +271,8 @@ def flushes(shape: Shape, full: bool, batch_rows: int) -> Iterator[Flush]:
 
 def node_properties(block: NodeBlock, i: int) -> dict[str, Any]:
     """The properties the real store gives node ``i`` of ``block`` when it stores it, besides
-    ``id`` (set when the node is created): FlushWriter.fill's, in
-    ingest_service/neo4j_procedure. CoreApiCeiling.java writes the same."""
+    ``id`` (set when the node is created): FlushWriter.fill's, in neo4j_plugin.
+    CoreApiCeiling.java writes the same."""
     props: dict[str, Any] = {
         "run_id": block["run"],
         "op": block["op"],

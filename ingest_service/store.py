@@ -1,18 +1,19 @@
-"""Neo4j writes of the ingest service. All of its Cypher lives here, always parameterized.
+"""Neo4j writes of the ingest service. All of its Cypher lives here, always parameterized, but for
+the schema it makes at startup: sparkprov/schema.cypher, which the Neo4j plugin's tests run too.
 
 One flush is one write transaction (``execute_write`` retries it on transient errors, so it is
-idempotent by construction): our procedure ``sparkprov.write`` (ingest_service/neo4j_procedure,
-Ingest.java; its jar is loaded from Neo4j's plugins folder by the local stack's launcher or a
-server) upserts the flush's node and edge blocks (their contract: sparkprov.blocks); then run
-markers are recorded and runs whose counts are complete are marked so. Writers run in parallel:
-no lock serialises them (two that create the same node at once: the loser's transaction is
-retried, and finds it).
+idempotent by construction): our procedure ``sparkprov.write`` (neo4j_plugin,
+io.sparkprov.plugin.write.Ingest; its jar is loaded from Neo4j's plugins folder by the local
+stack's launcher or a server) upserts the flush's node and edge blocks (their contract:
+sparkprov.blocks); then run markers are recorded and runs whose counts are complete are marked
+so. Writers run in parallel: no lock serialises them (two that create the same node at once: the
+loser's transaction is retried, and finds it).
 
 Ids behind the data (docs/graph-schema.md, "Component and set ids"): by default a write leaves
 the component ids, connected sets and set dependencies to the indexer and records what it
 created (``:IdWork``); :meth:`Store.index` (run by ingest_service.indexer) keeps them exact by
 reference, oldest writes first, while no write runs. A run is queryable once its data is stored
-and indexed once no id work of it is left (ingest_service.sets states what the ids must equal).
+and indexed once no id work of it is left (tests/reference/sets.py states what the ids must equal).
 
 Errors, by what the consume loop does about them: :class:`StoreUnavailable` when retrying may
 fix the write (Neo4j unreachable, a leader switch, a deadlock, any transient error, or a refusal
@@ -33,7 +34,8 @@ from dataclasses import dataclass, field
 import neo4j
 
 from ingest_service import versions
-from ingest_service.levels import DEFAULT_THETA, LEVELS
+from ingest_service.levels import DEFAULT_THETA
+from sparkprov import schema
 from sparkprov.blocks import EdgeBlock, MemberBlock, NodeBlock
 from sparkprov.events import Batch, RunComplete, RunStarted, member_block
 from sparkprov.runtime import neo4j_driver
@@ -51,45 +53,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SCHEMA = [
-    "CREATE CONSTRAINT sp_node_id IF NOT EXISTS FOR (n:Node) REQUIRE n.id IS UNIQUE",
-    "CREATE CONSTRAINT sp_run_id IF NOT EXISTS FOR (r:Run) REQUIRE r.run_id IS UNIQUE",
-    "CREATE CONSTRAINT sp_component_id IF NOT EXISTS FOR (c:Component) REQUIRE c.id IS UNIQUE",
-    "CREATE CONSTRAINT sp_level_set_key IF NOT EXISTS FOR (s:LevelSet) REQUIRE s.key IS UNIQUE",
-    "CREATE CONSTRAINT sp_set_id IF NOT EXISTS FOR (s:ConnectedSet) REQUIRE s.id IS UNIQUE",
-    # Ids are kept by reference (docs/graph-schema.md, "Component and set ids"): a node's
-    # component_id and s0..s2 are the ids it was born with, read to resolve its ids and never
-    # sought (a group's members are walked from its founding node, Forest.members), so they have
-    # no index to keep at every write; a database made before loses the ones it had.
-    *(
-        f"DROP INDEX {name} IF EXISTS"
-        for name in ("sp_node_set", "sp_node_component", *(f"sp_node_s{k}" for k in range(LEVELS)))
-    ),
-    "CREATE INDEX sp_set_component IF NOT EXISTS FOR (s:ConnectedSet) ON (s.component_id)",
-    # Writers and the indexer meet at one barrier node (IdWork.java): made here, once.
-    "CREATE CONSTRAINT sp_id_barrier IF NOT EXISTS FOR (b:IdBarrier) REQUIRE b.name IS UNIQUE",
-    "MERGE (:IdBarrier {name: 'ids'})",
-    # Only placeholders hold pending_run, so this index holds only them (FlushWriter.PENDING in
-    # ingest_service/neo4j_procedure).
-    "CREATE INDEX sp_node_pending IF NOT EXISTS FOR (n:Node) ON (n.pending_run)",
-    "CREATE INDEX sp_node_relation IF NOT EXISTS FOR (n:Node) ON (n.run_id, n.relation)",
-    "CREATE INDEX sp_run_workflow IF NOT EXISTS FOR (r:Run) ON (r.workflow)",
-    # Group members are stored as member edges (sparkprov.blocks.MemberBlock); the query service
-    # finds the member edge of a derived TENSOR or VALUE id by its pair, under one of the group
-    # keys registered here.
-    "CREATE CONSTRAINT sp_member_key IF NOT EXISTS FOR (k:MemberKey) REQUIRE k.key IS UNIQUE",
-    "CREATE INDEX sp_member_pair IF NOT EXISTS FOR ()-[r:DERIVES]-() ON (r.pair)",
-    *versions.SCHEMA,
-    # Runs completed before completion counted dangling nodes get their count: the query
-    # service reports a run complete only with the properties its completion writes
-    # (query_service.store.run_view).
-    """
-    MATCH (run:Run) WHERE run.complete AND run.dangling_nodes IS NULL
-    OPTIONAL MATCH (ghost:Node {pending_run: run.run_id})
-    WITH run, count(ghost) AS dangling
-    SET run.dangling_nodes = dangling
-    """,
-]
+# The constraints and indexes ensure_schema makes, in order: sparkprov/schema.cypher, which the
+# Neo4j plugin's tests run too.
+SCHEMA = schema.statements()
 
 _WRITE = """
 CALL sparkprov.write($blocks, $edges, $theta, $members, $defer)

@@ -6,7 +6,7 @@ order their first run completed) ``(:Version)-[:NEXT {added, removed, changed, l
 links_removed}]->(:Version)``: the edit (sparkprov.workflow.diff). A run that reused an earlier
 run's stored sink result: ``(:Run)-[:REUSES {sink, version}]->(:Run)``, one per sink. ``key`` is
 ``workflow/version id``, so one DAG in two workflows is two versions. Every write is a MERGE on a
-constrained key: a redelivered marker changes nothing.
+constrained key (the constraints: sparkprov/schema.cypher): a redelivered marker changes nothing.
 """
 
 from __future__ import annotations
@@ -20,16 +20,9 @@ import neo4j
 from sparkprov.events import RunComplete
 from sparkprov.workflow import WorkflowDag, diff
 
-__all__ = ["SCHEMA", "version_key", "write_reuses", "write_versions"]
+__all__ = ["version_key", "write_reuses", "write_versions"]
 
 log = logging.getLogger(__name__)
-
-SCHEMA = [
-    "CREATE CONSTRAINT sp_version_key IF NOT EXISTS FOR (v:Version) REQUIRE v.key IS UNIQUE",
-    "CREATE CONSTRAINT sp_workflow_name IF NOT EXISTS FOR (w:Workflow) REQUIRE w.name IS UNIQUE",
-    "CREATE INDEX sp_version_seq IF NOT EXISTS FOR (v:Version) ON (v.workflow, v.seq)",
-    "CREATE INDEX sp_version_id IF NOT EXISTS FOR (v:Version) ON (v.id)",
-]
 
 _MERGE = """
 MERGE (w:Workflow {name: $workflow})

@@ -1,11 +1,11 @@
 """The block format of ``CALL sparkprov.write($blocks, $edges, $theta)``: the contract between
-ingest's Python side and its Neo4j procedure (ingest_service/neo4j_procedure).
+ingest's Python side and its Neo4j procedure (neo4j_plugin, package ``io.sparkprov.plugin.write``).
 
 :func:`sparkprov.events.decode` builds these blocks from a batch, ``ingest_service.store`` sends
 them, one flush per call, and the procedure parses each into a Java record of the same fields
-(``NodeBlock`` / ``EdgeBlock`` in ``io.sparkprov.ingest``), refusing a malformed one with a message
-that names the block and the field. Both sides test against one example payload,
-``ingest_service/neo4j_procedure/src/test/resources/write-payload.json`` (tests/unit/test_blocks.py
+(``NodeBlock`` / ``EdgeBlock`` / ``MemberBlock`` in ``io.sparkprov.plugin.write``), refusing a
+malformed one with a message that names the block and the field. Both sides test against one
+example payload, ``neo4j_plugin/src/test/resources/write-payload.json`` (tests/unit/test_blocks.py
 and the procedure's BlockContractTest). A change of fields changes both sides and that file
 together.
 

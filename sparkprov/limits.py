@@ -3,8 +3,8 @@
 Why these numbers: Neo4j refuses a string property longer than about 8 KB in a range index (the
 write fails with "Property value is too large to index", which no retry fixes). The strings it
 indexes for us are run ids (``Run.run_id``, ``Node.pending_run``, ``Node(run_id, relation)``),
-relation names (the same composite index) and workflows (``Run.workflow``); see ``SCHEMA`` in
-ingest_service/store.py. Names are held to :data:`MAX_NAME_BYTES`, so even the composite key of a
+relation names (the same composite index) and workflows (``Run.workflow``); see
+sparkprov/schema.cypher. Names are held to :data:`MAX_NAME_BYTES`, so even the composite key of a
 run id and a relation stays far below the index limit. Texts that are stored but never indexed
 (labels, values, attribute values, a run's error) may be larger, up to :data:`MAX_TEXT_BYTES`; an
 event as a whole is bounded by ``sparkprov.events.MAX_EVENT_BYTES``. Sizes are UTF-8 bytes.

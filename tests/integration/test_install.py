@@ -74,6 +74,7 @@ def test_the_wheel_carries_the_stubs_the_jar_and_the_viewer(installed: Path) -> 
     assert {
         "sparkprov/v1/lineage_pb2.py",
         "sparkprov/v1/query_pb2_grpc.py",
+        "sparkprov/schema.cypher",  # ingest's ensure_schema reads it (sparkprov.schema)
         "capture_agent/jars/sparkprov-capture.jar",
         "viewer/static/vendor/cytoscape.min.js",
     } <= names

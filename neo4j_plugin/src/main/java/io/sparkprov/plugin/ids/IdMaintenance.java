@@ -1,0 +1,519 @@
+package io.sparkprov.plugin.ids;
+
+import io.sparkprov.plugin.graph.Edge;
+import io.sparkprov.plugin.graph.Nodes;
+import io.sparkprov.plugin.graph.Schema;
+import io.sparkprov.plugin.ids.IdView.SetOf;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.LongFunction;
+import org.neo4j.graphdb.Direction;
+import org.neo4j.graphdb.Node;
+import org.neo4j.graphdb.Relationship;
+import org.neo4j.graphdb.ResourceIterable;
+import org.neo4j.graphdb.Transaction;
+
+/**
+ * Keeps the component and connected-set ids exact after one call's upsert, by reference
+ * (docs/graph-schema.md, "Component and set ids"): components and level sets merge in their
+ * union-finds ({@link Forest}); connected sets are derived from them ({@link IdView}), so only
+ * the {@code :ConnectedSet} records and their {@code SET_DEP} relationships are maintained. Only
+ * sets of more than one stored node have a record, and only dependencies between two such sets
+ * are stored: a lone node's set and its dependencies are read from the node and its edges
+ * ({@link Ids#neighbours}).
+ *
+ * <ul>
+ *   <li>sets merged by this call's edges hand their dependencies to the set that absorbed them;
+ *   <li>a set that grew past theta is refined: its members move to deeper sets, and the
+ *       dependencies of all of them are read again from their edges (at most once per node and
+ *       level: the set was below theta);
+ *   <li>every edge this call made known (both ends stored) adds its dependency.
+ * </ul>
+ */
+public final class IdMaintenance {
+  /**
+   * A connected set with a record before this call: its level, level root and size then, and
+   * whether some member has a deeper level to be refined into.
+   */
+  private record OldSet(
+      long id, int level, long root, long sizeBefore, boolean deeper, Node record) {}
+
+  private final Transaction tx;
+  private final LongFunction<Node> nodes;
+  private final Visibility visibility;
+  private final Runnable checkpoint;
+  private long ticks;
+  private final IdView view;
+  private final long theta;
+  private final Map<Long, Node> setRecords = new HashMap<>();
+  private final Map<Long, Node> doomed = new HashMap<>();
+  private final Set<Long> thetaChecked = new HashSet<>();
+  private final Map<Node, Long> setOf = new HashMap<>();
+  // The edges this call adds to the level sets (see Forest.members).
+  private Set<Edge> addedEdges = Set.of();
+  long rereadCount;
+
+  IdMaintenance(
+      Transaction tx, LongFunction<Node> nodes, long theta, Visibility visibility,
+      Runnable checkpoint) {
+    this.tx = tx;
+    this.nodes = nodes;
+    this.visibility = visibility;
+    this.checkpoint = checkpoint;
+    this.view = new IdView(tx, nodes, theta, visibility);
+    this.theta = theta;
+  }
+
+  /**
+   * Keeps every id exact after a write that keeps its ids in its own transaction (it sees the
+   * whole stored graph); returns the number of components merged away.
+   */
+  public static long keep(
+      Transaction tx, LongFunction<Node> nodes, long theta, Set<Edge> edges,
+      Collection<Long> filled) {
+    return apply(tx, nodes, theta, Visibility.ALL, edges, filled, () -> {});
+  }
+
+  /**
+   * Keeps every id exact after a write (or, for the indexer, after the writes it indexes) that
+   * created {@code edges} and filled the placeholders {@code filled}; returns the number of
+   * components merged away. {@code nodes} finds a stored node by id.
+   */
+  static long apply(
+      Transaction tx,
+      LongFunction<Node> nodes,
+      long theta,
+      Visibility visibility,
+      Set<Edge> edges,
+      Collection<Long> filled,
+      Runnable checkpoint) {
+    if (edges.isEmpty() && filled.isEmpty()) {
+      return 0;
+    }
+    IdMaintenance ids = new IdMaintenance(tx, nodes, theta, visibility, checkpoint);
+    long merges = ids.mergeComponents(edges);
+    ids.maintainSets(ids.knownEdges(edges, filled));
+    return merges;
+  }
+
+  /**
+   * The edges that join sets for the first time: those whose two ends are stored nodes (not
+   * placeholders), among the edges written and the stored edges of the placeholders filled.
+   */
+  private Set<Edge> knownEdges(Set<Edge> edges, Collection<Long> filled) {
+    Set<Edge> out = new LinkedHashSet<>();
+    Map<Node, Boolean> known = new HashMap<>(); // no node changes state while ids are kept
+    for (Edge e : edges) {
+      if (known.computeIfAbsent(node(e.src()), visibility::known)
+          && known.computeIfAbsent(node(e.dst()), visibility::known)) {
+        out.add(e);
+      }
+    }
+    for (long id : filled) {
+      addKnownIncident(node(id), out, visibility);
+    }
+    return out;
+  }
+
+  // ---- Components: every edge counts, placeholders included. ----------------------------------
+
+  /** Returns the number of components merged away. */
+  long mergeComponents(Collection<Edge> edges) {
+    UnionFind uf = new UnionFind();
+    Set<Long> roots = new HashSet<>();
+    for (Edge e : edges) {
+      long a = view.component(node(e.src()));
+      long b = view.component(node(e.dst()));
+      roots.add(a);
+      roots.add(b);
+      uf.union(a, b);
+    }
+    for (long root : roots) {
+      checkTheta(root);
+    }
+    long merges = 0;
+    for (List<Long> group : uf.groups().values()) {
+      merge(view.components, group, theta);
+      merges += group.size() - 1;
+    }
+    return merges;
+  }
+
+  /**
+   * Refuses a component kept under another theta (its sets would be derived with the other), and
+   * names this one on a record that names none (written before components kept theirs).
+   */
+  private void checkTheta(long root) {
+    if (!thetaChecked.add(root)) {
+      return;
+    }
+    if (view.components.conflicts(root, theta)) {
+      throw new IllegalArgumentException(
+          "theta " + theta + " differs from the " + view.components.theta(root, theta)
+              + " component " + root + " was kept under: connected sets are exact for one"
+              + " theta (set SPARKPROV_SET_THETA to it, or recompute the ids with"
+              + " python -m ingest_service.reindex --write)");
+    }
+    view.components.claim(root, theta);
+  }
+
+  /** Union by size: the largest root absorbs the others (ties to the larger id). */
+  private static void merge(Forest forest, List<Long> roots, long theta) {
+    long target = roots.get(0);
+    long targetSize = forest.size(target);
+    long total = 0;
+    boolean deeper = false;
+    for (long r : roots) {
+      long size = forest.size(r);
+      total += size;
+      deeper |= forest.deeper(r);
+      if (size > targetSize || (size == targetSize && r > target)) {
+        target = r;
+        targetSize = size;
+      }
+    }
+    for (long r : roots) {
+      if (r != target) {
+        forest.absorb(r, target);
+      }
+    }
+    forest.setSize(target, total, deeper, theta);
+  }
+
+  // ---- Level sets and connected sets: edges whose two ends are stored nodes. -------------------
+
+  /** Keeps level sets, connected-set records and set dependencies exact for these edges. */
+  void maintainSets(Set<Edge> knownEdges) {
+    addedEdges = knownEdges; // each joins sets for the first time
+    List<Map<Long, List<Long>>> unions = new ArrayList<>();
+    for (int level = 0; level < Schema.LEVELS; level++) {
+      unions.add(levelUnions(level, knownEdges).groups());
+    }
+    List<OldSet> old = oldSets(unions); // read before any merge
+    Set<Long> reread = lonesJoined(unions);
+    for (int level = 0; level < Schema.LEVELS; level++) {
+      for (List<Long> group : unions.get(level).values()) {
+        merge(view.levels[level], group, theta);
+      }
+    }
+    Map<Long, Long> mergedInto = new HashMap<>();
+    Set<Long> refined = new HashSet<>();
+    Rows rows = new Rows();
+    for (OldSet o : old) {
+      classify(o, mergedInto, refined, reread, rows);
+    }
+    List<long[]> moved = new ArrayList<>();
+    for (OldSet o : old) {
+      if (mergedInto.containsKey(o.id())) {
+        takeDependencies(o, moved);
+      }
+    }
+    writeDependencies(knownEdges, reread, moved, mergedInto, refined, rows);
+    for (Node n : doomed.values()) {
+      n.delete();
+    }
+  }
+
+  private UnionFind levelUnions(int level, Collection<Edge> knownEdges) {
+    UnionFind sets = new UnionFind();
+    for (Edge e : knownEdges) {
+      Node a = node(e.src());
+      Node b = node(e.dst());
+      // Levels at or past a node's split depth are never read for it (IdView.set): skip them.
+      // (Both ends of an edge in one part at this level have the level: see IdView.joins.)
+      if (level >= view.depth(a)) {
+        continue;
+      }
+      checkTheta(view.component(a));
+      if (IdView.samePart(view.split(a), view.split(b), level)) {
+        sets.union(view.levelRoot(a, level), view.levelRoot(b, level));
+      }
+    }
+    return sets;
+  }
+
+  /**
+   * The nodes of one-node level sets that take part in a union of this call (read before any
+   * merge). A lone node's dependencies were not stored; once its set has other nodes they are,
+   * so its edges are read again.
+   */
+  private Set<Long> lonesJoined(List<Map<Long, List<Long>>> unions) {
+    Set<Long> out = new LinkedHashSet<>();
+    for (int level = 0; level < unions.size(); level++) {
+      for (List<Long> group : unions.get(level).values()) {
+        for (long root : group) {
+          if (view.levels[level].size(root) <= 1) {
+            out.add(root); // a one-node level set's root is its node
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  /** The connected sets with a record whose level set takes part in a union of this call. */
+  private List<OldSet> oldSets(List<Map<Long, List<Long>>> unions) {
+    List<OldSet> out = new ArrayList<>();
+    for (int level = 0; level < unions.size(); level++) {
+      for (List<Long> group : unions.get(level).values()) {
+        for (long root : group) {
+          long id = IdView.setKey(level, root);
+          Node record = setRecord(id);
+          if (record != null && levelOf(record) == level) {
+            Forest forest = view.levels[level];
+            out.add(
+                new OldSet(id, level, root, forest.size(root), forest.deeper(root), record));
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  private void classify(
+      OldSet o, Map<Long, Long> mergedInto, Set<Long> refined, Set<Long> reread, Rows rows) {
+    int level = o.level();
+    long root = view.levels[level].root(o.root());
+    long size = view.levels[level].size(root);
+    if (o.deeper() && o.sizeBefore() < theta && size >= theta) {
+      // Grew past theta: its members' sets are deeper now; their dependencies are re-read.
+      refined.add(o.id());
+      reread.add(o.root()); // its founding node, even if its one property was just rewritten
+      Set<Edge> added = addedEdges;
+      for (Node m :
+          view.levels[level].members(
+              o.root(), e -> added.contains(e) || visibility.pending(e))) {
+        reread.add(prop(m, "id"));
+      }
+      deleteDependencies(o.record());
+      doom(o.id(), o.record());
+      return;
+    }
+    long target = IdView.setKey(level, root);
+    if (target != o.id()) {
+      mergedInto.put(o.id(), target);
+    }
+    rows.put(new SetOf(level, root, size, target), view.component(node(root)));
+  }
+
+  /** The current sets this call touched, with a component id of each. */
+  private static final class Rows {
+    final Map<Long, SetOf> sets = new HashMap<>();
+    final Map<Long, Long> components = new HashMap<>();
+
+    void put(SetOf set, long component) {
+      if (sets.putIfAbsent(set.id(), set) == null) {
+        components.put(set.id(), component);
+      }
+    }
+
+    /**
+     * Whether a set has a record: more than one node. A set this call did not touch is an end of
+     * a stored dependency, so it has one.
+     */
+    boolean kept(long id) {
+      SetOf set = sets.get(id);
+      return set == null || set.size() > 1;
+    }
+  }
+
+  /** Removes a merged set's dependencies, keeping them (old ids) to hand to its absorber. */
+  private void takeDependencies(OldSet o, List<long[]> moved) {
+    try (ResourceIterable<Relationship> rels = o.record().getRelationships(Schema.SET_DEP)) {
+      for (Relationship r : rels) {
+        moved.add(new long[] {prop(r.getStartNode(), "id"), prop(r.getEndNode(), "id")});
+        r.delete();
+      }
+    }
+    doom(o.id(), o.record());
+  }
+
+  private void writeDependencies(
+      Collection<Edge> knownEdges,
+      Set<Long> reread,
+      List<long[]> moved,
+      Map<Long, Long> mergedInto,
+      Set<Long> refined,
+      Rows rows) {
+    Set<Edge> edges = new LinkedHashSet<>(knownEdges);
+    rereadCount = reread.size();
+    for (long id : reread) {
+      addKnownIncident(node(id), edges, visibility);
+    }
+    Set<Long> ends = new HashSet<>();
+    Map<Long, Set<Long>> deps = new HashMap<>();
+    for (long id : reread) {
+      row(node(id), rows);
+    }
+    for (Edge e : edges) {
+      long sa = row(node(e.src()), rows);
+      long sb = row(node(e.dst()), rows);
+      if (sa != sb && rows.kept(sa) && rows.kept(sb)) {
+        deps.computeIfAbsent(sa, s -> new HashSet<>()).add(sb);
+        ends.add(sa);
+        ends.add(sb);
+      }
+    }
+    for (long[] dep : moved) {
+      Long src = mapSet(dep[0], mergedInto, refined);
+      Long dst = mapSet(dep[1], mergedInto, refined);
+      if (src != null && dst != null && !src.equals(dst) && rows.kept(src) && rows.kept(dst)) {
+        deps.computeIfAbsent(src, s -> new HashSet<>()).add(dst);
+        ends.add(src);
+        ends.add(dst);
+      }
+    }
+    Map<Long, Node> records = storeSets(rows, ends);
+    for (Map.Entry<Long, Set<Long>> dep : deps.entrySet()) {
+      Node a = records.get(dep.getKey());
+      for (long dst : dep.getValue()) {
+        tick();
+        Node b = records.get(dst);
+        if (!Nodes.connected(a, b, Schema.SET_DEP)) {
+          a.createRelationshipTo(b, Schema.SET_DEP);
+        }
+      }
+    }
+  }
+
+  /** A set id after this call's merges (null: refined, its dependencies are re-read). */
+  private static Long mapSet(long id, Map<Long, Long> mergedInto, Set<Long> refined) {
+    if (refined.contains(id)) {
+      return null;
+    }
+    return mergedInto.getOrDefault(id, id);
+  }
+
+  private long row(Node n, Rows rows) {
+    Long known = setOf.get(n); // no merge follows: a node's set is final here
+    if (known != null) {
+      return known;
+    }
+    SetOf set = view.set(n);
+    if (!rows.sets.containsKey(set.id())) {
+      rows.put(set, view.component(n));
+    }
+    setOf.put(n, set.id());
+    return set.id();
+  }
+
+  /**
+   * Only sets of more than one node have a record (all dependency ends are such sets). Returns
+   * the records of the rows and of every dependency end.
+   */
+  private Map<Long, Node> storeSets(Rows rows, Set<Long> ends) {
+    Map<Long, Node> out = new HashMap<>();
+    for (SetOf row : rows.sets.values()) {
+      tick();
+      if (row.size() <= 1) {
+        continue;
+      }
+      Node s = liveSetRecord(row.id());
+      s.setProperty("level", (long) row.level()); // a long, as Cypher writes integers
+      s.setProperty("size", row.size());
+      s.setProperty(Schema.COMPONENT_ID, rows.components.get(row.id()));
+      out.put(row.id(), s);
+    }
+    for (long end : ends) {
+      if (!out.containsKey(end)) {
+        // An end this call did not touch: a set that had a dependency before, so a record.
+        Node s = setRecord(end);
+        if (s == null) {
+          throw new IllegalStateException("set " + end + " has a dependency but no record");
+        }
+        out.put(end, s);
+      }
+    }
+    return out;
+  }
+
+  /** The record of a current set: the stored one, one doomed earlier in this call, or new. */
+  private Node liveSetRecord(long id) {
+    Node s = doomed.remove(id);
+    if (s == null) {
+      s = setRecord(id);
+    }
+    if (s == null) {
+      s = tx.createNode(Schema.SET);
+      s.setProperty("id", id);
+    }
+    setRecords.put(id, s);
+    return s;
+  }
+
+  private Node setRecord(long id) {
+    if (setRecords.containsKey(id)) {
+      return setRecords.get(id);
+    }
+    Node s = tx.findNode(Schema.SET, "id", id);
+    setRecords.put(id, s);
+    return s;
+  }
+
+  /**
+   * Deleted at the end of the call: every index seek in a transaction merges the ids of the nodes
+   * the transaction deleted so far (Neo4j's tx state), so seeks after deletions cost O(deleted).
+   */
+  private void doom(long id, Node record) {
+    doomed.put(id, record);
+    setRecords.put(id, null);
+  }
+
+  private static void deleteDependencies(Node set) {
+    try (ResourceIterable<Relationship> rels = set.getRelationships(Schema.SET_DEP)) {
+      for (Relationship r : rels) {
+        r.delete();
+      }
+    }
+  }
+
+  /**
+   * Adds the stored DERIVES edges at {@code n} whose two ends are known nodes, leaving out the
+   * edges of writes not indexed yet ({@link Visibility}).
+   */
+  static void addKnownIncident(Node n, Set<Edge> out, Visibility visibility) {
+    try (ResourceIterable<Relationship> rels =
+        n.getRelationships(Direction.BOTH, Schema.DERIVES)) {
+      for (Relationship r : rels) {
+        Node a = r.getStartNode();
+        Node b = r.getEndNode();
+        if (visibility.known(a) && visibility.known(b)) {
+          Edge e = new Edge(prop(a, "id"), prop(b, "id"));
+          if (!visibility.pending(e)) {
+            out.add(e);
+          }
+        }
+      }
+    }
+  }
+
+  /**
+   * Every few thousand steps, the caller's checkpoint: inside a procedure, Neo4j's termination
+   * guard, so a transaction its client gave up on (or an operator killed) stops at once instead
+   * of holding its locks and memory until the end of a long batch.
+   */
+  private void tick() {
+    if ((++ticks & 4095) == 0) {
+      checkpoint.run();
+    }
+  }
+
+  private Node node(long id) {
+    tick();
+    return nodes.apply(id);
+  }
+
+  private static int levelOf(Node set) {
+    return ((Number) set.getProperty("level")).intValue();
+  }
+
+  private static long prop(Node n, String key) {
+    return ((Number) n.getProperty(key)).longValue();
+  }
+}

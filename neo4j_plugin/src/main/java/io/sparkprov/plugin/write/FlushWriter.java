@@ -1,0 +1,398 @@
+package io.sparkprov.plugin.write;
+
+import static io.sparkprov.plugin.graph.Nodes.connected;
+import static io.sparkprov.plugin.graph.Nodes.known;
+import static io.sparkprov.plugin.graph.Schema.AGGREGATES;
+import static io.sparkprov.plugin.graph.Schema.DERIVES;
+import static io.sparkprov.plugin.graph.Schema.KEY;
+import static io.sparkprov.plugin.graph.Schema.MEMBER_KEY;
+import static io.sparkprov.plugin.graph.Schema.MEMBER_KEY_PROPERTY;
+import static io.sparkprov.plugin.graph.Schema.MEMBER_NULLS;
+import static io.sparkprov.plugin.graph.Schema.MEMBER_VALUES;
+import static io.sparkprov.plugin.graph.Schema.NODE;
+import static io.sparkprov.plugin.graph.Schema.PAIR;
+import static io.sparkprov.plugin.graph.Schema.PENDING;
+
+import io.sparkprov.plugin.graph.Edge;
+import io.sparkprov.plugin.ids.IdMaintenance;
+import io.sparkprov.plugin.ids.IdWork;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Stream;
+import org.neo4j.graphdb.Node;
+import org.neo4j.graphdb.Relationship;
+import org.neo4j.graphdb.Transaction;
+import org.neo4j.logging.Log;
+
+/**
+ * The work of one {@code sparkprov.write} call (see {@link Ingest}): upsert the blocks' nodes,
+ * edges and member edges, then keep the component and set ids exact by reference ({@link
+ * IdMaintenance}).
+ */
+final class FlushWriter {
+  private static final long SLOW_MS = 2000;
+
+  /** The phases of one call, timed and logged when a call is slow. */
+  private enum Phase {
+    UPSERT,
+    COMPONENTS
+  }
+
+  /** Node {@code id} of block {@code block} (its position in the call) differs from the stored. */
+  record Conflict(long block, long id) {}
+
+  /** The nodes and edges this call created for one run. */
+  private static final class RunCounts {
+    long nodes;
+    long edges;
+  }
+
+  private final Transaction tx;
+  private final Log log;
+  private final long[] nanos = new long[Phase.values().length];
+
+  private final Map<Long, Node> cache = new HashMap<>();
+  // Ids whose node this call created (as a placeholder or to fill it at once).
+  private final Set<Long> created = new HashSet<>();
+  // Per run: the nodes of its blocks that conflict with their stored version.
+  private final Map<String, List<Conflict>> conflicts = new HashMap<>();
+
+  FlushWriter(Transaction tx, Log log) {
+    this.tx = tx;
+    this.log = log;
+  }
+
+  Stream<Ingest.Written> write(
+      List<NodeBlock> blocks, List<EdgeBlock> edgeBlocks, List<MemberBlock> memberBlocks,
+      long theta) {
+    return write(blocks, edgeBlocks, memberBlocks, theta, false);
+  }
+
+  /**
+   * The upsert, then the ids: kept in this transaction, or with {@code deferIds} left to the
+   * indexer ({@code sparkprov.index}): the call records what it created and filled ({@link
+   * IdWork}) and returns no merges.
+   */
+  Stream<Ingest.Written> write(
+      List<NodeBlock> blocks, List<EdgeBlock> edgeBlocks, List<MemberBlock> memberBlocks,
+      long theta, boolean deferIds) {
+    long started = System.nanoTime();
+    if (deferIds) {
+      IdWork.enter(tx); // shared with other writers, exclusive of the indexer
+    }
+    Map<String, RunCounts> perRun = new LinkedHashMap<>();
+    Set<Long> fresh = new HashSet<>();
+    lockInIdOrder(blocks, edgeBlocks, memberBlocks);
+    for (int b = 0; b < blocks.size(); b++) {
+      writeBlock(b, blocks.get(b), perRun, fresh);
+    }
+    Set<Edge> edges = writeEdges(memberBlocks, edgeBlocks, perRun);
+    registerMemberKeys(memberBlocks);
+    lap(Phase.UPSERT, started);
+    long merges = 0;
+    if (deferIds) {
+      IdWork.record(tx, edges, filled(fresh), perRun.keySet(), theta);
+    } else {
+      merges = maintainIds(edges, fresh, theta);
+    }
+    logIfSlow(started, fresh.size(), edges.size());
+    return results(perRun, merges).stream();
+  }
+
+  /**
+   * Finds (or creates) every node the call touches in ascending id order before writing any:
+   * a lookup takes the unique index's entry lock of the id, so writers in parallel take those
+   * locks in one order and never wait for each other in a cycle (a deadlock, which Neo4j would
+   * end by failing one of them).
+   */
+  private void lockInIdOrder(
+      List<NodeBlock> blocks, List<EdgeBlock> edgeBlocks, List<MemberBlock> memberBlocks) {
+    java.util.TreeSet<Long> ids = new java.util.TreeSet<>();
+    for (NodeBlock block : blocks) {
+      for (long id : block.ids()) {
+        ids.add(id);
+      }
+    }
+    for (EdgeBlock block : edgeBlocks) {
+      for (int i = 0; i < block.size(); i++) {
+        ids.add(block.src()[i]);
+        ids.add(block.dst()[i]);
+      }
+    }
+    for (MemberBlock block : memberBlocks) {
+      for (int k = 0; k < block.size(); k++) {
+        ids.add(block.members()[k]);
+        ids.add(block.groups()[k]);
+      }
+    }
+    for (long id : ids) {
+      node(id);
+    }
+  }
+
+  private long lap(Phase phase, long since) {
+    long now = System.nanoTime();
+    nanos[phase.ordinal()] += now - since;
+    return now;
+  }
+
+  private long ms(Phase phase) {
+    return nanos[phase.ordinal()] / 1_000_000;
+  }
+
+  private void logIfSlow(long started, int freshNodes, int edges) {
+    long totalMs = (System.nanoTime() - started) / 1_000_000;
+    if (totalMs >= SLOW_MS || log.isDebugEnabled()) {
+      log.info(
+          "sparkprov.write took %d ms: %d fresh nodes, %d edges; ms: upsert %d, ids %d",
+          totalMs, freshNodes, edges, ms(Phase.UPSERT), ms(Phase.COMPONENTS));
+    }
+  }
+
+  private List<Ingest.Written> results(Map<String, RunCounts> perRun, long merges) {
+    List<Ingest.Written> out = new ArrayList<>();
+    perRun.forEach(
+        (run, c) -> {
+          List<Conflict> found = conflicts.getOrDefault(run, List.of());
+          out.add(
+              new Ingest.Written(
+                  run,
+                  c.nodes,
+                  c.edges,
+                  merges,
+                  found.stream().map(Conflict::block).toList(),
+                  found.stream().map(Conflict::id).toList()));
+        });
+    return out;
+  }
+
+  // ---- Upsert: nodes and edges ------------------------------------------------------------
+
+  private void writeBlock(
+      int position, NodeBlock block, Map<String, RunCounts> perRun, Set<Long> fresh) {
+    RunCounts counts = perRun.computeIfAbsent(block.run(), r -> new RunCounts());
+    String relation = block.relation() == null ? "" : block.relation();
+    String[] splitPath = block.split().toArray(new String[0]);
+    for (int i = 0; i < block.ids().length; i++) {
+      long id = block.ids()[i];
+      Node n = node(id);
+      String label = block.labelOf(i);
+      if (n.hasProperty("op")) {
+        // Stored before (by an earlier flush or block): at-least-once delivery re-sent it, or
+        // another version of the node was sent, which is reported and not stored.
+        if (differs(n, block.run(), block.op(), label, relation, block.shared())) {
+          conflicts.computeIfAbsent(block.run(), r -> new ArrayList<>())
+              .add(new Conflict(position, id));
+        }
+        continue;
+      }
+      fresh.add(id);
+      fill(n, block, i, label, splitPath);
+      if (!block.shared()) {
+        counts.nodes++;
+      }
+    }
+  }
+
+  /**
+   * Whether a node already stored (its {@code op} set, by an earlier call or block) differs from
+   * this version in what identifies its content. Only the stored one is kept; at-least-once
+   * duplicates (equal content) are not conflicts. A shared node (module state) is stored by its
+   * first run and re-sent by later ones: its run is not compared.
+   */
+  private static boolean differs(
+      Node n, String run, String op, String label, String relation, boolean shared) {
+    return !op.equals(n.getProperty("op"))
+        || !label.equals(n.getProperty("label", ""))
+        || !relation.equals(n.getProperty("relation", ""))
+        || !(shared || run.equals(n.getProperty("run_id", null)));
+  }
+
+  /** Gives node {@code i} of the block its content (a new node or a placeholder). */
+  private void fill(Node n, NodeBlock block, int i, String label, String[] splitPath) {
+    if (!created.contains(block.ids()[i])) {
+      n.removeProperty(PENDING); // a placeholder an earlier flush's edge made
+    }
+    n.setProperty("run_id", block.run());
+    n.setProperty("op", block.op());
+    n.setProperty("label", label);
+    if (block.relation() != null && !block.relation().isEmpty()) {
+      n.setProperty("relation", block.relation());
+    }
+    if (!block.values().isEmpty()) {
+      n.setProperty("value", block.values().get(i));
+    }
+    if (block.shared()) {
+      n.setProperty("shared", true);
+    }
+    n.setProperty("split", splitPath);
+    // Born alone at each level its split path has: a birth id that is the node's own is not
+    // written (Forest.birth reads a missing one as the node's id), only a merge writes one.
+    for (int a = 0; a < block.attributeNames().size(); a++) {
+      if (!block.isNull(a, i)) {
+        n.setProperty("a_" + block.attributeNames().get(a), block.attributeValues().get(a).get(i));
+      }
+    }
+  }
+
+  /**
+   * Creates each edge once (per call and in the store), member edges first (a pair sent both
+   * ways in one call keeps the member's values); returns the edges this call created (an edge
+   * sent again changes no id). Member edges join ids as any other edge.
+   */
+  private Set<Edge> writeEdges(
+      List<MemberBlock> memberBlocks, List<EdgeBlock> blocks, Map<String, RunCounts> perRun) {
+    Set<Edge> edges = new HashSet<>();
+    Set<Edge> createdEdges = new LinkedHashSet<>();
+    for (MemberBlock block : memberBlocks) {
+      writeMembers(block, edges, createdEdges, perRun);
+    }
+    for (EdgeBlock block : blocks) {
+      RunCounts counts = perRun.computeIfAbsent(block.run(), r -> new RunCounts());
+      for (int i = 0; i < block.size(); i++) {
+        Edge e = new Edge(block.src()[i], block.dst()[i]);
+        if (edges.add(e) && writeEdge(e, block.run())) {
+          counts.edges++;
+          createdEdges.add(e);
+        }
+      }
+    }
+    return createdEdges;
+  }
+
+  /** Whether the edge was created (false: it was stored before). */
+  private boolean writeEdge(Edge e, String run) {
+    return createEdge(e, run) != null;
+  }
+
+  /** The edge, created with its ends (placeholders where missing); null if stored before. */
+  private Relationship createEdge(Edge e, String run) {
+    Node a = endOfEdge(e.src(), run);
+    Node b = endOfEdge(e.dst(), run);
+    // An end this call created has no stored edge (and `edges` dedupes the call's own), so only
+    // an edge between two nodes stored before needs the look at their relationships.
+    boolean createdHere = created.contains(e.src()) || created.contains(e.dst());
+    if (!createdHere && connected(a, b, DERIVES)) {
+      return null;
+    }
+    return a.createRelationshipTo(b, DERIVES);
+  }
+
+  /**
+   * Creates the member edges of one block that are not stored yet, each counted as the logical
+   * nodes and edges it stands for: per value, a TENSOR and a VALUE node and the edges member to
+   * TENSOR, VALUE to TENSOR and TENSOR to AGGREGATE; plus the edge member to group itself.
+   */
+  private void writeMembers(
+      MemberBlock block, Set<Edge> edges, Set<Edge> createdEdges, Map<String, RunCounts> perRun) {
+    RunCounts counts = perRun.computeIfAbsent(block.run(), r -> new RunCounts());
+    for (int k = 0; k < block.size(); k++) {
+      Edge e = new Edge(block.members()[k], block.groups()[k]);
+      if (!edges.add(e)) {
+        continue;
+      }
+      Relationship r = createEdge(e, block.run());
+      if (r != null) {
+        setMemberProperties(r, block, k);
+        long present = block.present(k);
+        counts.nodes += 2 * present;
+        counts.edges += 1 + 3 * present;
+        createdEdges.add(e);
+      }
+    }
+  }
+
+  private static void setMemberProperties(Relationship r, MemberBlock block, int k) {
+    r.setProperty(MEMBER_KEY_PROPERTY, block.groupKey());
+    r.setProperty(MEMBER_VALUES, block.valuesOf(k));
+    long[] nulls = block.nullColumnsOf(k);
+    if (nulls.length > 0) {
+      r.setProperty(MEMBER_NULLS, nulls);
+    }
+    r.setProperty(PAIR, block.pairs()[k]);
+  }
+
+  /**
+   * Makes sure each group key of the call has its {@code :MemberKey} with the largest number of
+   * aggregated columns any block of the key had, so that the query service can list the keys
+   * (and columns) it derives TENSOR and VALUE nodes for. Keys name a capture point within its
+   * run ("group#3"), so runs share them with different numbers of columns: keeping the first
+   * run's number would hide the derived nodes of the later runs' extra columns.
+   */
+  private void registerMemberKeys(List<MemberBlock> blocks) {
+    Map<String, Integer> columns = new HashMap<>();
+    for (MemberBlock block : blocks) {
+      columns.merge(block.groupKey(), block.aggregates(), Math::max);
+    }
+    for (Map.Entry<String, Integer> entry : columns.entrySet()) {
+      Node key = tx.findNode(MEMBER_KEY, KEY, entry.getKey());
+      if (key == null) {
+        key = tx.createNode(MEMBER_KEY);
+        key.setProperty(KEY, entry.getKey());
+        key.setProperty(AGGREGATES, (long) entry.getValue());
+      } else if (((Number) key.getProperty(AGGREGATES, 0L)).intValue() < entry.getValue()) {
+        key.setProperty(AGGREGATES, (long) entry.getValue());
+      }
+    }
+  }
+
+  /**
+   * An edge's end: a placeholder this call created (no block of the call filled it; blocks are
+   * written first) is marked pending for the run of the first edge that met it.
+   */
+  private Node endOfEdge(long id, String run) {
+    Node n = node(id);
+    if (created.contains(id) && !known(n) && !n.hasProperty(PENDING)) {
+      n.setProperty(PENDING, run);
+    }
+    return n;
+  }
+
+  /** The stored node with this id, or null (never creates one). */
+  private Node stored(long id) {
+    Node n = cache.get(id);
+    return n != null ? n : tx.findNode(NODE, "id", id);
+  }
+
+  /** The node with this id, created as a placeholder (its own component and sets) if missing. */
+  private Node node(long id) {
+    Node n = cache.get(id);
+    if (n == null) {
+      n = tx.findNode(NODE, "id", id);
+      if (n == null) {
+        created.add(id);
+        n = tx.createNode(NODE);
+        n.setProperty("id", id); // born alone: its component id is its own (Forest.birth)
+      }
+      cache.put(id, n);
+    }
+    return n;
+  }
+
+  // ---- Ids ----------------------------------------------------------------------------------
+
+  /** Keeps every id exact after the upsert; returns the number of components merged away. */
+  private long maintainIds(Set<Edge> edges, Set<Long> fresh, long theta) {
+    long t = System.nanoTime();
+    long merges = IdMaintenance.keep(tx, this::stored, theta, edges, filled(fresh));
+    lap(Phase.COMPONENTS, t);
+    return merges;
+  }
+
+  /** The placeholders this call filled: fresh nodes it did not create (an earlier call did). */
+  private List<Long> filled(Set<Long> fresh) {
+    List<Long> out = new ArrayList<>();
+    for (long id : fresh) {
+      if (!created.contains(id)) {
+        out.add(id);
+      }
+    }
+    return out;
+  }
+}
