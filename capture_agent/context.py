@@ -4,14 +4,13 @@ One :class:`CaptureContext` per :class:`~capture_agent.session.ProvenanceSession
 capture points (:meth:`next_key`), computes node ids as Spark expressions (:meth:`node_id`),
 places the capture points that publish a frame's fresh nodes (:meth:`apply_tap`), knows the open
 modules and the split paths (CSProv), and holds the emitter (``capture_agent.emitters``) through
-which every event leaves. The kill switch is the emitter's: with a disabled one, ids are a
-constant, no capture point is placed and nothing is published.
+which every event leaves. It always captures: under the kill switch the session hands out plain
+frames (capture_agent.passthrough) and no operator reaches a context.
 """
 
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -64,6 +63,7 @@ class CaptureContext:
         rows_per_message: int = 2048,
         splits: Mapping[str, Sequence[str]] | None = None,
         jvm: JvmTaps | None = None,
+        query_address: str = defaults.GRPC_ADDR,
     ) -> None:
         self.run_id = run_id
         self.workflow = workflow
@@ -82,10 +82,9 @@ class CaptureContext:
         # The relations the run read (sources, module state) and named (`.named`, module
         # outputs), and where Spark read or wrote them: its OpenLineage datasets
         # (capture_agent.openlineage).
-        address = os.environ.get(defaults.ENV_GRPC_ADDR) or defaults.GRPC_ADDR
-        self.datasets = RunDatasets(workflow, f"sparkprov://{address}")
+        self.datasets = RunDatasets(workflow, f"sparkprov://{query_address}")
         # The run's workflow DAG as its tracked operators build it (capture_agent.workflow_dag).
-        self.dag = DagBuilder(enabled=emitter.enabled)
+        self.dag = DagBuilder()
         # The JVM capture points (capture_agent.jvm), or None for the Python ones; their sink
         # and counts are made with the first capture point.
         self.jvm = jvm
@@ -93,11 +92,6 @@ class CaptureContext:
         self._jvm_counts: Any = None
         # Sink reuse (capture_agent.reuse), when the session has it on: `.named()` asks it.
         self.reuse: ResultReuse | None = None
-
-    @property
-    def enabled(self) -> bool:
-        """False when the kill switch is on: tracked operations run plain."""
-        return self.emitter.enabled
 
     def redirect_capture_points(self, emitter: Emitter) -> None:
         """Capture points placed from now on emit through ``emitter``; the driver's own events
@@ -127,8 +121,6 @@ class CaptureContext:
     def enter_module(self, name: str, key: str, node_id: int) -> None:
         """Opens module invocation ``key`` and publishes its MODULE node."""
         self.modules.append(name)
-        if not self.enabled:
-            return
         node = NodeColumns("MODULE", [node_id], label=name, split=self.split_for())
         self.publish(encode_batch(self.run_id, self.workflow, key, -1, 0, [node], None))
         self.tap.counts.add({(key, -1): (1, 0)})
@@ -154,8 +146,6 @@ class CaptureContext:
     def node_id(self, key: str, *cols: Column) -> Column:
         from pyspark.sql import functions as F
 
-        if not self.enabled:
-            return F.lit(0).cast("long")
         if self.jvm is not None:  # the same value, without hashing run and key on every row
             return self.jvm.node_id(self.run_id, key, cols)
         return F.xxhash64(F.lit(self.run_id), F.lit(key), *cols)
@@ -222,8 +212,6 @@ class CaptureContext:
         included; the Python ones get them with null flags (:meth:`null_safe_ids`)."""
         from pyspark.sql import functions as F
 
-        if not self.enabled:
-            return df
         inputs = self._tap_inputs(spec, hidden)
         if self.jvm is not None:
             fields = [column.alias(name) for name, column in inputs.items()]

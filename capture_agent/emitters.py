@@ -12,8 +12,9 @@ Three implementations:
 
 - :class:`KafkaEmitter`: the production path (``capture_agent.publisher``), one producer per
   Python process;
-- :class:`NoopEmitter`: the kill switch. ``enabled`` is false, so tracked operations run plain
-  (no id columns computed, no capture point applied) and nothing is ever sent;
+- :class:`NoopEmitter`: lineage goes nowhere. A disabled session's (the kill switch is the
+  session's, which then captures nothing at all: capture_agent.passthrough); given to an enabled
+  session, capture runs in full and every message is dropped;
 - :class:`MemoryEmitter`: every message, executors' included, lands in a Spark accumulator that
   the driver reads (:meth:`MemoryEmitter.messages`): capture without a broker, for unit tests.
   Like every accumulator, it keeps what successful tasks sent.
@@ -48,10 +49,6 @@ class Sender(Protocol):
 
 class Emitter(Protocol):
     @property
-    def enabled(self) -> bool:
-        """False: the kill switch; tracked operations run plain and nothing is emitted."""
-
-    @property
     def timeout_s(self) -> float:
         """How long delivery may be retried before a PublishError."""
 
@@ -74,10 +71,6 @@ class KafkaEmitter:
     """Lineage to a Kafka topic (``config``: bootstrap, topic, bounds, TLS/SASL)."""
 
     config: PublisherConfig
-
-    @property
-    def enabled(self) -> bool:
-        return True
 
     @property
     def timeout_s(self) -> float:
@@ -106,18 +99,14 @@ class KafkaEmitter:
 
 @dataclass(frozen=True)
 class NoopEmitter:
-    """The kill switch: nothing is captured or sent."""
-
-    @property
-    def enabled(self) -> bool:
-        return False
+    """Lineage goes nowhere: every message is dropped."""
 
     @property
     def timeout_s(self) -> float:
         return 0.0
 
     def describe(self) -> str:
-        return "nowhere (capture disabled)"
+        return "nowhere"
 
     def publish(self, value: bytes, key: bytes) -> None:
         return None
@@ -126,7 +115,7 @@ class NoopEmitter:
         return _NoopSender()
 
     def jvm_sink(self, taps: JvmTaps) -> Any:
-        raise AssertionError("the kill switch places no capture point")
+        return taps.discard_sink()
 
 
 class _NoopSender:
@@ -158,10 +147,6 @@ class MemoryEmitter:
 
     def __getstate__(self) -> dict[str, Any]:
         return {"_messages": self._messages, "_jvm_sinks": []}
-
-    @property
-    def enabled(self) -> bool:
-        return True
 
     @property
     def timeout_s(self) -> float:

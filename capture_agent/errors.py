@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-__all__ = ["CaptureError", "PublishError", "UnsupportedOperation"]
+__all__ = ["CaptureError", "PublishError", "SettingsError", "UnsupportedOperation"]
 
 
 class CaptureError(Exception):
     """Root of every error the capture agent raises."""
+
+
+class SettingsError(CaptureError, ValueError):
+    """A setting (an environment variable or a ProvenanceSession argument) has a value the capture
+    agent cannot use; the message names it. Raised when the session is built: fix the setting."""
 
 
 class UnsupportedOperation(CaptureError):

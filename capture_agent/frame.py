@@ -191,7 +191,7 @@ class TrackedFrame:
         written now, or read from an equivalent earlier result."""
         out = self._name(relation, values)
         reuse = self._ctx.reuse
-        if reuse is None or not self._ctx.enabled or self._ctx.dag.depth:
+        if reuse is None or self._ctx.dag.depth:
             return out
         return reuse.sink(out, relation, chosen(self.columns, values))
 
@@ -445,13 +445,10 @@ class TrackedFrame:
             kind = "cross"
         left_col, right_col = HIDDEN_PREFIX + "left", HIDDEN_PREFIX + "right"
         right = other._materialized().withColumnRenamed(ID, right_col)
-        if kind == "left_semi" and self._ctx.enabled:
+        if kind == "left_semi":
             return self._semi_join(right, on)
-        if kind == "left_anti" and self._ctx.enabled:
+        if kind == "left_anti":
             return self._anti_join(right, on)
-        if kind in ("left_semi", "left_anti"):
-            kept = self._materialized().join(right, on=on, how=kind)
-            return self._derive(kept.drop(right_col))
         left = self._materialized().withColumnRenamed(ID, left_col)
         joined = left.crossJoin(right) if on is None else left.join(right, on=on, how=kind)
         key = self._ctx.next_key("join")
@@ -740,7 +737,7 @@ def materialize_with_origin(frame: TrackedFrame) -> tuple[DataFrame, JoinSpec | 
     is a join's, that join's spec, with its left and right id columns kept
     (``__sp_left``/``__sp_right``); else the source whose TOKEN ids the rows hold ("" if none)."""
     pending = frame._pending
-    if not isinstance(pending, JoinSpec) or not frame._ctx.enabled:
+    if not isinstance(pending, JoinSpec):
         return frame._materialized(), None, frame.origin
     df = frame._ctx.apply_tap(frame._df, pending, frame._hidden, frame._split)
     pair = [HIDDEN_PREFIX + "left", HIDDEN_PREFIX + "right"]

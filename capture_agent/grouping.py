@@ -304,10 +304,7 @@ class TrackedGroupedData:
         hash_inputs: list[Column] = [F.col(set_col)]
         for m in masked:
             hash_inputs += [F.col(m), F.col(m).isNull()]
-        # Under the kill switch node ids are a constant: the grouping set's index keeps a
-        # subtotal's group apart from a group whose key value is null.
-        group = session.node_id(key, *hash_inputs) if session.enabled else F.col(set_col)
-        members = members.withColumn(_GROUP, group.cast("long"))
+        members = members.withColumn(_GROUP, session.node_id(key, *hash_inputs))
         member_hidden: dict[str, Column] = {"id": F.col(ID), "group": F.col(_GROUP)}
         for i, input_sql in enumerate(inputs):
             member_hidden[f"x{i}"] = F.expr(input_sql).cast("string")
@@ -336,10 +333,7 @@ class TrackedGroupedData:
         session = context_of(self._frame)
         members, key, _, origin = self._members()
         members = self._member_tap(members, key, origin, {})
-        # The group id hashes the keys; under the kill switch it is a constant, so the keys
-        # themselves decide (else every row would be one duplicate of the first).
-        names = [k for k in self._keys if isinstance(k, str)]
-        kept = members.dropDuplicates([_GROUP] if session.enabled else names)
+        kept = members.dropDuplicates([_GROUP])  # the group id hashes the keys
         out = kept.select(*visible_columns(kept), F.col(_GROUP).alias(ID))
         return TrackedFrame(session, out, GroupSpec(key=key))
 

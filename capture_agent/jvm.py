@@ -22,7 +22,6 @@ the classpath and not added again.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import numpy as np
 
 from capture_agent.errors import UnsupportedOperation
+from capture_agent.settings import ENV_CAPTURE_JAR
 from capture_agent.taps import (
     AntiJoinSpec,
     BlackBoxGroupSpec,
@@ -66,7 +66,7 @@ __all__ = [
     "plan_of",
 ]
 
-ENV_JAR = "SPARKPROV_CAPTURE_JAR"
+ENV_JAR = ENV_CAPTURE_JAR  # read by capture_agent.settings
 PROTOCOL = 2  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
 # The pyspark versions (major, minor) the JVM taps are built and tested for, inclusive.
 SUPPORTED_SPARK = ((4, 0), (4, 3))
@@ -169,9 +169,9 @@ def plan_of(spec: TapSpec, ctx: TapContext, split: tuple[str, ...]) -> TapPlan:
     )
 
 
-def jar_path() -> Path:
-    """The capture jar: ``SPARKPROV_CAPTURE_JAR``, else the one ``make setup`` builds."""
-    given = os.environ.get(ENV_JAR, "").strip()
+def jar_path(given: str = "") -> Path:
+    """The capture jar: ``given`` (``CaptureSettings.capture_jar``, from
+    ``SPARKPROV_CAPTURE_JAR``), else the one ``make setup`` builds."""
     path = Path(given) if given else Path(__file__).parent / "jars" / "sparkprov-capture.jar"
     if not path.is_file():
         raise RuntimeError(
@@ -231,12 +231,13 @@ class JvmTaps:
     _prepared: set[tuple[str, int]] = set()
     _lock = threading.Lock()
 
-    def __init__(self, spark: SparkSession) -> None:
+    def __init__(self, spark: SparkSession, jar: str = "") -> None:
+        """``jar``: the capture jar's path where the job did not ship it (:func:`jar_path`)."""
         self.spark = spark
-        self._taps = self._facade(spark)
+        self._taps = self._facade(spark, jar)
 
     @classmethod
-    def _facade(cls, spark: SparkSession) -> Any:
+    def _facade(cls, spark: SparkSession, jar: str) -> Any:
         import pyspark
 
         sc = spark.sparkContext
@@ -244,7 +245,7 @@ class JvmTaps:
         with cls._lock:
             if cls._facade_of_jvm is None:
                 check_spark_version(pyspark.__version__)
-                taps, shipped = _load(spark)
+                taps, shipped = _load(spark, jar)
                 protocol = int(taps.protocol())
                 if protocol != PROTOCOL:
                     raise RuntimeError(
@@ -255,7 +256,7 @@ class JvmTaps:
             taps, shipped = cls._facade_of_jvm
             if key not in cls._prepared:
                 if not shipped:  # the executors of this context get the jar from the driver
-                    sc._jsc.addJar(str(jar_path()))
+                    sc._jsc.addJar(str(jar_path(jar)))
                 _probe(spark, taps)
                 cls._prepared.add(key)
             return taps
@@ -305,7 +306,7 @@ class JvmTaps:
         return Column(self._taps.column(json.dumps(plan), sink, counts, _to_java_column(inputs)))
 
 
-def _load(spark: SparkSession) -> tuple[Any, bool]:
+def _load(spark: SparkSession, jar: str) -> tuple[Any, bool]:
     """The jar's ``Taps`` facade, and whether the job shipped the jar itself (``spark.jars``,
     ``--jars``: then its classes are on the driver's classpath). Otherwise the driver loads them
     from the jar with a class loader of their own, and each SparkContext adds the jar for its
@@ -318,7 +319,7 @@ def _load(spark: SparkSession) -> tuple[Any, bool]:
         shipped = True
     except Exception:  # noqa: BLE001 - py4j wraps ClassNotFoundException
         urls = gateway.new_array(jvm.java.net.URL, 1)
-        urls[0] = jvm.java.io.File(str(jar_path())).toURI().toURL()
+        urls[0] = jvm.java.io.File(str(jar_path(jar))).toURI().toURL()
         loader = jvm.java.net.URLClassLoader(urls, context)
         cls = jvm.java.lang.Class.forName(_CLASS, True, loader)
         shipped = False

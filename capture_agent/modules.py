@@ -98,9 +98,7 @@ class Invocation:
         token_col = HIDDEN_PREFIX + "token"
         tracked = df.dropDuplicates().withColumn(
             token_col,
-            F.xxhash64(F.lit(session.workflow), F.lit("state"), F.lit(relation), *content)
-            if session.enabled
-            else F.lit(0).cast("long"),
+            F.xxhash64(F.lit(session.workflow), F.lit("state"), F.lit(relation), *content),
         )
         tracked = tracked.withColumn(ID, session.node_id(key, F.col(token_col)))
         attributes = chosen(columns, values)

@@ -7,8 +7,9 @@ implementations: :class:`NoopRunEvents` when OpenLineage is off (the default) an
 transport it is configured with (http, kafka, file, console; ``OPENLINEAGE_URL``,
 ``OPENLINEAGE_CONFIG``, ``openlineage.yml``, ``OPENLINEAGE__TRANSPORT__*``;
 ``OPENLINEAGE_DISABLED=true`` still turns it into the client's own no-op). :func:`run_events`
-picks one: on when ``openlineage=True`` or a client is passed, or, when not given, when
-``OPENLINEAGE_URL`` / ``OPENLINEAGE_CONFIG`` is set or ``SPARKPROV_OPENLINEAGE=1``.
+picks one: on when ``openlineage=True`` or a client is passed; the session passes, when not
+given, whether ``OPENLINEAGE_URL`` / ``OPENLINEAGE_CONFIG`` is set or ``SPARKPROV_OPENLINEAGE=1``
+(``CaptureSettings.openlineage``).
 
 Each run sends START when the session's block is entered and COMPLETE or FAIL (with an
 ``errorMessage`` facet) when it is left. The job is ``(namespace, workflow)``. Datasets are named
@@ -98,12 +99,14 @@ class Parent:
     run_id: str
 
     @classmethod
-    def of(cls, spark_conf: Mapping[str, str], environ: Mapping[str, str]) -> Parent | None:
+    def of(cls, spark_conf: Mapping[str, str], parent_id: str = "") -> Parent | None:
+        """From Spark's settings, else ``parent_id`` (``OPENLINEAGE_PARENT_ID``:
+        ``namespace/job/runId``, ``CaptureSettings.openlineage_parent_id``)."""
         key = "spark.openlineage.parent"
         names = [spark_conf.get(f"{key}{k}", "") for k in ("JobNamespace", "JobName", "RunId")]
         if all(names):
             return cls(*names)
-        namespace, _, rest = environ.get("OPENLINEAGE_PARENT_ID", "").partition("/")
+        namespace, _, rest = parent_id.partition("/")
         job, _, run_id = rest.rpartition("/")
         return cls(namespace, job, run_id) if namespace and job and run_id else None
 
@@ -355,35 +358,27 @@ def _schema(dataset: Dataset) -> dict[str, Any]:
 
 
 def run_events(
-    openlineage: bool | Any | None,
+    openlineage: bool | Any,
     *,
     run_id: str,
     workflow: str,
-    environ: Mapping[str, str],
+    query_address: str = defaults.GRPC_ADDR,
     namespace: str = DEFAULT_NAMESPACE,
     parent: Parent | None = None,
 ) -> RunEvents:
     """The run's events: ``openlineage`` is ``False`` (off), ``True`` (the client configured by
-    its own files and environment), an ``OpenLineageClient`` to use, or ``None`` (on when the
-    environment configures OpenLineage, see the module's docstring)."""
-    if openlineage is None:
-        openlineage = bool(
-            environ.get("OPENLINEAGE_URL")
-            or environ.get("OPENLINEAGE_CONFIG")
-            or defaults.is_on(environ.get(defaults.ENV_OPENLINEAGE))
-        )
+    its own files and environment) or an ``OpenLineageClient`` to use."""
     if openlineage is False:
         return NoopRunEvents()
     if openlineage is True:
         from openlineage.client import OpenLineageClient
 
         openlineage = OpenLineageClient()
-    address = environ.get(defaults.ENV_GRPC_ADDR) or defaults.GRPC_ADDR
     return OpenLineageRunEvents(
         openlineage,
         run_id=run_id,
         workflow=workflow,
-        query_address=address,
+        query_address=query_address,
         namespace=namespace,
         parent=parent,
     )

@@ -83,14 +83,6 @@ def apply_in_pandas(
 
     session = context_of(frame)
     df = materialize(frame)
-    if not session.enabled:
-        return same_nodes(
-            frame,
-            df.drop(ID)
-            .groupBy(*keys)
-            .applyInPandas(func, schema)
-            .withColumn(ID, F.lit(0).cast("long")),
-        )
     key = session.next_key("applyInPandas")
     salt = salt_of(session.run_id, key, "row")
     with_key = len(inspect.signature(func).parameters) == 2
@@ -127,14 +119,8 @@ def map_in_pandas(
     func: Callable[[Iterator[pd.DataFrame]], Iterator[pd.DataFrame]],
     schema: Any,
 ) -> TrackedFrame:
-    from pyspark.sql import functions as F
-
     session = context_of(frame)
     df = materialize(frame)
-    if not session.enabled:
-        return same_nodes(
-            frame, df.drop(ID).mapInPandas(func, schema).withColumn(ID, F.lit(0).cast("long"))
-        )
     key = session.next_key("mapInPandas")
     salt = salt_of(session.run_id, key, "row")
     label = _label(func)

@@ -19,7 +19,6 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,12 +55,6 @@ class PublisherConfig:
                 f"Kafka compression must be one of {', '.join(defaults.KAFKA_COMPRESSIONS)}, "
                 f"got {self.compression!r} ({defaults.ENV_KAFKA_COMPRESSION})"
             )
-
-    @staticmethod
-    def compression_from_env(environ: Mapping[str, str]) -> str:
-        """``SPARKPROV_KAFKA_COMPRESSION``, else the default (zstd)."""
-        value = environ.get(defaults.ENV_KAFKA_COMPRESSION, "").strip().lower()
-        return value or defaults.KAFKA_COMPRESSION
 
 
 def producer_bounds(config: PublisherConfig, linger_ms: int) -> tuple[int, int, int]:

@@ -30,6 +30,7 @@ from urllib.parse import quote
 
 import pyarrow.parquet as pq
 
+from capture_agent.settings import ENV_RESULTS_PATH
 from sparkprov.workflow import WorkflowDag
 
 __all__ = [
@@ -50,18 +51,16 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-ENV_RESULTS_PATH = "SPARKPROV_RESULTS_PATH"
 FORMAT = 1  # bumped when the layout or the manifest changes; other formats are not read
 MANIFEST = "manifest.json"
 
 
-def results_root(path: str | os.PathLike[str] | None, environ: Mapping[str, str]) -> Path:
-    """The results path: ``path`` if given, else ``SPARKPROV_RESULTS_PATH``, else ``results``
-    under the user's data directory (platformdirs: ``~/.local/share/sparkprov`` on Linux)."""
+def results_root(path: str | os.PathLike[str] | None) -> Path:
+    """The results path: ``path`` if given (the session's argument, else
+    ``SPARKPROV_RESULTS_PATH``: capture_agent.settings), else ``results`` under the user's data
+    directory (platformdirs: ``~/.local/share/sparkprov`` on Linux)."""
     if path:
         return Path(path)
-    if environ.get(ENV_RESULTS_PATH):
-        return Path(environ[ENV_RESULTS_PATH])
     import platformdirs
 
     return Path(platformdirs.user_data_dir("sparkprov")) / "results"

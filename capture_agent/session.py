@@ -32,9 +32,11 @@ from capture_agent.openlineage import (
     run_events,
     schema_fields,
 )
+from capture_agent.passthrough import PlainFrame, PlainInvocation
 from capture_agent.publisher import PublisherConfig
 from capture_agent.result_manifest import results_root
 from capture_agent.reuse import ResultReuse
+from capture_agent.settings import ENV_CAPTURE, CaptureSettings
 from capture_agent.taps import HIDDEN_PREFIX, ID, SourceSpec
 from capture_agent.writer import source_datasets
 from sparkprov import defaults
@@ -48,8 +50,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["ENV_CAPTURE", "ProvenanceSession"]
-
-ENV_CAPTURE = "SPARKPROV_CAPTURE"  # "jvm" (the default) or "python": where capture points run
 
 log = logging.getLogger(__name__)
 
@@ -79,16 +79,23 @@ def _lineage_lost(exc: BaseException) -> bool:
 class ProvenanceSession:
     """Captures the provenance of the tracked frames built inside its ``with`` block.
 
+    Configuration: ``settings`` (a :class:`~capture_agent.settings.CaptureSettings`; default:
+    ``CaptureSettings.from_env()``, the ``SPARKPROV_*`` variables of the driver's environment),
+    which the keyword arguments below override.
+
     ``bootstrap`` and ``topic`` default to ``SPARKPROV_KAFKA_BOOTSTRAP`` / ``SPARKPROV_TOPIC``
     (then 127.0.0.1:9092 / sparkprov.lineage); ``run_id`` defaults to a fresh UUID.
-    ``kafka_security`` (TLS, SASL) defaults to ``KafkaSecurity.from_env`` of the driver's
-    environment (``SPARKPROV_KAFKA_SECURITY_PROTOCOL`` etc.); the executors get it with the
-    publisher config.
+    ``kafka_security`` (TLS, SASL) defaults to ``SPARKPROV_KAFKA_SECURITY_PROTOCOL`` etc. of the
+    driver's environment; the executors get it with the publisher config.
     ``publish_timeout_s`` bounds how long a broker may be down: the driver and every task wait
     and retry that long, then the run fails with a :class:`PublishError` and its counts.
     ``emitter`` replaces Kafka as the destination of every event (capture_agent.emitters, e.g.
-    a ``MemoryEmitter`` in tests); ``enabled=False`` or ``SPARKPROV_DISABLED=1`` is the kill
-    switch, whatever the emitter.
+    a ``MemoryEmitter`` in tests).
+
+    ``enabled=False`` or ``SPARKPROV_DISABLED=1`` is the kill switch, whatever the emitter:
+    :meth:`source` hands back the DataFrame itself and :meth:`module` a plain ``with`` block
+    (capture_agent.passthrough), every operation is Spark's own, and nothing is recorded or
+    published (no run markers, no OpenLineage events, no stored results).
 
     ``capture`` says where the capture points run: ``"jvm"`` (the default, or
     ``SPARKPROV_CAPTURE``), inside Spark's executors with no Python worker (capture_agent.jvm;
@@ -101,14 +108,13 @@ class ProvenanceSession:
     openlineage-python client: ``True`` (the client as its own configuration sets it up), a
     client to use, ``False`` (off), or ``None``: on only when ``OPENLINEAGE_URL``,
     ``OPENLINEAGE_CONFIG`` or ``SPARKPROV_OPENLINEAGE=1`` is set (capture_agent.openlineage).
-    Off with the kill switch.
 
     ``reuse=True`` stores every named relation's result (a sink) as parquet under
     ``results_path`` (default ``SPARKPROV_RESULTS_PATH``, else ``results`` in the user's data
     directory, e.g. ``~/.local/share/sparkprov/results``) and, where an equivalent result of an
     earlier run is stored, returns that instead of computing it, its rows linked to the earlier
     run's provenance (capture_agent.reuse; docs/versions.md, "Reuse"). The path must be one the
-    driver and the executors share (local mode, or a shared mount). Off with the kill switch.
+    driver and the executors share (local mode, or a shared mount).
     """
 
     def __init__(
@@ -129,6 +135,7 @@ class ProvenanceSession:
         openlineage: bool | OpenLineageClient | None = None,
         reuse: bool = False,
         results_path: str | os.PathLike[str] | None = None,
+        settings: CaptureSettings | None = None,
     ) -> None:
         if not workflow:
             raise ValueError("workflow must be a non-empty name")
@@ -137,48 +144,56 @@ class ProvenanceSession:
         check_name("workflow", workflow)
         if run_id is not None:
             check_name("run_id", run_id)
+        if settings is None:
+            settings = CaptureSettings.from_env(enabled=enabled)
+        # What the job's code says wins over the environment.
+        self.settings = settings = settings.overridden(
+            enabled=enabled,
+            kafka_bootstrap=bootstrap,
+            topic=topic,
+            kafka_security=kafka_security,
+            capture=capture,
+            results_path=os.fspath(results_path) if results_path else None,
+        )
         self.spark = spark
         self.workflow = workflow
-        # The kill switch: SPARKPROV_DISABLED=1 turns every tracked operation into the plain one
-        # (a constant id column, no taps, nothing published).
-        if enabled is None:
-            enabled = not defaults.is_on(os.environ.get(defaults.ENV_DISABLED))
         self.run_id = run_id or uuid.uuid4().hex
-        if emitter is None:
-            emitter = (
-                KafkaEmitter(
+        # The kill switch, decided here once: a disabled session hands out plain frames and
+        # modules (capture_agent.passthrough) and builds nothing that captures or sends, so no
+        # operator ever asks whether capture is on.
+        self.enabled = settings.enabled
+        self.capture_path = settings.capture
+        self.lineage_events: RunEvents = NoopRunEvents()
+        jvm: JvmTaps | None = None
+        if not self.enabled:
+            emitter, reuse = NoopEmitter(), False
+        else:
+            if emitter is None:
+                emitter = KafkaEmitter(
                     PublisherConfig(
-                        bootstrap=bootstrap
-                        or os.environ.get(defaults.ENV_KAFKA_BOOTSTRAP, defaults.KAFKA_BOOTSTRAP),
-                        topic=topic or os.environ.get(defaults.ENV_TOPIC, defaults.TOPIC),
+                        bootstrap=settings.kafka_bootstrap,
+                        topic=settings.topic,
                         timeout_s=publish_timeout_s,
-                        security=kafka_security or KafkaSecurity.from_env(os.environ),
-                        compression=PublisherConfig.compression_from_env(os.environ),
+                        security=settings.kafka_security,
+                        compression=settings.kafka_compression,
                     )
                 )
-                if enabled
-                else NoopEmitter()
+            self.lineage_events = run_events(
+                settings.openlineage if openlineage is None else openlineage,
+                run_id=self.run_id,
+                workflow=workflow,
+                query_address=settings.query_address,
             )
-        elif not enabled:
-            emitter = NoopEmitter()
-        # Where every event goes (capture_agent.emitters): Kafka, nowhere (the kill switch) or
-        # memory (tests); the one place that decides whether anything is captured.
+            if isinstance(self.lineage_events, OpenLineageRunEvents):  # the orchestrator's run
+                conf = dict(spark.sparkContext.getConf().getAll())
+                self.lineage_events.parent = Parent.of(conf, settings.openlineage_parent_id)
+            if settings.capture == "jvm":
+                jvm = JvmTaps(spark, settings.capture_jar)
+        # Where every event goes (capture_agent.emitters): Kafka, nowhere or memory (tests).
         self.emitter: Emitter = emitter
-        self.enabled = emitter.enabled
         self._counts = spark.sparkContext.accumulator({}, _CountsParam())
-        capture = (capture or os.environ.get(ENV_CAPTURE, "") or "jvm").strip().lower()
-        if capture not in ("jvm", "python"):
-            raise ValueError(f"capture must be 'jvm' or 'python', got {capture!r}")
-        self.capture_path = capture
-        self.lineage_events: RunEvents = (
-            run_events(openlineage, run_id=self.run_id, workflow=workflow, environ=os.environ)
-            if self.enabled
-            else NoopRunEvents()
-        )
-        if isinstance(self.lineage_events, OpenLineageRunEvents):  # the orchestrator's run
-            conf = dict(spark.sparkContext.getConf().getAll())
-            self.lineage_events.parent = Parent.of(conf, os.environ)
-        # What the operator modules use of this session (capture_agent.context).
+        # What the operator modules use of this session (capture_agent.context); under the kill
+        # switch no frame reaches it, and its DAG and counts stay empty.
         self.capture = CaptureContext(
             self.run_id,
             workflow,
@@ -186,11 +201,12 @@ class ProvenanceSession:
             self._counts,
             rows_per_message=rows_per_message,
             splits=splits,
-            jvm=JvmTaps(spark) if self.enabled and capture == "jvm" else None,
+            jvm=jvm,
+            query_address=settings.query_address,
         )
         self.reuse: ResultReuse | None = None
-        if reuse and self.enabled:
-            self.reuse = ResultReuse(spark, self.capture, results_root(results_path, os.environ))
+        if reuse:
+            self.reuse = ResultReuse(spark, self.capture, results_root(settings.results_path))
             self.capture.reuse = self.reuse
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -304,11 +320,16 @@ class ProvenanceSession:
 
     # -- building tracked frames ----------------------------------------------------------
 
-    def source(self, df: DataFrame, relation: str, values: Values = "all") -> TrackedFrame:
+    def source(
+        self, df: DataFrame, relation: str, values: Values = "all"
+    ) -> TrackedFrame | PlainFrame:
         """Track ``df`` as source relation ``relation``: every row becomes a TOKEN node that keeps
-        the row's values (``values``: "all" columns, a list of columns, or None)."""
+        the row's values (``values``: "all" columns, a list of columns, or None). Under the kill
+        switch: ``df`` itself, in a :class:`~capture_agent.passthrough.PlainFrame`."""
         from pyspark.sql import functions as F
 
+        if not self.enabled:
+            return PlainFrame(df)
         if not relation:
             raise ValueError("a source needs a relation name")
         check_name("relation", relation)
@@ -318,8 +339,7 @@ class ProvenanceSession:
         key = self.capture.next_key(f"source:{relation}")
         rowno = HIDDEN_PREFIX + "rowno"
         # Partition and offset (Titian's record id): stable when Spark re-executes a task.
-        row_id = F.monotonically_increasing_id() if self.enabled else F.lit(0).cast("long")
-        tracked = df.withColumn(rowno, row_id)
+        tracked = df.withColumn(rowno, F.monotonically_increasing_id())
         # The row's TOKEN id: its position XOR the hash of run and key. As unique as a hash of
         # the position (the hash varies by run and source), and a position again when XORed
         # back, so taps can send positions, not ids (lineage.proto's DerivedIds).
@@ -340,8 +360,10 @@ class ProvenanceSession:
         )
         return frame
 
-    def module(self, name: str) -> Invocation:
+    def module(self, name: str) -> Invocation | PlainInvocation:
         """``with prov.module("dealer1") as m:`` -- one invocation of module ``name``."""
+        if not self.enabled:
+            return PlainInvocation(name)
         return Invocation(self.capture, name)
 
     def split_for(self, relation: str = "") -> tuple[str, ...]:

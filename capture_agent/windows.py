@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from capture_agent.frame import context_of, fresh, materialize, same_nodes
+from capture_agent.frame import context_of, fresh, materialize
 from capture_agent.plans import WindowAggregate
 from capture_agent.taps import HIDDEN_PREFIX, ID, MemberSpec, WindowRowSpec
 
@@ -39,8 +39,6 @@ def capture_window_aggregates(
     from pyspark.sql import functions as F
 
     session = context_of(frame)
-    if not session.enabled:
-        return same_nodes(frame, build(materialize(frame)))
     key = session.next_key("window")
     hash_inputs: list[Column] = []
     for sql in aggregates[0].partition_sql:
