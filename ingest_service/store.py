@@ -30,6 +30,7 @@ import random
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
 import neo4j
 
@@ -38,6 +39,7 @@ from ingest_service.levels import DEFAULT_THETA
 from sparkprov import schema
 from sparkprov.blocks import EdgeBlock, MemberBlock, NodeBlock
 from sparkprov.events import Batch, RunComplete, RunStarted, member_block
+from sparkprov.procedures import IndexedRow, WrittenRow
 from sparkprov.runtime import neo4j_driver
 
 __all__ = [
@@ -237,6 +239,17 @@ class IndexResult:
     remaining: int
     indexed_runs: list[str]
 
+    @classmethod
+    def of(cls, row: IndexedRow) -> IndexResult:
+        """The result one row of sparkprov.index says."""
+        return cls(
+            items=row["items"],
+            edges=row["edges"],
+            merges=row["merges"],
+            remaining=row["remaining"],
+            indexed_runs=list(row["indexed_runs"]),
+        )
+
 
 @dataclass(frozen=True)
 class FlushResult:
@@ -350,13 +363,7 @@ class Store:
                 tx.commit()
         except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as e:
             raise _classify(e) from e
-        return IndexResult(
-            items=record["items"],
-            edges=record["edges"],
-            merges=record["merges"],
-            remaining=record["remaining"],
-            indexed_runs=list(record["indexed_runs"]),
-        )
+        return IndexResult.of(cast(IndexedRow, record.data()))
 
     def drain_ids(self, max_edges: int = 50_000) -> int:
         """Index until no write's ids wait (tests, backfills); the calls made."""
@@ -382,14 +389,15 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int, defer_ids: bo
             members=flush.members,
             defer=defer_ids,
         )
-        for record in records:
-            counts = per_run.setdefault(record["run"], {"nodes": 0, "edges": 0})
-            counts["nodes"] += record["nodes"]
-            counts["edges"] += record["edges"]
-            nodes_created += record["nodes"]
-            edges_created += record["edges"]
-            merged = record["merges"]
-            conflicts.extend(zip(record["conflict_blocks"], record["conflict_ids"], strict=True))
+        for row in records:
+            written = cast(WrittenRow, row.data())
+            counts = per_run.setdefault(written["run"], {"nodes": 0, "edges": 0})
+            counts["nodes"] += written["nodes"]
+            counts["edges"] += written["edges"]
+            nodes_created += written["nodes"]
+            edges_created += written["edges"]
+            merged = written["merges"]
+            conflicts.extend(zip(written["conflict_blocks"], written["conflict_ids"], strict=True))
 
     if flush.started:
         rows = [

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import neo4j
 
@@ -31,9 +31,10 @@ from query_service.model import (
     TraceResult,
 )
 from sparkprov.events import ATTRIBUTE_PREFIX
+from sparkprov.procedures import DeletionRow, NodeMap, SubgraphRow, TraceRow
 from sparkprov.runtime import neo4j_driver
 
-__all__ = ["GraphStore", "Store"]
+__all__ = ["GraphStore", "Store", "node_view", "propagated", "trace_result"]
 
 # Every query that builds a NodeView returns its node with the current ids (see _node).
 _IDS = "sparkprov.component(n) AS component, sparkprov.set(n) AS set"
@@ -220,8 +221,8 @@ def _node(record: neo4j.Record) -> NodeView:
     )
 
 
-def _view(m: Mapping[str, Any]) -> NodeView:
-    """A node view as sparkprov.trace returns it (the fields of NodeView, ids current)."""
+def node_view(m: NodeMap) -> NodeView:
+    """A node view as sparkprov.trace and sparkprov.subgraph yield it (ids current)."""
     return NodeView(
         id=m["id"],
         run_id=m["run_id"],
@@ -235,10 +236,10 @@ def _view(m: Mapping[str, Any]) -> NodeView:
     )
 
 
-def _procedure_result(r: neo4j.Record) -> TraceResult:
+def trace_result(r: TraceRow | SubgraphRow) -> TraceResult:
     """The TraceResult of one row of sparkprov.trace or sparkprov.subgraph (one round trip)."""
     return TraceResult(
-        nodes=[_view(m) for m in r["nodes"]],
+        nodes=[node_view(m) for m in r["nodes"]],
         ids=list(r["ids"]),
         edges=[EdgeView(s, d) for s, d in zip(r["sources"], r["targets"], strict=True)],
         truncated=r["truncated"],
@@ -250,6 +251,12 @@ def _procedure_result(r: neo4j.Record) -> TraceResult:
         extra={"nodes_reached": r["reached"]},
         ids_pending=bool(r.get("ids_pending", False)),
     )
+
+
+def propagated(r: DeletionRow) -> Propagated:
+    """What one row of sparkprov.propagateDeletion says (its ``missing`` checked by the caller)."""
+    touched = [Touched(a["id"], a["label"], a["value"], list(a["values"])) for a in r["aggregates"]]
+    return Propagated(list(r["removed"]), touched, r["truncated"])
 
 
 def _member_edge(r: Mapping[str, Any]) -> MemberEdge:
@@ -391,7 +398,7 @@ class Store:
             node_ids, direction, strategy, max_depth, limit, auto_fetch_max
         )
         parameters["views"] = views
-        return _procedure_result(self._trace_row(_TRACE, parameters, timeout_s))
+        return trace_result(cast(TraceRow, self._trace_row(_TRACE, parameters, timeout_s).data()))
 
     def trace_encoded(
         self,
@@ -443,7 +450,7 @@ class Store:
             raise NotFound(f"unknown node id(s): {node_id}")
         if r["tooLarge"]:
             raise InvalidArgument(f"{r['tooLarge']} has more than {max_nodes} nodes")
-        return _procedure_result(r)
+        return trace_result(cast(SubgraphRow, r.data()))
 
     def propagate_deletion(
         self, ids: list[int], limit: int, auto_fetch_max: int, timeout_s: float | None = None
@@ -456,10 +463,7 @@ class Store:
         if r["missing"]:
             shown = ", ".join(str(i) for i in r["missing"][:10])
             raise NotFound(f"unknown node id(s): {shown}")
-        touched = [
-            Touched(a["id"], a["label"], a["value"], list(a["values"])) for a in r["aggregates"]
-        ]
-        return Propagated(list(r["removed"]), touched, r["truncated"])
+        return propagated(cast(DeletionRow, r.data()))
 
     def nodes(self, ids: Iterable[int]) -> dict[int, NodeView]:
         wanted = list(ids)

@@ -128,9 +128,7 @@ public final class Deletions {
       for (long a : touched) {
         Map<String, Object> view = graph.view(a);
         List<String> values = inputValues(a, removed);
-        out.add(
-            Map.of("id", a, "label", view.get("label"), "value", view.get("value"), "values",
-                values));
+        out.add(touchedRow(a, view, values));
       }
       return out;
     }
@@ -211,5 +209,14 @@ public final class Deletions {
       edges.forEach(e -> out.add(e[end]));
       return out;
     }
+  }
+
+  /**
+   * One touched aggregate as the procedure yields it (read by query_service/store.py; its keys are
+   * procedure-rows.json's {@code maps.aggregate}).
+   */
+  static Map<String, Object> touchedRow(long id, Map<String, Object> view, List<String> values) {
+    return Map.of(
+        "id", id, "label", view.get("label"), "value", view.get("value"), "values", values);
   }
 }

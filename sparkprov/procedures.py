@@ -1,0 +1,119 @@
+"""The rows the Neo4j plugin's procedures yield, as the services read them: one TypedDict per
+procedure (its Java output class in neo4j_plugin has the same public fields) and the maps nested in
+rows. ``neo4j_plugin/src/test/resources/procedure-rows.json`` holds an example of each, which
+both suites check: ProcedureRowsContractTest the Java fields, tests/unit/test_procedure_rows.py
+these types and the decoders of query_service.store and ingest_service.store.
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+__all__ = [
+    "ROWS",
+    "AggregateMap",
+    "DeletionRow",
+    "IndexedRow",
+    "NodeMap",
+    "SubgraphRow",
+    "TraceRow",
+    "WrittenRow",
+]
+
+
+class WrittenRow(TypedDict):
+    """``sparkprov.write``: per run of a flush, what it created."""
+
+    run: str
+    nodes: int
+    edges: int
+    merges: int
+    conflict_blocks: list[int]  # per id conflict: the block it was in, and the id
+    conflict_ids: list[int]
+
+
+class IndexedRow(TypedDict):
+    """``sparkprov.index``: one call of the id indexer."""
+
+    items: int
+    edges: int
+    merges: int
+    remaining: int
+    indexed_runs: list[str]
+
+
+class NodeMap(TypedDict):
+    """A node view in a trace's or subgraph's ``nodes`` (its ids current; null: none)."""
+
+    id: int
+    op: str
+    label: str
+    relation: str
+    value: str
+    attributes: dict[str, str]
+    run_id: str
+    component: int | None
+    set: int | None
+
+
+class TraceRow(TypedDict):
+    """``sparkprov.trace``: the whole trace in one row (``response``: the encoded form's bytes)."""
+
+    missing: list[int]
+    ids: list[int]
+    nodes: list[NodeMap]
+    sources: list[int]
+    targets: list[int]
+    truncated: bool
+    strategy: str
+    ids_pending: bool
+    levels: int
+    reached: int
+    fetched: int
+    sets: int
+    response: bytes | None
+
+
+class SubgraphRow(TypedDict):
+    """``sparkprov.subgraph``: ``tooLarge`` names the part over the limit ("" when none)."""
+
+    missing: list[int]
+    tooLarge: str  # noqa: N815 - the procedure's column name
+    ids: list[int]
+    nodes: list[NodeMap]
+    sources: list[int]
+    targets: list[int]
+    truncated: bool
+    strategy: str
+    levels: int
+    reached: int
+    fetched: int
+    sets: int
+
+
+class AggregateMap(TypedDict):
+    """An aggregate a deletion touched: its surviving TENSOR inputs' values, in TENSOR id order."""
+
+    id: int
+    label: str
+    value: str
+    values: list[str]
+
+
+class DeletionRow(TypedDict):
+    """``sparkprov.propagateDeletion``."""
+
+    missing: list[int]
+    truncated: bool
+    removed: list[int]
+    aggregates: list[AggregateMap]
+
+
+# Procedure name -> its row type (the example file's keys).
+ROWS: dict[str, type] = {
+    "sparkprov.write": WrittenRow,
+    "sparkprov.index": IndexedRow,
+    "sparkprov.trace": TraceRow,
+    "sparkprov.subgraph": SubgraphRow,
+    "sparkprov.propagateDeletion": DeletionRow,
+}
