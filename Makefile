@@ -58,19 +58,19 @@ $(CHROMIUM):
 browser: $(CHROMIUM) ## Debian's Chromium, for the viewer's browser test
 
 # openlineage-spark, for the test that runs it beside capture and compares dataset names.
-$(STACK_DIR)/lib/openlineage/.fetched: stack/openlineage/pom.xml
-	$(MVN) -f stack/openlineage/pom.xml dependency:copy-dependencies -Dstack.dir=$(abspath $(STACK_DIR))
+$(STACK_DIR)/lib/openlineage/.fetched: jars/openlineage/pom.xml
+	$(MVN) -f jars/openlineage/pom.xml dependency:copy-dependencies -Dstack.dir=$(abspath $(STACK_DIR))
 	@touch $@
 
-$(STACK_DIR)/lib/kafka/.fetched: stack/kafka/pom.xml
-	$(MVN) -f stack/kafka/pom.xml dependency:copy-dependencies -Dstack.dir=$(abspath $(STACK_DIR))
+$(STACK_DIR)/lib/kafka/.fetched: jars/kafka/pom.xml
+	$(MVN) -f jars/kafka/pom.xml dependency:copy-dependencies -Dstack.dir=$(abspath $(STACK_DIR))
 	@touch $@
 
-# The local Neo4j: its jars and launcher (stack/neo4j), and our plugin (neo4j_plugin: the
+# The local Neo4j: its jars and launcher (jars/neo4j), and our plugin (neo4j_plugin: the
 # procedures both services call, sparkprov.write, .index, .trace, ...; its `package` runs its
 # JUnit tests on sparkprov/schema.cypher), both into plugins/.
 PLUGIN := neo4j_plugin
-NEO4J_SOURCES := stack/neo4j/pom.xml $(wildcard stack/neo4j/src/main/java/io/sparkprov/stack/*.java) \
+NEO4J_SOURCES := jars/neo4j/pom.xml $(wildcard jars/neo4j/src/main/java/io/sparkprov/stack/*.java) \
 	$(PLUGIN)/pom.xml $(shell find $(PLUGIN)/src -type f 2>/dev/null) sparkprov/schema.cypher
 
 $(STACK_DIR)/lib/neo4j/.fetched: $(NEO4J_SOURCES)
@@ -79,7 +79,7 @@ $(STACK_DIR)/lib/neo4j/.fetched: $(NEO4J_SOURCES)
 	@# The plugin's jars of older builds (one jar with the launcher, then the module's jar before
 	@# its rename): a stale copy beside the new one would register every procedure a second time.
 	rm -f $(STACK_DIR)/plugins/sparkprov-neo4j.jar $(STACK_DIR)/plugins/sparkprov-ingest-procedure.jar
-	$(MVN) -f stack/neo4j/pom.xml package dependency:copy-dependencies -Dstack.dir=$(abspath $(STACK_DIR))
+	$(MVN) -f jars/neo4j/pom.xml package dependency:copy-dependencies -Dstack.dir=$(abspath $(STACK_DIR))
 	$(MVN) -f $(PLUGIN)/pom.xml package -Dstack.dir=$(abspath $(STACK_DIR))
 	@touch $@
 

@@ -45,7 +45,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from bench.stack import topic_bytes
+from bench.harness import topic_bytes
 from capture_agent import ProvenanceSession
 from examples import arctic, cars
 from examples.spark import local_spark

@@ -2,7 +2,7 @@
 
 :func:`load_captured` runs one pipeline under capture (JVM taps) with its lineage going to a
 fresh topic of ``partitions`` partitions that nothing reads yet, then starts ``consumers`` ingest
-processes on it (bench.stack's bulk-load settings) and the query service, and returns once
+processes on it (bench.harness's bulk-load settings) and the query service, and returns once
 ``QueryClient.wait_for_run`` reports the run complete. Pipelines, over ``input_rows`` rows of
 input (generated once into Parquet under a data folder):
 
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bench.stack import Consumers, create_topic, exact_counts, ingest_env
+from bench.harness import Consumers, create_topic, exact_counts, ingest_env
 from localstack.stack import Stack
 
 __all__ = [

@@ -32,7 +32,7 @@ from typing import Any
 import neo4j
 
 from bench.gen import Graph, generate_reported, messages
-from bench.stack import RESULTS, ROOT, IngestOptions, bench_stack, ingest
+from bench.harness import RESULTS, ROOT, IngestOptions, bench_stack, ingest
 from sparkprov import defaults
 from sparkprov.progress import Progress
 

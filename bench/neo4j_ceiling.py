@@ -72,7 +72,7 @@ import neo4j
 import numpy as np
 import pandas as pd
 
-from bench.stack import RESULTS, Ports, bench_stack, busy_ports
+from bench.harness import RESULTS, Ports, bench_stack, busy_ports
 from capture_agent.taps import MemberSpec, derive, salt_of
 from ingest_service import store as ingest_store
 from ingest_service.store import Flush, Store

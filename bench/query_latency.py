@@ -9,7 +9,7 @@ trace strategy side by side, plus Neo4j's own variable-length traversal and Prop
 Loading: a graph of ``--records`` nodes+edges (bench.gen, ``--seed``; ``--shape csprov``, the
 paper's workload where a row's parents are the rows it joins with by key, or ``uniform``, parents
 drawn from anywhere in the component: the adversarial case for connected sets) is published
-to Kafka and stored by the real ingest service (bench.stack.ingest), in a stack of its own
+to Kafka and stored by the real ingest service (bench.harness.ingest), in a stack of its own
 (folder and ports above; the jars come from .stack, so run `make setup` first). ``--reuse``
 skips generation and loading when the folder already holds the loaded graph of that size and
 seed (a marker file written after a complete load); the graph is then regenerated in memory only,
@@ -56,7 +56,7 @@ import neo4j
 import numpy as np
 
 from bench.gen import SHAPES, VERSION, Graph, generate_reported
-from bench.stack import RESULTS, ROOT, IngestOptions, Ports, bench_stack, busy_ports, ingest
+from bench.harness import RESULTS, ROOT, IngestOptions, Ports, bench_stack, busy_ports, ingest
 from localstack.stack import Stack
 from query_service.deletion import propagate
 from query_service.graph import Graph as MemGraph

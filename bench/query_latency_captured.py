@@ -8,7 +8,7 @@ graph of a real PySpark pipeline run under capture instead of a generated one (i
         [--ingest-http-port 0] [--consumers 2] [--partitions 4]
 
 Loading (bench.captured_load): the pipeline runs under JVM capture into a fresh topic, then the
-ingest service stores it with bench.stack's bulk-load settings (``--consumers`` processes,
+ingest service stores it with bench.harness's bulk-load settings (``--consumers`` processes,
 ``--partitions`` partitions) and the query service's ``wait_for_run`` says when the run is
 complete. ``--reuse`` keeps a stack whose marker names the same pipeline, input rows, theta and
 bench.captured_load.VERSION.
@@ -64,7 +64,7 @@ from bench.query_latency import (
     run_class,
     warm,
 )
-from bench.stack import RESULTS, ROOT, Ports, bench_stack, busy_ports, without_addresses
+from bench.harness import RESULTS, ROOT, Ports, bench_stack, busy_ports, without_addresses
 from localstack.stack import Stack
 from sparkprov.v1 import query_pb2_grpc
 

@@ -40,7 +40,7 @@ from bench.query_latency import (
     loaded_graph,
     machine,
 )
-from bench.stack import RESULTS, ROOT
+from bench.harness import RESULTS, ROOT
 from sparkprov.v1 import query_pb2, query_pb2_grpc
 
 __all__ = ["main"]

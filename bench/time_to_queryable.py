@@ -49,7 +49,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from bench.capture_overhead import make_pipeline_inputs, pipeline
-from bench.stack import (
+from bench.harness import (
     RESULTS,
     ROOT,
     Consumers,

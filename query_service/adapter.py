@@ -21,7 +21,7 @@ from query_service.versions import ComparedRow, Comparison
 from query_service.zoom import ZoomedView
 from sparkprov.equivalence import Equivalence, Semantics, Verdict
 from sparkprov.events import op_number
-from sparkprov.ids import InvalidNodeId, format_node_id, parse_node_id
+from sparkprov.id_format import InvalidNodeId, format_node_id, parse_node_id
 from sparkprov.v1 import lineage_pb2, query_pb2
 from sparkprov.workflow import Edit, Operator
 
