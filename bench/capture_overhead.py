@@ -13,7 +13,7 @@ pipeline's customers follow an arithmetic progression that delta coding of posit
 ``sparkprov.bench``, which the ingest service does not consume, so ingest does not compete for
 the two cores) and waiting for the acknowledgements; ``jvm`` captures with the JVM taps
 (capture_agent.jvm, the default), ``python`` with the pandas UDF taps. "Plain" is the same code
-with the kill switch (``ProvenanceSession(enabled=False)``: a constant id column, no taps).
+with the kill switch (``ProvenanceSession(enabled=False)``: plain DataFrames, Spark's own plans).
 ``tpch`` runs all 22 TPC-H queries (bench.tpch, over tables generated once at ``--tpch-scale``
 and read from Parquet) and times their total. Prints the median ratio captured/plain per
 workload and mode and writes JSON under bench/results/, with the load average.

@@ -166,7 +166,6 @@ class DagBuilder:
     _ops: list[_Raw] = field(default_factory=list)
     _sinks: dict[str, int] = field(default_factory=dict)
     depth: int = 0  # > 0 while a recorded operator runs: the operators it calls are its own
-    enabled: bool = True  # False under the kill switch: recorders skip their work
 
     def add(
         self,
