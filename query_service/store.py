@@ -34,56 +34,45 @@ from sparkprov.events import ATTRIBUTE_PREFIX
 from sparkprov.procedures import DeletionRow, NodeMap, SubgraphRow, TraceRow
 from sparkprov.runtime import neo4j_driver
 
-__all__ = ["GraphStore", "Store", "node_view", "propagated", "trace_result"]
+__all__ = [
+    "EDGE_COLUMNS",
+    "ID_COLUMNS",
+    "GraphStore",
+    "Store",
+    "member_edge",
+    "node_of",
+    "node_view",
+    "propagated",
+    "trace_result",
+]
 
-# Every query that builds a NodeView returns its node with the current ids (see _node).
-_IDS = "sparkprov.component(n) AS component, sparkprov.set(n) AS set"
-_NODES = f"UNWIND $ids AS i MATCH (n:Node {{id: i}}) RETURN n, {_IDS}"
+# Every query that builds a NodeView returns its node with the current ids (see node_of).
+ID_COLUMNS = "sparkprov.component(n) AS component, sparkprov.set(n) AS set"
+_NODES = f"UNWIND $ids AS i MATCH (n:Node {{id: i}}) RETURN n, {ID_COLUMNS}"
 # A stored edge with the member record it carries, if it is a member edge (query_service.members).
-_EDGE = (
+EDGE_COLUMNS = (
     "a.id AS src, b.id AS dst, "
     "r.member_key AS key, r.member_values AS vals, r.member_nulls AS nulls"
 )
-# Parents of stored nodes; ids that are no stored node come back with stored = false (derived
-# nodes, or unknown ids).
-_PARENTS = """
-UNWIND $ids AS i
-OPTIONAL MATCH (n:Node {id: i})
-OPTIONAL MATCH (p:Node)-[:DERIVES]->(n)
-RETURN i AS id, n IS NOT NULL AS stored, n.op AS op, collect(p.id) AS parents
-"""
-_CHILDREN = """
-UNWIND $ids AS i
-OPTIONAL MATCH (a:Node {id: i})
-OPTIONAL MATCH (a)-[r:DERIVES]->(b:Node)
-RETURN i AS id, a IS NOT NULL AS stored,
-       collect(CASE WHEN b IS NULL THEN null ELSE {src: a.id, dst: b.id, key: r.member_key,
-               vals: r.member_values, nulls: r.member_nulls} END) AS out
-"""
 # The member edges into the groups of AGGREGATE nodes: their TENSOR parents are derived.
 _AGGREGATE_MEMBERS = f"""
 UNWIND $ids AS i
 MATCH (c:Node {{id: i, op: 'AGGREGATE'}})-[:DERIVES]->(b:Node)<-[r:DERIVES]-(a:Node)
 WHERE r.member_key IS NOT NULL
-RETURN i AS aggregate, {_EDGE}
+RETURN i AS aggregate, {EDGE_COLUMNS}
 """
 _BY_PAIR = f"""
 UNWIND $pairs AS p
 MATCH (a:Node)-[r:DERIVES {{pair: p}}]->(b:Node)
-RETURN {_EDGE}
+RETURN {EDGE_COLUMNS}
 """
 _MEMBER_KEYS = "MATCH (k:MemberKey) RETURN k.key AS key, k.aggregates AS aggregates"
-_COMPONENT_EDGES = f"""
-CALL sparkprov.componentNodes($component) YIELD node AS a
-MATCH (a)-[r:DERIVES]->(b:Node)
-RETURN {_EDGE}
-"""
 # Attribute names come from the caller: they are looked up as map keys, never spliced into text.
 _FIND = f"""
 MATCH (n:Node {{run_id: $run, relation: $relation}})
 WHERE all(k IN keys($equals) WHERE n[$prefix + k] = $equals[k])
 WITH n ORDER BY n.id LIMIT $limit
-RETURN n, {_IDS} ORDER BY n.id
+RETURN n, {ID_COLUMNS} ORDER BY n.id
 """
 _RUNS = """
 MATCH (r:Run)
@@ -97,69 +86,15 @@ _RUN_EXISTS = "MATCH (r:Run {run_id: $run}) RETURN count(r) AS n"
 # Runs some of whose writes still wait for the indexer (ingest_service.indexer): not indexed.
 _RUNS_PENDING_IDS = "MATCH (w:IdWork) UNWIND w.runs AS run RETURN DISTINCT run"
 
-# CSProv: the set-dependency graph, one level per call (read from the sets' edges: SET_DEP is
-# stored only between sets of more than one node), and the edges by their end's set.
-_SET_PARENTS = """
-UNWIND $ids AS s
-CALL sparkprov.setDependencies(s, 'BACKWARD') YIELD set
-RETURN set AS src, s AS dst
-"""
-_SET_CHILDREN = """
-UNWIND $ids AS s
-CALL sparkprov.setDependencies(s, 'FORWARD') YIELD set
-RETURN s AS src, set AS dst
-"""
-# Edges into the sets; then the member edges out of them, whose members' derived nodes lie in
-# the sets (m -> TENSOR and VALUE -> TENSOR end there).
-_EDGES_INTO_SETS = f"""
-UNWIND $ids AS s
-CALL sparkprov.setNodes(s) YIELD node AS b
-MATCH (a:Node)-[r:DERIVES]->(b)
-RETURN {_EDGE}
-"""
-_MEMBERS_OF_SETS = f"""
-UNWIND $ids AS s
-CALL sparkprov.setNodes(s) YIELD node AS a
-MATCH (a)-[r:DERIVES]->(b:Node)
-WHERE r.member_key IS NOT NULL
-RETURN {_EDGE}
-"""
-_EDGES_OUT_OF_SETS = f"""
-UNWIND $ids AS s
-CALL sparkprov.setNodes(s) YIELD node AS a
-MATCH (a)-[r:DERIVES]->(b:Node)
-RETURN {_EDGE}
-"""
-# Only a root's record holds the size (an id without a record is a root of one node); the ids
-# asked for are current ones, resolved again so that a stale id still reads its root's size.
-_COMPONENT_SIZES = """
-UNWIND $ids AS c
-WITH c, sparkprov.componentRoot(c) AS root
-OPTIONAL MATCH (k:Component {id: root})
-RETURN c AS id, coalesce(k.size, 1) AS size
-"""
-_SET_SIZES = """
-UNWIND $ids AS s
-OPTIONAL MATCH (k:ConnectedSet {id: s})
-RETURN s AS id, coalesce(k.size, 1) AS size
-"""
-# What deletion propagation needs of each node of a closure: its op, label and value, and the
-# ids of all its parents, in one round trip.
-_CLOSURE_INPUTS = """
-UNWIND $ids AS i
-MATCH (n:Node {id: i})
-RETURN i AS id, n.run_id AS run, n.op AS op, n.label AS label, n.value AS value,
-       [(p:Node)-[:DERIVES]->(n) | p.id] AS parents
-"""
 # A run's own nodes, and the edges touching them (their other ends may be shared state tokens
 # first stored by an earlier run).
-_RUN_NODES = f"MATCH (n:Node {{run_id: $run}}) RETURN n, {_IDS}"
+_RUN_NODES = f"MATCH (n:Node {{run_id: $run}}) RETURN n, {ID_COLUMNS}"
 _RUN_EDGES = f"""
 MATCH (a:Node {{run_id: $run}})-[r:DERIVES]->(b:Node)
-RETURN {_EDGE}
+RETURN {EDGE_COLUMNS}
 UNION
 MATCH (a:Node)-[r:DERIVES]->(b:Node {{run_id: $run}})
-RETURN {_EDGE}
+RETURN {EDGE_COLUMNS}
 """
 # A whole trace in one round trip: the plugin's traversal (neo4j_plugin, io.sparkprov.plugin.query
 # .Traces) with the strategies of query_service.traces, views of the nodes included.
@@ -199,8 +134,8 @@ RETURN t.id AS tensor, v.value AS value
 """
 
 
-def _node(record: neo4j.Record) -> NodeView:
-    """A node returned with its current ids (``RETURN n, ...`` + ``_IDS``); the node's own
+def node_of(record: neo4j.Record) -> NodeView:
+    """A node returned with its current ids (``RETURN n, ...`` + ``ID_COLUMNS``); the node's own
     component_id and s0..s2 properties are the ids it was born with, and are not read."""
     props: Mapping[str, Any] = record["n"]
     attributes = {
@@ -259,7 +194,7 @@ def propagated(r: DeletionRow) -> Propagated:
     return Propagated(list(r["removed"]), touched, r["truncated"])
 
 
-def _member_edge(r: Mapping[str, Any]) -> MemberEdge:
+def member_edge(r: Mapping[str, Any]) -> MemberEdge:
     return MemberEdge.of(r["src"], r["dst"], r["key"], r["vals"] or [], r["nulls"])
 
 
@@ -331,7 +266,7 @@ class Store:
 
     def __init__(self, driver: neo4j.Driver) -> None:
         self._driver = driver
-        self._derived = DerivedCache()
+        self.derived = DerivedCache()
 
     @classmethod
     def connect(
@@ -366,7 +301,7 @@ class Store:
         """The driver, shared with the other readers of the same database (version_store)."""
         return self._driver
 
-    def _read(self, query: str, **params: Any) -> list[neo4j.Record]:
+    def read(self, query: str, **params: Any) -> list[neo4j.Record]:
         return self._bounded(query, params, None)
 
     def _bounded(
@@ -467,46 +402,11 @@ class Store:
 
     def nodes(self, ids: Iterable[int]) -> dict[int, NodeView]:
         wanted = list(ids)
-        found = {n.id: n for n in (_node(r) for r in self._read(_NODES, ids=wanted))}
+        found = {n.id: n for n in (node_of(r) for r in self.read(_NODES, ids=wanted))}
         missing = [i for i in wanted if i not in found]
         if missing:
-            found.update(self._derived_views(self.resolve(missing)))
+            found.update(self.derived_views(self.resolve(missing)))
         return found
-
-    def parents(self, ids: list[int]) -> list[tuple[int, int]]:
-        out: list[tuple[int, int]] = []
-        aggregates, unknown = [], []
-        for r in self._read(_PARENTS, ids=ids):
-            if r["stored"]:
-                out += [(p, r["id"]) for p in r["parents"]]
-                if r["op"] == "AGGREGATE":
-                    aggregates.append(r["id"])
-            else:
-                unknown.append(r["id"])
-        if aggregates:
-            out += [(t, a) for t, a, _ in self._aggregate_inputs(aggregates)]
-        for node in self.resolve(unknown).values():
-            out += node.parents()
-        return out
-
-    def children(self, ids: list[int]) -> list[tuple[int, int]]:
-        out: list[tuple[int, int]] = []
-        member_edges, unknown = [], []
-        for r in self._read(_CHILDREN, ids=ids):
-            if not r["stored"]:
-                unknown.append(r["id"])
-            for e in r["out"]:
-                out.append((e["src"], e["dst"]))
-                if e["key"] is not None:
-                    member_edges.append(_member_edge(e))
-        asked = set(ids)
-        out += [(s, d) for s, d in self._expand(member_edges) if s in asked]
-        for node in self.resolve(unknown).values():
-            out += node.children()
-        return out
-
-    def component_edges(self, component: int) -> list[tuple[int, int]]:
-        return self._logical_edges(self._read(_COMPONENT_EDGES, component=component))
 
     def resolve(self, ids: Iterable[int]) -> dict[int, Derived]:
         """The derived nodes among ``ids`` (met lately, or found by their member edge's pair);
@@ -514,50 +414,50 @@ class Store:
         out: dict[int, Derived] = {}
         missing = []
         for i in ids:
-            node = self._derived.get(i)
+            node = self.derived.get(i)
             if node is not None:
                 out[i] = node
             else:
                 missing.append(i)
         if not missing:
             return out
-        keys = {r["key"]: r["aggregates"] or 0 for r in self._read(_MEMBER_KEYS)}
+        keys = {r["key"]: r["aggregates"] or 0 for r in self.read(_MEMBER_KEYS)}
         pairs = members.candidates(missing, keys)
         if not pairs:
             return out
-        records = self._read(_BY_PAIR, pairs=sorted(pairs))
-        nodes, _ = members.expand(_member_edge(r) for r in records)
-        self._derived.add(nodes)
+        records = self.read(_BY_PAIR, pairs=sorted(pairs))
+        nodes, _ = members.expand(member_edge(r) for r in records)
+        self.derived.add(nodes)
         wanted = set(missing)
         out.update({i: n for i, n in nodes.items() if i in wanted})
         return out
 
-    def _expand(self, member_edges: list[MemberEdge]) -> list[tuple[int, int]]:
+    def expand_members(self, member_edges: list[MemberEdge]) -> list[tuple[int, int]]:
         """The logical edges of member edges (m -> g, stored, not among them); their derived
         nodes are remembered for the next look-up."""
         if not member_edges:
             return []
         nodes, edges = members.expand(member_edges)
-        self._derived.add(nodes)
+        self.derived.add(nodes)
         return edges
 
-    def _logical_edges(self, records: Iterable[neo4j.Record]) -> list[tuple[int, int]]:
+    def logical_edges(self, records: Iterable[neo4j.Record]) -> list[tuple[int, int]]:
         """Stored edges and, for member edges among them, the edges they stand for."""
         out, member_edges = [], []
         for r in records:
             out.append((r["src"], r["dst"]))
             if r["key"] is not None:
-                member_edges.append(_member_edge(r))
-        return out + self._expand(member_edges)
+                member_edges.append(member_edge(r))
+        return out + self.expand_members(member_edges)
 
-    def _aggregate_inputs(self, aggregates: list[int]) -> list[tuple[int, int, str]]:
+    def aggregate_inputs(self, aggregates: list[int]) -> list[tuple[int, int, str]]:
         """(TENSOR, AGGREGATE, value) of the derived TENSOR inputs of AGGREGATE nodes."""
-        records = self._read(_AGGREGATE_MEMBERS, ids=aggregates)
+        records = self.read(_AGGREGATE_MEMBERS, ids=aggregates)
         columns: dict[tuple[int, str], set[int]] = defaultdict(set)
         edges: dict[tuple[int, int], MemberEdge] = {}
         named: dict[tuple[int, int, str], int | None] = {}  # (aggregate, group, key) -> column
         for r in records:
-            edge = _member_edge(r)
+            edge = member_edge(r)
             edges[(edge.member, edge.group)] = edge
             slot = (r["aggregate"], edge.group, edge.key)
             if slot not in named:
@@ -566,15 +466,15 @@ class Store:
             if column is not None:
                 columns[(edge.group, edge.key)].add(column)
         nodes, _ = members.expand(edges.values(), columns)
-        self._derived.add(nodes)
+        self.derived.add(nodes)
         return [(n.id, n.aggregate, n.text) for n in nodes.values() if n.op == "TENSOR"]
 
-    def _derived_views(self, derived: Mapping[int, Derived]) -> dict[int, NodeView]:
+    def derived_views(self, derived: Mapping[int, Derived]) -> dict[int, NodeView]:
         """Views of derived nodes: op, label and value of their own, run and ids of their member."""
         if not derived:
             return {}
         owners = {n.edge.member for n in derived.values()}
-        stored = {n.id: n for n in (_node(r) for r in self._read(_NODES, ids=sorted(owners)))}
+        stored = {n.id: n for n in (node_of(r) for r in self.read(_NODES, ids=sorted(owners)))}
         out = {}
         for node_id, d in derived.items():
             member = stored.get(d.edge.member)
@@ -591,83 +491,26 @@ class Store:
             )
         return out
 
-    def set_parents(self, ids: list[int]) -> list[tuple[int, int]]:
-        return [(r["src"], r["dst"]) for r in self._read(_SET_PARENTS, ids=ids)]
-
-    def set_children(self, ids: list[int]) -> list[tuple[int, int]]:
-        return [(r["src"], r["dst"]) for r in self._read(_SET_CHILDREN, ids=ids)]
-
-    def edges_into_sets(self, ids: list[int]) -> list[tuple[int, int]]:
-        """Logical edges whose destination lies in the sets: stored ones, TENSOR -> AGGREGATE of
-        member edges into them, and m -> TENSOR, VALUE -> TENSOR of member edges out of them."""
-        out: list[tuple[int, int]] = []
-        into_members: list[MemberEdge] = []
-        for r in self._read(_EDGES_INTO_SETS, ids=ids):
-            out.append((r["src"], r["dst"]))
-            if r["key"] is not None:
-                into_members.append(_member_edge(r))
-        nodes, edges = members.expand(into_members)
-        out += [(t, a) for t, a in edges if t in nodes and nodes[t].op == "TENSOR"]
-        self._derived.add(nodes)
-        records = self._read(_MEMBERS_OF_SETS, ids=ids)
-        nodes, edges = members.expand(_member_edge(r) for r in records)
-        out += [(x, t) for x, t in edges if t in nodes and nodes[t].op == "TENSOR"]
-        self._derived.add(nodes)
-        return out
-
-    def edges_out_of_sets(self, ids: list[int]) -> list[tuple[int, int]]:
-        """Logical edges whose source lies in the sets (a member's derived nodes lie in its
-        set, so every edge of its member edge's expansion starts there)."""
-        return self._logical_edges(self._read(_EDGES_OUT_OF_SETS, ids=ids))
-
-    def component_sizes(self, ids: list[int]) -> dict[int, int]:
-        return {r["id"]: r["size"] for r in self._read(_COMPONENT_SIZES, ids=ids)}
-
-    def set_sizes(self, ids: list[int]) -> dict[int, int]:
-        return {r["id"]: r["size"] for r in self._read(_SET_SIZES, ids=ids)}
-
     def run_graph(self, run_id: str) -> tuple[dict[int, NodeView], list[tuple[int, int]]]:
         """The run's nodes, every edge touching them, and the views of those edges' other ends."""
-        nodes = {n.id: n for n in (_node(r) for r in self._read(_RUN_NODES, run=run_id))}
-        edges = sorted(set(self._logical_edges(self._read(_RUN_EDGES, run=run_id))))
+        nodes = {n.id: n for n in (node_of(r) for r in self.read(_RUN_NODES, run=run_id))}
+        edges = sorted(set(self.logical_edges(self.read(_RUN_EDGES, run=run_id))))
         foreign = {i for edge in edges for i in edge} - nodes.keys()
         if foreign:
             nodes.update(self.nodes(sorted(foreign)))
         return nodes, edges
 
-    def closure_inputs(self, ids: list[int]) -> tuple[dict[int, NodeView], list[tuple[int, int]]]:
-        """Light views (id, run, op, label, value) of the nodes and every edge into them."""
-        views: dict[int, NodeView] = {}
-        edges: list[tuple[int, int]] = []
-        aggregates = []
-        for r in self._read(_CLOSURE_INPUTS, ids=ids):
-            node_id = r["id"]
-            views[node_id] = NodeView(
-                node_id, r["run"] or "", r["op"] or "", r["label"] or "", "", {},
-                r["value"] or "", None, None,
-            )  # fmt: skip
-            edges.extend((p, node_id) for p in r["parents"])
-            if r["op"] == "AGGREGATE":
-                aggregates.append(node_id)
-        if aggregates:
-            edges += [(t, a) for t, a, _ in self._aggregate_inputs(aggregates)]
-        derived = self.resolve([i for i in ids if i not in views])
-        for view in self._derived_views(derived).values():
-            views[view.id] = replace(view, component_id=None, set_id=None)
-            edges += derived[view.id].parents()
-        return views, edges
-
     def tensor_values(self, aggregates: list[int]) -> dict[int, str]:
         """TENSOR id -> value, for the TENSOR inputs of the given AGGREGATE nodes."""
-        records = self._read(_TENSOR_VALUES, ids=aggregates)  # stored TENSORs (windows)
+        records = self.read(_TENSOR_VALUES, ids=aggregates)  # stored TENSORs (windows)
         out = {r["tensor"]: r["value"] or "" for r in records}
-        out.update({t: text for t, _, text in self._aggregate_inputs(aggregates)})
+        out.update({t: text for t, _, text in self.aggregate_inputs(aggregates)})
         return out
 
     def find(
         self, run_id: str, relation: str, equals: Mapping[str, str], limit: int
     ) -> list[NodeView]:
-        records = self._read(
+        records = self.read(
             _FIND,
             run=run_id,
             relation=relation,
@@ -675,16 +518,16 @@ class Store:
             prefix=ATTRIBUTE_PREFIX,
             limit=limit,
         )
-        return [_node(r) for r in records]
+        return [node_of(r) for r in records]
 
     def run_exists(self, run_id: str) -> bool:
-        return bool(self._read(_RUN_EXISTS, run=run_id)[0]["n"])
+        return bool(self.read(_RUN_EXISTS, run=run_id)[0]["n"])
 
     def runs(self, workflow: str) -> list[RunView]:
-        pending = {record["run"] for record in self._read(_RUNS_PENDING_IDS)}
+        pending = {record["run"] for record in self.read(_RUNS_PENDING_IDS)}
         views = [
             run_view(record["r"], record["reuses"])
-            for record in self._read(_RUNS, workflow=workflow)
+            for record in self.read(_RUNS, workflow=workflow)
         ]
         return [replace(v, indexed=v.complete and v.run_id not in pending) for v in views]
 

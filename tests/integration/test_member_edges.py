@@ -9,8 +9,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from capture_agent import ProvenanceSession
-from query_service.store import Store
 from sparkprov.query_model import Op, Strategy
+from tests.reference.neo4j_reads import Neo4jReads
 
 from .graph import own_nodes, run_graph
 
@@ -81,7 +81,7 @@ def test_a_derived_id_is_found_by_its_member_edge(grouped, stack, neo4j_driver, 
     run_id, _ = grouped
     graph = run_graph(neo4j_driver, run_id)
     derived = {n: d for n, d in graph.nodes(data=True) if d["op"] in ("TENSOR", "VALUE")}
-    fresh = Store.connect(stack.settings.neo4j_uri)  # nothing met yet: found by pair
+    fresh = Neo4jReads.connect(stack.settings.neo4j_uri)  # nothing met yet: found by pair
     try:
         views = fresh.nodes(sorted(derived))
         assert {n: (v.op, v.label, v.value) for n, v in views.items()} == {

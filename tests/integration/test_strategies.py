@@ -20,6 +20,7 @@ from query_service.traces import TraceQuery
 from sparkprov import query_errors
 from sparkprov.query_model import Strategy as WireStrategy
 from tests.integration.batches import dags, flush_of, fresh_ids, items_of
+from tests.reference.neo4j_reads import Neo4jReads
 from tests.reference.traces import trace
 
 SPLITS = [("a",), ("a", "x"), ("a", "y"), ("b",), ("b", "z"), ("c",)]
@@ -31,7 +32,7 @@ STRATEGIES = (Strategy.RECURSIVE, Strategy.COMPONENT, Strategy.CONNECTED_SET, St
 def stores(neo4j_driver: neo4j.Driver) -> tuple[IngestStore, Store]:
     ingest = IngestStore(neo4j_driver, theta=THETA)
     ingest.ensure_schema()
-    return ingest, Store(neo4j_driver)
+    return ingest, Neo4jReads(neo4j_driver)
 
 
 @settings(

@@ -27,6 +27,7 @@ from query_service.store import Store
 from query_service.traces import TraceQuery, run, run_encoded
 from sparkprov import query_errors
 from sparkprov.v1 import query_pb2
+from tests.reference.neo4j_reads import Neo4jReads
 from tests.reference.store import Neo4jReference
 from tests.reference.traces import trace
 
@@ -57,7 +58,7 @@ def captured(spark, client, neo4j_driver):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def store(neo4j_driver):  # type: ignore[no-untyped-def]
-    return Store(neo4j_driver)
+    return Neo4jReads(neo4j_driver)
 
 
 def _sample(graph: nx.DiGraph) -> list[int]:
