@@ -52,6 +52,7 @@ import neo4j
 import numpy as np
 
 from bench.captured_load import PIPELINES, load_captured, reusable, reuse_key
+from bench.harness import RESULTS, ROOT, Ports, bench_stack, busy_ports, without_addresses
 from bench.query_latency import (
     CLASSES,
     CYPHER,
@@ -64,7 +65,6 @@ from bench.query_latency import (
     run_class,
     warm,
 )
-from bench.harness import RESULTS, ROOT, Ports, bench_stack, busy_ports, without_addresses
 from localstack.stack import Stack
 from sparkprov.v1 import query_pb2_grpc
 

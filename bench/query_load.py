@@ -33,6 +33,7 @@ from typing import Any
 import grpc
 import numpy as np
 
+from bench.harness import RESULTS, ROOT
 from bench.query_latency import (
     Adjacency,
     graph_arguments,
@@ -40,7 +41,6 @@ from bench.query_latency import (
     loaded_graph,
     machine,
 )
-from bench.harness import RESULTS, ROOT
 from sparkprov.v1 import query_pb2, query_pb2_grpc
 
 __all__ = ["main"]

@@ -15,6 +15,18 @@ groups, as in rollup/cube, gets one pair per group), a TENSOR ``derive(pair, sal
 "tensor"))`` labelled "⊗", a VALUE ``derive(pair, salt_of(key, i, "value"))`` with label and value
 ``v``, and the edges m -> TENSOR, VALUE -> TENSOR, TENSOR -> AGGREGATE ``derive(g, salt_of(key, i,
 "aggregate"))``; with ``delta``, first the edges m -> g (the group's DELTA row) of every member.
+
+The salt of parts ``(p1, ..., pn)`` (strings and integers) is the BLAKE2b hash with an 8-byte
+digest (``hashlib.blake2b(data, digest_size=8)``, no key) of the parts' encoding, read as a
+big-endian unsigned 64-bit integer (a signed ``long`` of the same bits in Java). The encoding is
+the concatenation, in order and with no separator, of each part as a tag, the length of its
+payload in UTF-8 bytes in decimal, a colon and the payload: ``s<len>:<text>`` for a string (its
+UTF-8 bytes, any code point but surrogates, NUL included) and ``i<len>:<decimal>`` for an
+integer (``-`` for a negative one, no leading zeros). So ``("g#0", 1, "aggregate")`` encodes as
+``s3:g#0i1:1s9:aggregate``. Every part says where it ends, so no two tuples share an encoding and
+nothing is escaped. The vectors in ``neo4j_plugin/src/test/resources/derived-ids.json`` hold
+this rule: tests/unit/test_derived_ids.py, the plugin's ``DerivedIdsTest`` and the capture jar's
+``EmissionTest`` all check them.
 """
 
 from __future__ import annotations
@@ -42,15 +54,30 @@ __all__ = [
 _OFFSET_BITS = 33
 
 
-def salt_of(*parts: object) -> np.uint64:
-    """A 64-bit salt naming one kind of derived node (blake2b of the parts' repr)."""
-    return np.uint64(_salt(repr(parts)))
+def salt_of(*parts: str | int) -> np.uint64:
+    """A 64-bit salt naming one kind of derived node: BLAKE2b-64 of the parts' encoding (the
+    module's docstring states the rule)."""
+    return np.uint64(_salt(_encode(parts)))
+
+
+def _encode(parts: tuple[str | int, ...]) -> bytes:
+    out = []
+    for part in parts:
+        # bool is an int subclass: refuse it rather than hash True as 1.
+        if isinstance(part, str):
+            tag, payload = b"s", part.encode()
+        elif isinstance(part, int) and not isinstance(part, bool):
+            tag, payload = b"i", str(part).encode()
+        else:
+            raise TypeError(f"a salt part is a str or an int, not {type(part).__name__}")
+        out += [tag, str(len(payload)).encode(), b":", payload]
+    return b"".join(out)
 
 
 @functools.lru_cache(maxsize=4096)
-def _salt(text: str) -> int:
-    # A decoder derives the same few salts for every batch of a tap: hash each text once.
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+def _salt(data: bytes) -> int:
+    # A decoder derives the same few salts for every batch of a tap: hash each encoding once.
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
 
 
 def derive(ids: np.ndarray, salt: np.uint64) -> np.ndarray:

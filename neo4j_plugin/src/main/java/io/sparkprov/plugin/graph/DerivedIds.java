@@ -1,11 +1,17 @@
 package io.sparkprov.plugin.graph;
 
+import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
+import java.nio.CharBuffer;
+import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 
 /**
  * Derived node ids, as sparkprov/derived.py computes them: {@code derive} is splitmix64 of a
  * parent id and a salt, {@code underive} its inverse for one salt, and {@link #salt} is {@code
- * salt_of(*parts)}: BLAKE2b-64 of Python's {@code repr} of the parts' tuple, read big-endian.
+ * salt_of(*parts)}: BLAKE2b-64 of the parts' encoding ({@link #encode}), read big-endian. The
+ * rule is written once, in sparkprov/derived.py's docstring; src/test/resources/derived-ids.json
+ * holds the vectors both languages check.
  * The traversal procedures need them to expand member edges into the TENSOR and VALUE nodes the
  * capture agent named, and to find a derived id's member edge by its pair.
  */
@@ -35,9 +41,12 @@ public final class DerivedIds {
     return z - salt * GOLDEN;
   }
 
-  /** {@code salt_of(*parts)} for parts that are strings and integers. */
+  /**
+   * {@code salt_of(*parts)} for parts that are strings and integers: BLAKE2b-64, read big-endian,
+   * of the parts' encoding ({@link #encode}).
+   */
   public static long salt(Object... parts) {
-    byte[] digest = Blake2b.digest8(pythonRepr(parts).getBytes(StandardCharsets.UTF_8));
+    byte[] digest = Blake2b.digest8(encode(parts));
     long out = 0;
     for (byte b : digest) {
       out = (out << 8) | (b & 0xFF);
@@ -45,68 +54,44 @@ public final class DerivedIds {
     return out;
   }
 
-  /** Python's repr of a tuple of str and int. */
-  static String pythonRepr(Object... parts) {
-    StringBuilder out = new StringBuilder("(");
-    for (int i = 0; i < parts.length; i++) {
-      if (i > 0) {
-        out.append(", ");
-      }
-      Object part = parts[i];
+  /**
+   * The parts as sparkprov/derived.py encodes them for their salt: per part, in order and with no
+   * separator, a tag ({@code s} for a string, {@code i} for an integer), the payload's length in
+   * UTF-8 bytes in decimal, {@code ':'} and the payload (the string's UTF-8 bytes, or the
+   * integer's decimal text). Each part says where it ends, so nothing needs escaping.
+   */
+  static byte[] encode(Object... parts) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    for (Object part : parts) {
+      char tag;
+      byte[] payload;
       if (part instanceof String s) {
-        reprString(s, out);
+        tag = 's';
+        payload = utf8(s);
       } else if (part instanceof Integer || part instanceof Long) {
-        out.append(part);
+        tag = 'i';
+        payload = part.toString().getBytes(StandardCharsets.US_ASCII);
       } else {
-        throw new IllegalArgumentException("no Python repr for " + part);
+        throw new IllegalArgumentException("a salt part is a String or an integer, not " + part);
       }
+      out.write(tag);
+      out.writeBytes(Integer.toString(payload.length).getBytes(StandardCharsets.US_ASCII));
+      out.write(':');
+      out.writeBytes(payload);
     }
-    return out.append(parts.length == 1 ? ",)" : ")").toString();
+    return out.toByteArray();
   }
 
-  /** Python's str.__repr__: single quotes unless the text has one and no double quote. */
-  private static void reprString(String s, StringBuilder out) {
-    char quote = s.indexOf('\'') >= 0 && s.indexOf('"') < 0 ? '"' : '\'';
-    out.append(quote);
-    s.codePoints()
-        .forEach(
-            c -> {
-              if (c == quote || c == '\\') {
-                out.append('\\').appendCodePoint(c);
-              } else if (c == '\t') {
-                out.append("\\t");
-              } else if (c == '\n') {
-                out.append("\\n");
-              } else if (c == '\r') {
-                out.append("\\r");
-              } else if (c < 0x20 || c == 0x7F) {
-                out.append(String.format("\\x%02x", c));
-              } else if (c < 0x7F || printable(c)) {
-                out.appendCodePoint(c);
-              } else if (c < 0x100) {
-                out.append(String.format("\\x%02x", c));
-              } else if (c < 0x10000) {
-                out.append(String.format("\\u%04x", c));
-              } else {
-                out.append(String.format("\\U%08x", c));
-              }
-            });
-    out.append(quote);
-  }
-
-  /** Python's str.isprintable for one non-ASCII code point (categories C*, Z* but space). */
-  private static boolean printable(int c) {
-    return switch (Character.getType(c)) {
-      case Character.CONTROL,
-          Character.FORMAT,
-          Character.SURROGATE,
-          Character.PRIVATE_USE,
-          Character.UNASSIGNED,
-          Character.LINE_SEPARATOR,
-          Character.PARAGRAPH_SEPARATOR,
-          Character.SPACE_SEPARATOR -> false;
-      default -> true;
-    };
+  /** Strict UTF-8: a lone surrogate fails, as Python's {@code str.encode} does. */
+  private static byte[] utf8(String s) {
+    try {
+      ByteBuffer bytes = StandardCharsets.UTF_8.newEncoder().encode(CharBuffer.wrap(s));
+      byte[] out = new byte[bytes.remaining()];
+      bytes.get(out);
+      return out;
+    } catch (CharacterCodingException e) {
+      throw new IllegalArgumentException("a salt part is not valid Unicode: " + e.getMessage(), e);
+    }
   }
 
   /** The multiplicative inverse of an odd number modulo 2^64 (Newton's iteration). */

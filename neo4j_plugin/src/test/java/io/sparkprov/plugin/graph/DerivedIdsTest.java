@@ -1,37 +1,76 @@
 package io.sparkprov.plugin.graph;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
- * The derived ids are sparkprov/derived.py's: the expected values below were computed by it
- * ({@code salt_of(*parts)} as a signed 64-bit int, {@code derive}).
+ * The derived ids are sparkprov/derived.py's: the vectors of derived-ids.json, which the Python
+ * suite (tests/unit/test_derived_ids.py) and the capture jar's EmissionTest read too.
  */
 class DerivedIdsTest {
-  @Test
-  void saltsArePythonsSaltOf() {
-    assertEquals(-7010619786069678358L, DerivedIds.salt("group#0", "member"));
-    assertEquals(2255377948281031204L, DerivedIds.salt("group#0", 0, "tensor"));
-    assertEquals(3790325550380851480L, DerivedIds.salt("g#0", 1, "aggregate"));
-    assertEquals(-265129319031867184L, DerivedIds.salt("people/avg#0", 0, "value"));
+  static JsonNode vectors() throws Exception {
+    try (InputStream in = DerivedIdsTest.class.getResourceAsStream("/derived-ids.json")) {
+      return new ObjectMapper().readTree(in);
+    }
+  }
+
+  private static Object[] parts(JsonNode parts) {
+    List<Object> out = new ArrayList<>();
+    for (JsonNode part : parts) {
+      out.add(part.isTextual() ? part.textValue() : (Object) part.longValue());
+    }
+    return out.toArray();
   }
 
   @Test
-  void quotesAndEscapesFollowPythonsRepr() {
-    assertEquals("(\"it's\", 2, 'value')", DerivedIds.pythonRepr("it's", 2, "value"));
-    assertEquals(4276417433271088547L, DerivedIds.salt("it's", 2, "value"));
-    assertEquals(-1904595316250136923L, DerivedIds.salt("a\"b'c\\\n\u0001é\u2028", 0, "tensor"));
+  void saltsAreTheVectors() throws Exception {
+    JsonNode salts = vectors().get("salts");
+    assertTrue(salts.size() > 30);
+    for (JsonNode c : salts) {
+      Object[] parts = parts(c.get("parts"));
+      String name = c.get("parts").toString();
+      assertArrayEquals(
+          c.get("encoding").textValue().getBytes(StandardCharsets.UTF_8),
+          DerivedIds.encode(parts),
+          name);
+      long salt = DerivedIds.salt(parts);
+      assertEquals(c.get("salt").longValue(), salt, name);
+      assertEquals(c.get("hex").textValue(), String.format("%016x", salt), name);
+    }
   }
 
   @Test
-  void deriveIsPythonsAndUnderiveInvertsIt() {
-    long tensor = DerivedIds.salt("g#0", 0, "tensor");
-    assertEquals(-7444790305219244999L, DerivedIds.derive(12345L, tensor));
-    long salt = DerivedIds.salt("g#0", "member");
-    assertEquals(2954933299988010938L, DerivedIds.derive(-7L, salt));
-    for (long id : new long[] {0L, 1L, -1L, Long.MAX_VALUE, Long.MIN_VALUE, 123456789012345L}) {
-      assertEquals(id, DerivedIds.underive(DerivedIds.derive(id, salt), salt));
+  void anIntColumnIsALongColumn() {
+    // MemberEdge passes the column as an int; the vectors are read as longs.
+    assertEquals(DerivedIds.salt("g#0", 12L, "value"), DerivedIds.salt("g#0", 12, "value"));
+    assertNotEquals(DerivedIds.salt("g#0", 12, "value"), DerivedIds.salt("g#0", "12", "value"));
+  }
+
+  @Test
+  void aSaltPartIsAStringOrAnInteger() {
+    assertThrows(IllegalArgumentException.class, () -> DerivedIds.salt("g#0", 1.0, "value"));
+    assertThrows(IllegalArgumentException.class, () -> DerivedIds.salt("g#0", true, "value"));
+    assertThrows(IllegalArgumentException.class, () -> DerivedIds.salt("lone \ud800", "member"));
+  }
+
+  @Test
+  void deriveIsTheVectorsAndUnderiveInvertsIt() throws Exception {
+    for (JsonNode c : vectors().get("derive")) {
+      long id = c.get("id").longValue();
+      long salt = c.get("salt").longValue();
+      assertEquals(c.get("derived").longValue(), DerivedIds.derive(id, salt), c.toString());
+      assertEquals(id, DerivedIds.underive(DerivedIds.derive(id, salt), salt), c.toString());
     }
   }
 

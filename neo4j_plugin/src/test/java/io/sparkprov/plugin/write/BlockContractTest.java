@@ -154,7 +154,7 @@ class BlockContractTest {
     assertEquals("people/avg#0", block.groupKey());
     assertArrayEquals(new long[] {101L, -4611686018427387904L, 102L}, block.members());
     assertArrayEquals(new long[] {105L, 105L, 106L}, block.groups());
-    assertArrayEquals(new long[] {-7160350191268323100L, 6674707864013840513L, -8933372668462777932L}, block.pairs());
+    assertArrayEquals(new long[] {3391054369527413464L, -1220631648899974467L, -4704900290486946168L}, block.pairs());
     assertEquals(2, block.aggregates());
     assertEquals(3, block.size());
     assertTrue(block.isNull(0, 1));
@@ -192,7 +192,7 @@ class BlockContractTest {
     assertEquals("people/avg#0", mark.get("key"));
     assertArrayEquals(new String[] {"", "Mark"}, (String[]) mark.get("values"));
     assertArrayEquals(new long[] {0L}, (long[]) mark.get("nulls"));
-    assertEquals(6674707864013840513L, mark.get("pair"));
+    assertEquals(-1220631648899974467L, mark.get("pair"));
     assertEquals(
         2L, neo4j.one("MATCH (k:MemberKey {key: 'people/avg#0'}) RETURN k.aggregates", Map.of()));
   }
