@@ -84,6 +84,7 @@ class FakeKafka:
         self.in_listener = False
         self.listener: Any = None
         self.closed = False
+        self.made_at = clock.now  # when the consumer's factory made it (make_member)
         self.on_poll: Callable[[], None] = lambda: None
         self.stop: Callable[[], None] = lambda: None
 
@@ -415,6 +416,32 @@ def test_a_rebalance_during_an_outage_rewinds_the_dropped_buffer() -> None:
     assert kafka.committed == {tp(0): 20}
 
 
+def test_a_rebalance_between_two_writes_of_a_flush_ends_it_uncommitted() -> None:
+    # Three messages of 100 rows fill a buffer of 250: it is written in two parts, with a
+    # paused poll between them; the rebalance inside that poll drops the buffer.
+    messages = [batch(i * 100, 100) for i in range(6)]
+    loop = make({0: messages}, batch_rows=250)
+    kafka, store = loop.kafka, loop.store
+    state = {"rebalanced": False}
+
+    def on_poll() -> None:
+        if len(store.writes) == 1 and not state["rebalanced"]:
+            state["rebalanced"] = True
+            kafka.rebalance([0])
+
+    kafka.on_poll = on_poll
+    loop.consumer.run()
+
+    assert (tp(0), 0, True) in kafka.seeks
+    # The second part (message 2) is not written: the flush ended, and the partition was read
+    # again from offset 0.
+    assert store.writes[0] == ids_of(messages[:2], 0, 100)
+    assert store.writes[1] == ids_of(messages[:2], 0, 100)
+    assert loop.metrics.flushes == len(kafka.commits)
+    assert kafka.committed == {tp(0): 6}
+    assert store.written == set(range(600))
+
+
 def test_stopping_while_neo4j_is_down_commits_nothing() -> None:
     loop = make({0: [batch(i * 100, 100) for i in range(20)]}, batch_rows=1000)
     loop.store.down = True
@@ -585,6 +612,7 @@ def make_member(
     def source(s: IngestSettings) -> FakeKafka:
         kafka = consumers.pop(0)
         kafka.stop = lambda: consumer.stop()
+        kafka.made_at = clock.now
         made.append(kafka)
         return kafka
 
@@ -703,21 +731,54 @@ def test_a_member_left_out_again_and_again_is_recreated_ever_more_slowly() -> No
         consumers.append(k)
     probe = FakeProbe(lambda g: GroupView("Empty", {}, frozenset({0})))
     consumer, settings, made = make_member(logs, consumers, probe, clock)
-    times: list[float] = []
-    original = consumer._recreate  # noqa: SLF001 - observing, not replacing
-
-    def recording(reason: str, unassigned_s: float) -> None:
-        times.append(clock.now)
-        original(reason, unassigned_s)
-
-    consumer._recreate = recording  # type: ignore[method-assign]  # noqa: SLF001
     consumer.run()  # three hours
+    times = [k.made_at for k in made[1:]]  # the recreations
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     assert 4 <= len(times) <= 3 * 3600 / 300 + 5
     assert [round(g) for g in gaps] == sorted(round(g) for g in gaps)  # ever more slowly...
     assert max(gaps) <= 300 + 5 + 1  # ...up to the cap (and one confirming look)
     assert consumer.metrics.consumer_recreations == len(times)
     assert all(k.closed for k in made)
+
+
+def test_records_held_when_the_kafka_consumer_is_replaced_are_dropped() -> None:
+    """Defensive: a member holds nothing when its consumer is recreated, but should the old
+    consumer have returned records anyway (here: of a partition the listener never gave), none
+    of them is committed through the new one, which does not own that partition."""
+    clock = Clock()
+    old = FakeKafka(clock, {1: [batch(10**6, 100)]}, 500)
+    old.next_assignment = None
+    old.assigned, old.positions = {tp(1)}, {tp(1): 0}  # the listener was not told
+    healthy = FakeKafka(clock, {0: [batch(i * 100, 100) for i in range(3)]}, 500)
+    me = {"client_id": ""}
+    probe = FakeProbe(lambda g: GroupView("Stable", {me["client_id"]: frozenset({0})}, {0, 1}))
+    probe.clock = clock
+    consumers = [old, healthy]
+    made: list[FakeKafka] = []
+
+    def source(s: IngestSettings) -> FakeKafka:
+        kafka = consumers.pop(0)
+        kafka.stop = lambda: consumer.stop()
+        made.append(kafka)
+        return kafka
+
+    # batch_ms: the old consumer's record is still buffered when the consumer is replaced.
+    settings = IngestSettings(topic=TOPIC, batch_ms=60_000, unassigned_s=15.0)
+    me["client_id"] = settings.client_id
+    consumer = Consumer(
+        settings,
+        FakeStore(clock, old),
+        Metrics(),
+        source=source,
+        dead_letters=lambda s: FakeDeadLetters(made[0]),
+        group=lambda s: probe,
+        clock=clock,
+        sleep=clock.sleep,
+    )
+    consumer.run()
+    assert made == [old, healthy]
+    assert old.commits == []
+    assert healthy.committed == {tp(0): 3}  # FakeKafka refuses a commit of tp(1)
 
 
 class LostRejoinKafka(FakeKafka):
