@@ -33,7 +33,7 @@ sparkprov/v1/query_pb2_grpc.py: $(PROTOS) $(VENV)/.installed
 
 # The capture agent's JVM taps (capture_agent/jvm, JUnit tests included), with Kafka's client and
 # protobuf shaded in: ProvenanceSession adds it to the running SparkContext.
-$(CAPTURE_JAR): $(CAPTURE_JVM)/pom.xml $(shell find $(CAPTURE_JVM)/src -name '*.java' 2>/dev/null)
+$(CAPTURE_JAR): $(CAPTURE_JVM)/pom.xml $(shell find $(CAPTURE_JVM)/src -name '*.java' 2>/dev/null) $(PROTOS)
 	$(MVN) -f $(CAPTURE_JVM)/pom.xml package -Dbuild.dir=$(abspath $(STACK_DIR))/build/capture-jvm
 	@touch $@
 
@@ -68,10 +68,11 @@ $(STACK_DIR)/lib/kafka/.fetched: jars/kafka/pom.xml
 
 # The local Neo4j: its jars and launcher (jars/neo4j), and our plugin (neo4j_plugin: the
 # procedures both services call, sparkprov.write, .index, .trace, ...; its `package` runs its
-# JUnit tests on sparkprov/schema.cypher), both into plugins/.
+# JUnit tests on sparkprov/schema.cypher and compiles against Java generated from proto/), both
+# into plugins/.
 PLUGIN := neo4j_plugin
 NEO4J_SOURCES := jars/neo4j/pom.xml $(wildcard jars/neo4j/src/main/java/io/sparkprov/stack/*.java) \
-	$(PLUGIN)/pom.xml $(shell find $(PLUGIN)/src -type f 2>/dev/null) sparkprov/schema.cypher
+	$(PLUGIN)/pom.xml $(shell find $(PLUGIN)/src -type f 2>/dev/null) sparkprov/schema.cypher $(PROTOS)
 
 $(STACK_DIR)/lib/neo4j/.fetched: $(NEO4J_SOURCES)
 	@# An older build put a launcher jar here; first on the classpath, it hid the procedures.

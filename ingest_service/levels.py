@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from sparkprov.events import MAX_SPLIT_DEPTH
+
 __all__ = ["DEFAULT_THETA", "LEVELS", "effective", "level_count", "part"]
 
 DEFAULT_THETA = 25000
-LEVELS = 3  # split, sub-split, sub-sub-split (events.MAX_SPLIT_DEPTH)
+# split, sub-split, sub-sub-split: lineage.proto's SplitDepth, as the plugin's Schema.LEVELS
+LEVELS = MAX_SPLIT_DEPTH
 
 
 def level_count(split: Sequence[str]) -> int:

@@ -101,7 +101,7 @@ def trace_response(result: TraceResult) -> query_pb2.TraceResponse:
         ],
         truncated=result.truncated,
         stats=query_pb2.TraceStats(
-            strategy=result.strategy.value,  # type: ignore[arg-type]
+            strategy=result.strategy.value,
             levels=result.levels,
             queries=result.queries,
             edges_fetched=result.edges_fetched,
@@ -243,7 +243,7 @@ def provenance_response(answer: ProvenanceAnswer) -> query_pb2.ProvenanceRespons
             for t in terms
         ],
         tokens=[node(v) for v in answer.tokens],
-        semiring=answer.semiring.value,  # type: ignore[arg-type]
+        semiring=answer.semiring.value,
         boolean=answer.boolean,
         count=min(answer.count, _UINT64_MAX),
         witnesses=[

@@ -1,9 +1,15 @@
-"""Plain domain objects and errors of the query service; no protobuf here."""
+"""Plain domain objects and errors of the query service; no protobuf here.
+
+``Strategy`` and ``Semiring`` are the client's (:mod:`sparkprov.query_model`), whose numbers are
+query.proto's: one definition for both ends of the wire.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+
+from sparkprov.query_model import Semiring, Strategy
 
 __all__ = [
     "Direction",
@@ -46,22 +52,6 @@ class FailedPrecondition(QueryError):
 class Direction(Enum):
     BACKWARD = "backward"
     FORWARD = "forward"
-
-
-class Strategy(Enum):
-    AUTO = 0
-    RECURSIVE = 1
-    COMPONENT = 2
-    CONNECTED_SET = 3
-
-
-class Semiring(Enum):
-    NONE = 0  # the polynomial only
-    BOOLEAN = 1
-    COUNTING = 2
-    WHY = 3
-    TROPICAL = 4
-    PROBABILITY = 5
 
 
 @dataclass(frozen=True)

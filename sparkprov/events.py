@@ -64,7 +64,8 @@ SCHEMA_VERSION = 2
 READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3})
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 # Levels of split paths (split, sub-split, sub-sub-split): connected sets are kept per level.
-MAX_SPLIT_DEPTH = 3
+# lineage.proto's SplitDepth carries it, for the plugin's Schema.LEVELS too.
+MAX_SPLIT_DEPTH: int = lineage_pb2.SPLIT_DEPTH_MAX
 # Row attributes are stored as node properties with this prefix, so they never clash with ours.
 ATTRIBUTE_PREFIX = "a_"
 

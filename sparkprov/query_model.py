@@ -2,15 +2,20 @@
 
 The enums are ``IntEnum`` with the wire numbers of proto/sparkprov/v1 (``Op.TOKEN == 1``), so a
 value converts both ways without a table; their ``name`` is the text users see (``TOKEN``,
-``CONNECTED_SET``, ``COMPLETE_WITH_DANGLING``). Node ids are the decimal text of the stored
-signed 64-bit ids, as on the wire. :mod:`sparkprov.query_adapter` is the only module that turns
-protobuf into these.
+``CONNECTED_SET``, ``COMPLETE_WITH_DANGLING``). The .proto defines them: each member takes its
+number from the generated code, and importing this module fails when a member is missing or left
+over (the query service's ``Strategy`` and ``Semiring`` are these). Node ids are the decimal text
+of the stored signed 64-bit ids, as on the wire. :mod:`sparkprov.query_adapter` is the only module
+that turns protobuf into these.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
+
+from sparkprov.v1 import lineage_pb2, query_pb2
 
 __all__ = [
     "DagLink",
@@ -47,61 +52,82 @@ __all__ = [
 class Op(enum.IntEnum):
     """A node's operation (../shared/MODEL.md, section 1)."""
 
-    UNSPECIFIED = 0
-    TOKEN = 1
-    PLUS = 2
-    TIMES = 3
-    DELTA = 4
-    TENSOR = 5
-    AGGREGATE = 6
-    BLACK_BOX = 7
-    MODULE = 8
-    VALUE = 9
-    EXCLUDED = 10
+    UNSPECIFIED = lineage_pb2.OP_UNSPECIFIED
+    TOKEN = lineage_pb2.OP_TOKEN
+    PLUS = lineage_pb2.OP_PLUS
+    TIMES = lineage_pb2.OP_TIMES
+    DELTA = lineage_pb2.OP_DELTA
+    TENSOR = lineage_pb2.OP_TENSOR
+    AGGREGATE = lineage_pb2.OP_AGGREGATE
+    BLACK_BOX = lineage_pb2.OP_BLACK_BOX
+    MODULE = lineage_pb2.OP_MODULE
+    VALUE = lineage_pb2.OP_VALUE
+    EXCLUDED = lineage_pb2.OP_EXCLUDED
 
 
 class Strategy(enum.IntEnum):
     """How a trace runs; AUTO lets the server choose (the trace's stats name what ran)."""
 
-    AUTO = 0
-    RECURSIVE = 1
-    COMPONENT = 2
-    CONNECTED_SET = 3
+    AUTO = query_pb2.STRATEGY_AUTO
+    RECURSIVE = query_pb2.STRATEGY_RECURSIVE
+    COMPONENT = query_pb2.STRATEGY_COMPONENT
+    CONNECTED_SET = query_pb2.STRATEGY_CONNECTED_SET
 
 
 class RunState(enum.IntEnum):
-    UNSPECIFIED = 0
-    RUNNING = 1
-    COMPLETE = 2
-    COMPLETE_WITH_DANGLING = 3
-    FAILED = 4
+    UNSPECIFIED = query_pb2.RUN_STATE_UNSPECIFIED
+    RUNNING = query_pb2.RUN_STATE_RUNNING
+    COMPLETE = query_pb2.RUN_STATE_COMPLETE
+    COMPLETE_WITH_DANGLING = query_pb2.RUN_STATE_COMPLETE_WITH_DANGLING
+    FAILED = query_pb2.RUN_STATE_FAILED
 
 
 class Semiring(enum.IntEnum):
     """The semiring a provenance polynomial is evaluated in; NONE: the polynomial only."""
 
-    NONE = 0
-    BOOLEAN = 1
-    COUNTING = 2
-    WHY = 3
-    TROPICAL = 4
-    PROBABILITY = 5
+    NONE = query_pb2.SEMIRING_UNSPECIFIED
+    BOOLEAN = query_pb2.SEMIRING_BOOLEAN
+    COUNTING = query_pb2.SEMIRING_COUNTING
+    WHY = query_pb2.SEMIRING_WHY
+    TROPICAL = query_pb2.SEMIRING_TROPICAL
+    PROBABILITY = query_pb2.SEMIRING_PROBABILITY
 
 
 class Semantics(enum.IntEnum):
     """How CheckEquivalence compares two results: as bags (Spark's) or as sets."""
 
-    BAG = 0
-    SET = 1
+    BAG = query_pb2.SEMANTICS_BAG
+    SET = query_pb2.SEMANTICS_SET
 
 
 class Verdict(enum.IntEnum):
     """CheckEquivalence's answer; UNKNOWN comes with the reason the verifier could not decide."""
 
-    UNSPECIFIED = 0
-    EQUIVALENT = 1
-    NOT_EQUIVALENT = 2
-    UNKNOWN = 3
+    UNSPECIFIED = query_pb2.VERDICT_UNSPECIFIED
+    EQUIVALENT = query_pb2.VERDICT_EQUIVALENT
+    NOT_EQUIVALENT = query_pb2.VERDICT_NOT_EQUIVALENT
+    UNKNOWN = query_pb2.VERDICT_UNKNOWN
+
+
+def _mirror(kind: type[enum.IntEnum], proto: Any, prefix: str, renamed: str = "") -> None:
+    """Fails the import when ``kind`` lacks a value of its proto enum or has one too many (the
+    numbers are the generated code's already). ``renamed``: the zero value's name, if not the
+    proto's without its prefix."""
+    want = {
+        renamed if number == 0 and renamed else name.removeprefix(prefix): number
+        for name, number in proto.items()
+    }
+    have = {member.name: member.value for member in kind}
+    if have != want:
+        raise RuntimeError(f"{kind.__name__} is not {proto.DESCRIPTOR.full_name}: {have} != {want}")
+
+
+_mirror(Op, lineage_pb2.Op, "OP_")
+_mirror(Strategy, query_pb2.Strategy, "STRATEGY_")
+_mirror(RunState, query_pb2.RunState, "RUN_STATE_")
+_mirror(Semiring, query_pb2.Semiring, "SEMIRING_", renamed="NONE")
+_mirror(Semantics, query_pb2.Semantics, "SEMANTICS_")
+_mirror(Verdict, query_pb2.Verdict, "VERDICT_")
 
 
 @dataclass(frozen=True)

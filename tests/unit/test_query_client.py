@@ -7,12 +7,13 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import grpc
 import pytest
 
-from sparkprov import query_adapter
+from sparkprov import query_adapter, query_model
 from sparkprov.client import QueryClient
 from sparkprov.query_errors import (
     InvalidArgument,
@@ -144,6 +145,20 @@ FILTER = lineage_pb2.DagOperator(
     inputs=["s1"],
     columns=[lineage_pb2.DagColumn(name="state", type="string")],
 )
+
+
+def test_an_enum_the_proto_outgrows_stops_the_import() -> None:
+    """The enums take their numbers from the generated code; a value the .proto gains (or one
+    renamed) that the enum lacks fails query_model's import instead of decoding as a number."""
+    grown = SimpleNamespace(
+        DESCRIPTOR=query_pb2.Strategy.DESCRIPTOR,
+        items=lambda: [*query_pb2.Strategy.items(), ("STRATEGY_SAMPLED", 4)],
+    )
+    query_model._mirror(Strategy, query_pb2.Strategy, "STRATEGY_")
+    with pytest.raises(RuntimeError, match="SAMPLED"):
+        query_model._mirror(Strategy, grown, "STRATEGY_")
+    with pytest.raises(RuntimeError, match="NONE"):
+        query_model._mirror(Semiring, query_pb2.Semiring, "SEMIRING_")  # not renamed UNSPECIFIED
 
 
 def test_list_versions() -> None:

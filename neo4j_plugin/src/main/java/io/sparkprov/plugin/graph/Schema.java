@@ -1,5 +1,7 @@
 package io.sparkprov.plugin.graph;
 
+import io.sparkprov.v1.SplitDepth;
+import java.util.stream.IntStream;
 import org.neo4j.graphdb.Label;
 import org.neo4j.graphdb.RelationshipType;
 
@@ -16,10 +18,14 @@ public final class Schema {
   public static final Label SET = Label.label("ConnectedSet");
   public static final RelationshipType DERIVES = RelationshipType.withName("DERIVES");
   public static final RelationshipType SET_DEP = RelationshipType.withName("SET_DEP");
-  /** The split levels whose sets are kept (ingest_service.levels.LEVELS). */
-  public static final int LEVELS = 3;
-  /** The birth id a node carries per level, as {@link #COMPONENT_ID} for its component. */
-  public static final String[] LEVEL_KEYS = {"s0", "s1", "s2"};
+  /**
+   * The split levels whose sets are kept: lineage.proto's SplitDepth, as
+   * ingest_service.levels.LEVELS (a constant javac copies from the generated class).
+   */
+  public static final int LEVELS = SplitDepth.SPLIT_DEPTH_MAX_VALUE;
+  /** The birth id a node carries per level ("s0", ...), as {@link #COMPONENT_ID} per component. */
+  public static final String[] LEVEL_KEYS =
+      IntStream.range(0, LEVELS).mapToObj(level -> "s" + level).toArray(String[]::new);
   public static final String COMPONENT_ID = "component_id";
   /**
    * A placeholder (an edge's end whose node has not arrived) carries {@code pending_run}: the run

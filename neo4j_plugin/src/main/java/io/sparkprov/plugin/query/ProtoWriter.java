@@ -48,6 +48,12 @@ final class ProtoWriter {
     return this;
   }
 
+  /** A string field written even when empty (null as empty), as a map entry's key and value are. */
+  ProtoWriter text(int field, String value) {
+    bytes(field, value == null ? new byte[0] : value.getBytes(StandardCharsets.UTF_8));
+    return this;
+  }
+
   /**
    * A long as a string field of its decimal digits, as {@code string(field,
    * Long.toString(value))} writes it but without building the string (a trace writes two ids per

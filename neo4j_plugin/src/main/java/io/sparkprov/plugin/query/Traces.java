@@ -28,7 +28,8 @@ import org.neo4j.procedure.Procedure;
  * answers NOT_FOUND). {@code nodes} holds a view per returned id when {@code views} is true.
  */
 public final class Traces {
-  static final Set<String> STRATEGIES = Set.of("AUTO", "RECURSIVE", "COMPONENT", "CONNECTED_SET");
+  /** query.proto's strategies, by name without the prefix. */
+  static final Set<String> STRATEGIES = TraceMessage.STRATEGIES.keySet();
 
   @Context public Transaction tx;
 
