@@ -21,12 +21,10 @@ from capture_agent.plans import inspect_projection
 from capture_agent.taps import (
     HIDDEN_PREFIX,
     ID,
-    AntiJoinSpec,
     BlackBoxSpec,
     ExplodeSpec,
     JoinSpec,
     PlusSpec,
-    SemiJoinSpec,
     TapSpec,
 )
 from capture_agent.workflow_dag import (
@@ -446,9 +444,13 @@ class TrackedFrame:
         left_col, right_col = HIDDEN_PREFIX + "left", HIDDEN_PREFIX + "right"
         right = other._materialized().withColumnRenamed(ID, right_col)
         if kind == "left_semi":
-            return self._semi_join(right, on)
+            from capture_agent.joins import semi_join
+
+            return semi_join(self, right, on)
         if kind == "left_anti":
-            return self._anti_join(right, on)
+            from capture_agent.joins import anti_join
+
+            return anti_join(self, right, on)
         left = self._materialized().withColumnRenamed(ID, left_col)
         joined = left.crossJoin(right) if on is None else left.join(right, on=on, how=kind)
         key = self._ctx.next_key("join")
@@ -456,73 +458,6 @@ class TrackedFrame:
         hidden = {"left": F.col(left_col), "right": F.col(right_col)}
         spec = JoinSpec(key=key, origins=(self.origin, other.origin))
         return TrackedFrame(self._ctx, joined, spec, hidden)  # recorded by join
-
-    def _semi_join(self, right: DataFrame, on: str | list[str] | Column | None) -> TrackedFrame:
-        """A left semi join that keeps, per kept row, the ids of the right rows that matched it
-        (its witnesses). Joined on names: the right side's ids collected per key, joined to the
-        left rows (one row per left row, as the semi join). On a condition: the inner join's
-        pairs, grouped back by a per-row number of the left side."""
-        from pyspark.sql import functions as F
-
-        left_col, right_col = HIDDEN_PREFIX + "left", HIDDEN_PREFIX + "right"
-        witnesses = HIDDEN_PREFIX + "witnesses"
-        left = self._materialized().withColumnRenamed(ID, left_col)
-        names = [on] if isinstance(on, str) else on
-        if isinstance(names, list) and all(isinstance(n, str) for n in names):
-            matches = right.groupBy(*names).agg(F.collect_list(right_col).alias(witnesses))
-            # A join on names puts the keys first, as Spark's semi join on names does.
-            kept = left.join(matches, on=names, how="inner")
-        else:
-            row = HIDDEN_PREFIX + "row"
-            # The row number only tells rows apart (a union may repeat a provenance id).
-            left = left.withColumn(row, F.monotonically_increasing_id())
-            pairs = left.join(right, on=on, how="inner")
-            columns = [c for c in left.columns if c != row]
-            kept = pairs.groupBy(left[row]).agg(
-                *[F.first(left[c]).alias(c) for c in columns],
-                F.collect_list(right[right_col]).alias(witnesses),
-            )
-            kept = kept.select(*columns, witnesses)
-        key = self._ctx.next_key("semijoin")
-        kept = kept.withColumn(ID, self._ctx.node_id(key, F.col(left_col)))
-        hidden = {"left": F.col(left_col), "witnesses": F.col(witnesses)}
-        return TrackedFrame(self._ctx, kept, SemiJoinSpec(key=key), hidden)
-
-    def _anti_join(self, right: DataFrame, on: str | list[str] | Column | None) -> TrackedFrame:
-        """A left anti join that also records the rows it excludes: every left row meets the
-        smallest id of the right rows that match it (a left outer join; joined on names, with
-        the right side's smallest id per key, so one row per left row), the capture point
-        records the rows with a match (AntiJoinSpec), and only the rows without one are kept,
-        with their provenance. Same rows and columns as Spark's anti join (keys first when
-        joined on names), in the same job."""
-        from pyspark.sql import functions as F
-
-        right_col = HIDDEN_PREFIX + "right"
-        match = HIDDEN_PREFIX + "match"
-        left = self._materialized()
-        names = [on] if isinstance(on, str) else on
-        if isinstance(names, list) and all(isinstance(n, str) for n in names):
-            smallest = right.groupBy(*names).agg(F.min(right_col).alias(match))
-            joined = left.join(smallest, on=names, how="left")
-        else:
-            row = HIDDEN_PREFIX + "row"
-            # The row number only tells rows apart (a union may repeat a provenance id).
-            left = left.withColumn(row, F.monotonically_increasing_id())
-            pairs = left.join(right, on=on, how="left")
-            columns = [c for c in left.columns if c != row]
-            joined = pairs.groupBy(left[row]).agg(
-                *[F.first(left[c]).alias(c) for c in columns],
-                F.min(right[right_col]).alias(match),
-            )
-            joined = joined.select(*columns, match)
-        key = self._ctx.next_key("antijoin")
-        hidden = {
-            "id": self._ctx.node_id(key, F.col(ID)),
-            "left": F.col(ID),
-            "right": F.col(match),
-        }
-        tapped = self._ctx.apply_tap(joined, AntiJoinSpec(key=key), hidden, self._ctx.split_for())
-        return self._derive(tapped.filter(F.col(match).isNull()).drop(match))
 
     @recorded("join", lambda self, other: _join_params(None, "cross"))
     def crossJoin(self, other: TrackedFrame) -> TrackedFrame:  # noqa: N802 - Spark's name
