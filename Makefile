@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 STACK_DIR ?= .stack
 PROTOS := $(wildcard proto/sparkprov/v1/*.proto)
 MVN := mvn -q -B
-CAPTURE_JVM := capture_agent/jvm
+CAPTURE_JVM := capture_jar
 CAPTURE_JAR := capture_agent/jars/sparkprov-capture.jar
 
 VIEWER_VENDOR := viewer/static/vendor
@@ -31,7 +31,7 @@ sparkprov/v1/query_pb2_grpc.py: $(PROTOS) $(VENV)/.installed
 	$(PY) -m grpc_tools.protoc -Iproto --python_out=. --pyi_out=. --grpc_python_out=. $(PROTOS)
 	@touch sparkprov/v1/__init__.py
 
-# The capture agent's JVM taps (capture_agent/jvm, JUnit tests included), with Kafka's client and
+# The capture agent's JVM taps (capture_jar/, JUnit tests included), with Kafka's client and
 # protobuf shaded in: ProvenanceSession adds it to the running SparkContext.
 $(CAPTURE_JAR): $(CAPTURE_JVM)/pom.xml $(shell find $(CAPTURE_JVM)/src -name '*.java' 2>/dev/null) $(PROTOS)
 	$(MVN) -f $(CAPTURE_JVM)/pom.xml package -Dbuild.dir=$(abspath $(STACK_DIR))/build/capture-jvm

@@ -66,7 +66,7 @@ def ensure_package_data() -> None:
                 "-q",
                 "-B",
                 "-f",
-                "capture_agent/jvm/pom.xml",
+                "capture_jar/pom.xml",
                 "package",
                 "-DskipTests",
                 f"-Dbuild.dir={build_dir}",

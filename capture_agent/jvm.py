@@ -1,7 +1,7 @@
 """The JVM taps: capture points that run inside Spark's executors, with no Python worker.
 
 A capture point is a non-deterministic, always-true filter whose function is
-``io.sparkprov.capture.Tap`` (capture_agent/jvm, a Maven module built by ``make setup`` into
+``io.sparkprov.capture.Tap`` (capture_jar/, a Maven module built by ``make setup`` into
 ``capture_agent/jars/sparkprov-capture.jar``). It copies each row's lineage columns into primitive
 buffers and hands every ``rows_per_message`` rows, as one LineageEvent, to one Kafka producer per
 executor JVM (Kafka's own Java client, acks=all, idempotent); a task succeeds only once all its
@@ -176,7 +176,7 @@ def jar_path(given: str = "") -> Path:
     if not path.is_file():
         raise RuntimeError(
             f"the sparkprov capture jar is missing at {path}: run `make setup` (it builds "
-            f"capture_agent/jvm), or set {ENV_JAR} to the jar's path"
+            f"capture_jar/), or set {ENV_JAR} to the jar's path"
         )
     return path
 

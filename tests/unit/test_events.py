@@ -317,7 +317,7 @@ def test_the_hand_encoder_writes_the_generated_modules_bytes(  # type: ignore[no
 ) -> None:
     """What travels is defined once (lineage.proto): encode_batch writes its id columns by hand,
     and its bytes must be exactly those of the generated module for the same message (the JVM's
-    Wire.java is held to the same, by capture_agent/jvm's WireContractTest)."""
+    Wire.java is held to the same, by capture_jar's WireContractTest)."""
     columns = None if edges is None else EdgeColumns(*edges)
     expected = lineage_pb2.LineageEvent(
         schema_version=events.SCHEMA_VERSION,

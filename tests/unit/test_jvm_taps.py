@@ -285,7 +285,7 @@ def test_plans_carry_the_salts_python_derives(spark) -> None:  # type: ignore[no
 
 def test_the_java_record_reads_every_key_of_the_plan() -> None:
     """The Java record (TapPlan.java) and the TypedDict name the same keys."""
-    source = Path(__file__).parents[2] / "capture_agent/jvm/src/main/java/io/sparkprov/capture"
+    source = Path(__file__).parents[2] / "capture_jar/src/main/java/io/sparkprov/capture"
     java = (source / "TapPlan.java").read_text()
     assert {k for k in TapPlan.__annotations__} == set(
         part.split('"')[1] for part in java.split("@JsonProperty(")[1:]

@@ -130,7 +130,7 @@ def test_quote_shows_a_short_prefix() -> None:
 
 
 TRUNCATION_CASES = (
-    Path(__file__).parents[2] / "capture_agent/jvm/src/test/resources/truncation-cases.json"
+    Path(__file__).parents[2] / "capture_jar/src/test/resources/truncation-cases.json"
 )
 
 
