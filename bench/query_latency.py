@@ -542,7 +542,7 @@ def load(
 
     Store(driver).ensure_schema()
     logs = stack.dir / "logs"
-    options = IngestOptions(http_base=args.ingest_http_port, timeout=args.timeout)
+    options = IngestOptions(http_base=args.ingest_http_port, timeout=args.timeout, indexed=True)
     result = ingest(stack, graph, driver, logs, options)
     if not result["counts_match"]:
         raise SystemExit(f"stored counts differ from the generated graph: {result}")
