@@ -3,18 +3,9 @@ dead-lettered on arrival counts: the flush's commit passes it)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 from ingest_service.buffer import Buffer, Taken
 from sparkprov.events import EdgeColumns, NodeColumns, decode, encode_batch
-
-
-class Rec(NamedTuple):
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
+from tests.unit.fakes import Rec
 
 
 def entry(offset: int, nodes: int, edges: int = 0) -> Taken:

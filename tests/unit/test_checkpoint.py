@@ -11,6 +11,7 @@ from kafka.errors import CommitFailedError, KafkaConnectionError, KafkaTimeoutEr
 
 from ingest_service.checkpoint import Checkpoint
 from ingest_service.metrics import Metrics
+from tests.unit.fakes import Rec
 
 
 class TP(NamedTuple):
@@ -19,14 +20,6 @@ class TP(NamedTuple):
 
 
 A, B = TP("t", 0), TP("t", 1)
-
-
-class Rec(NamedTuple):
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
 
 
 def rec(tp: TP, offset: int) -> Rec:

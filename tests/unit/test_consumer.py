@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 from kafka import TopicPartition
@@ -27,6 +27,7 @@ from ingest_service.metrics import Metrics
 from ingest_service.settings import IngestSettings
 from ingest_service.store import Flush, FlushResult, RecordRejected, StoreUnavailable
 from sparkprov.events import EdgeColumns, NodeColumns, encode_batch
+from tests.unit.fakes import Rec
 
 TOPIC = "lineage"
 GARBAGE = b"\x00 not a lineage event"
@@ -56,14 +57,6 @@ class Clock:
 
     def sleep(self, seconds: float) -> None:
         self.now += seconds
-
-
-class Rec(NamedTuple):
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
 
 
 class FakeKafka:

@@ -5,17 +5,9 @@ over unpaused is sought back, and fetching resumes once nothing waits."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
 
 from ingest_service.fetcher import Fetcher, lag
-
-
-class Rec(NamedTuple):
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
+from tests.unit.fakes import Rec
 
 
 class Source:

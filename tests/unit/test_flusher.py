@@ -4,7 +4,7 @@ reason, conflicting events dead-lettered after the write, and a flush the loop a
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 
@@ -14,16 +14,9 @@ from ingest_service.metrics import Metrics
 from ingest_service.settings import IngestSettings
 from ingest_service.store import Flush, FlushResult, RecordRejected, StoreUnavailable
 from sparkprov.events import EdgeColumns, NodeColumns, decode, encode_batch
+from tests.unit.fakes import Rec
 
 POISON = RecordRejected("neo4j:Neo.ClientError.Statement.Fake", "too large to index")
-
-
-class Rec(NamedTuple):
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
 
 
 def buffer_of(*sizes: int, label: str = "", edges: int = 0) -> Buffer:
