@@ -12,40 +12,56 @@ from capture_agent.frame import TrackedFrame, context_of, materialize, same_node
 from capture_agent.taps import HIDDEN_PREFIX, ID, AntiJoinSpec, SemiJoinSpec
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import Column, DataFrame
 
 __all__ = ["anti_join", "semi_join"]
+
+
+def _per_left_row(
+    left: DataFrame,
+    right: DataFrame,
+    on: str | list[str] | Column | None,
+    how: str,
+    combine: Callable[[Column], Column],
+    name: str,
+) -> DataFrame:
+    """Each left row once, with ``combine`` of the ids of the right rows that match it, as
+    column ``name``. Joined on names: the right side's ids combined per key, joined to the left
+    rows (keys first, as Spark's semi and anti joins on names put them). On a condition: the
+    join's pairs, grouped back by a per-row number of the left side."""
+    from pyspark.sql import functions as F
+
+    right_col = HIDDEN_PREFIX + "right"
+    names = [on] if isinstance(on, str) else on
+    if isinstance(names, list) and all(isinstance(n, str) for n in names):
+        per_key = right.groupBy(*names).agg(combine(F.col(right_col)).alias(name))
+        return left.join(per_key, on=names, how=how)
+    row = HIDDEN_PREFIX + "row"
+    # The row number only tells rows apart (a union may repeat a provenance id).
+    left = left.withColumn(row, F.monotonically_increasing_id())
+    pairs = left.join(right, on=on, how=how)
+    columns = [c for c in left.columns if c != row]
+    grouped = pairs.groupBy(left[row]).agg(
+        *[F.first(left[c]).alias(c) for c in columns],
+        combine(right[right_col]).alias(name),
+    )
+    return grouped.select(*columns, name)
 
 
 def semi_join(
     frame: TrackedFrame, right: DataFrame, on: str | list[str] | Column | None
 ) -> TrackedFrame:
     """A left semi join that keeps, per kept row, the ids of the right rows that matched it
-    (its witnesses). Joined on names: the right side's ids collected per key, joined to the
-    left rows (one row per left row, as the semi join). On a condition: the inner join's
-    pairs, grouped back by a per-row number of the left side."""
+    (its witnesses): the inner join's matches collected per left row."""
     from pyspark.sql import functions as F
 
     ctx = context_of(frame)
-    left_col, right_col = HIDDEN_PREFIX + "left", HIDDEN_PREFIX + "right"
+    left_col = HIDDEN_PREFIX + "left"
     witnesses = HIDDEN_PREFIX + "witnesses"
     left = materialize(frame).withColumnRenamed(ID, left_col)
-    names = [on] if isinstance(on, str) else on
-    if isinstance(names, list) and all(isinstance(n, str) for n in names):
-        matches = right.groupBy(*names).agg(F.collect_list(right_col).alias(witnesses))
-        # A join on names puts the keys first, as Spark's semi join on names does.
-        kept = left.join(matches, on=names, how="inner")
-    else:
-        row = HIDDEN_PREFIX + "row"
-        # The row number only tells rows apart (a union may repeat a provenance id).
-        left = left.withColumn(row, F.monotonically_increasing_id())
-        pairs = left.join(right, on=on, how="inner")
-        columns = [c for c in left.columns if c != row]
-        kept = pairs.groupBy(left[row]).agg(
-            *[F.first(left[c]).alias(c) for c in columns],
-            F.collect_list(right[right_col]).alias(witnesses),
-        )
-        kept = kept.select(*columns, witnesses)
+    kept = _per_left_row(left, right, on, "inner", F.collect_list, witnesses)
     key = ctx.next_key("semijoin")
     kept = kept.withColumn(ID, ctx.node_id(key, F.col(left_col)))
     hidden = {"left": F.col(left_col), "witnesses": F.col(witnesses)}
@@ -56,32 +72,15 @@ def anti_join(
     frame: TrackedFrame, right: DataFrame, on: str | list[str] | Column | None
 ) -> TrackedFrame:
     """A left anti join that also records the rows it excludes: every left row meets the
-    smallest id of the right rows that match it (a left outer join; joined on names, with
-    the right side's smallest id per key, so one row per left row), the capture point
-    records the rows with a match (AntiJoinSpec), and only the rows without one are kept,
-    with their provenance. Same rows and columns as Spark's anti join (keys first when
-    joined on names), in the same job."""
+    smallest id of the right rows that match it (a left outer join, one row per left row), the
+    capture point records the rows with a match (AntiJoinSpec), and only the rows without one
+    are kept, with their provenance. Same rows and columns as Spark's anti join (keys first
+    when joined on names), in the same job."""
     from pyspark.sql import functions as F
 
     ctx = context_of(frame)
-    right_col = HIDDEN_PREFIX + "right"
     match = HIDDEN_PREFIX + "match"
-    left = materialize(frame)
-    names = [on] if isinstance(on, str) else on
-    if isinstance(names, list) and all(isinstance(n, str) for n in names):
-        smallest = right.groupBy(*names).agg(F.min(right_col).alias(match))
-        joined = left.join(smallest, on=names, how="left")
-    else:
-        row = HIDDEN_PREFIX + "row"
-        # The row number only tells rows apart (a union may repeat a provenance id).
-        left = left.withColumn(row, F.monotonically_increasing_id())
-        pairs = left.join(right, on=on, how="left")
-        columns = [c for c in left.columns if c != row]
-        joined = pairs.groupBy(left[row]).agg(
-            *[F.first(left[c]).alias(c) for c in columns],
-            F.min(right[right_col]).alias(match),
-        )
-        joined = joined.select(*columns, match)
+    joined = _per_left_row(materialize(frame), right, on, "left", F.min, match)
     key = ctx.next_key("antijoin")
     hidden = {
         "id": ctx.node_id(key, F.col(ID)),

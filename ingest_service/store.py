@@ -363,7 +363,7 @@ class Store:
                 tx.commit()
         except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as e:
             raise _classify(e) from e
-        return IndexResult.of(cast(IndexedRow, record.data()))
+        return IndexResult.of(cast(IndexedRow, record))
 
     def drain_ids(self, max_edges: int = 50_000) -> int:
         """Index until no write's ids wait (tests, backfills); the calls made."""
@@ -390,7 +390,7 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int, defer_ids: bo
             defer=defer_ids,
         )
         for row in records:
-            written = cast(WrittenRow, row.data())
+            written = cast(WrittenRow, row)
             counts = per_run.setdefault(written["run"], {"nodes": 0, "edges": 0})
             counts["nodes"] += written["nodes"]
             counts["edges"] += written["edges"]

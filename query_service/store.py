@@ -333,7 +333,7 @@ class Store:
             node_ids, direction, strategy, max_depth, limit, auto_fetch_max
         )
         parameters["views"] = views
-        return trace_result(cast(TraceRow, self._trace_row(_TRACE, parameters, timeout_s).data()))
+        return trace_result(cast(TraceRow, self._trace_row(_TRACE, parameters, timeout_s)))
 
     def trace_encoded(
         self,
@@ -385,7 +385,7 @@ class Store:
             raise NotFound(f"unknown node id(s): {node_id}")
         if r["tooLarge"]:
             raise InvalidArgument(f"{r['tooLarge']} has more than {max_nodes} nodes")
-        return trace_result(cast(SubgraphRow, r.data()))
+        return trace_result(cast(SubgraphRow, r))
 
     def propagate_deletion(
         self, ids: list[int], limit: int, auto_fetch_max: int, timeout_s: float | None = None
@@ -398,7 +398,7 @@ class Store:
         if r["missing"]:
             shown = ", ".join(str(i) for i in r["missing"][:10])
             raise NotFound(f"unknown node id(s): {shown}")
-        return propagated(cast(DeletionRow, r.data()))
+        return propagated(cast(DeletionRow, r))
 
     def nodes(self, ids: Iterable[int]) -> dict[int, NodeView]:
         wanted = list(ids)

@@ -56,8 +56,9 @@ class NodeMap(TypedDict):
     set: int | None
 
 
-class TraceRow(TypedDict):
-    """``sparkprov.trace``: the whole trace in one row (``response``: the encoded form's bytes)."""
+class _WalkRow(TypedDict):
+    """What a trace's and a subgraph's rows share: the nodes reached, the edges among them, and
+    how the walk went."""
 
     missing: list[int]
     ids: list[int]
@@ -66,29 +67,23 @@ class TraceRow(TypedDict):
     targets: list[int]
     truncated: bool
     strategy: str
-    ids_pending: bool
     levels: int
     reached: int
     fetched: int
     sets: int
+
+
+class TraceRow(_WalkRow):
+    """``sparkprov.trace``: the whole trace in one row (``response``: the encoded form's bytes)."""
+
+    ids_pending: bool
     response: bytes | None
 
 
-class SubgraphRow(TypedDict):
+class SubgraphRow(_WalkRow):
     """``sparkprov.subgraph``: ``tooLarge`` names the part over the limit ("" when none)."""
 
-    missing: list[int]
     tooLarge: str  # noqa: N815 - the procedure's column name
-    ids: list[int]
-    nodes: list[NodeMap]
-    sources: list[int]
-    targets: list[int]
-    truncated: bool
-    strategy: str
-    levels: int
-    reached: int
-    fetched: int
-    sets: int
 
 
 class AggregateMap(TypedDict):
