@@ -269,7 +269,20 @@ class TrackedFrame:
             key = session.next_key("udf")
             label = ",".join(dict.fromkeys(kind.python_udfs))
             return self._fresh(df, BlackBoxSpec(key=key, label=label))
+        if self._pending is not None and not self._pending.relation and not self._named:
+            return self._carry_pending(build(self._df))
         return self._derive(df)
+
+    def _carry_pending(self, df: DataFrame) -> TrackedFrame:
+        """A projection of rows whose fresh nodes are not published yet (a join's TIMES, a
+        group's DELTA, ...): the rows keep those nodes, so the capture point moves past the
+        projection, and a ``.named`` after it names them instead of adding a PLUS per row
+        (docs/capture.md). ``df`` is the projection over the unpublished frame, whose lineage
+        columns the projection keeps."""
+        carried = TrackedFrame(self._ctx, df, self._pending, self._hidden)
+        carried._split = self._split  # where the operator was built, not the projection
+        carried.dag_node = self.dag_node
+        return carried
 
     @recorded("project", lambda self, *cols: _projection_params(self, _flat(cols)))
     def select(self, *cols: Column | str | Sequence[Column | str]) -> TrackedFrame:

@@ -99,3 +99,67 @@ def test_emitters_travel_to_executors_and_describe_their_destination(spark) -> N
     memory = MemoryEmitter(spark)
     copy = pickle.loads(pickle.dumps(memory))
     assert copy.describe() == "memory"
+
+
+def _graph(emitter: MemoryEmitter) -> tuple[dict[int, Any], nx.DiGraph]:
+    batches = [e.expanded() for _, v in emitter.messages() if isinstance(e := decode(v), Batch)]
+    nodes = {n["id"]: n for b in batches for n in b.rows()}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(nodes)
+    for b in batches:
+        graph.add_edges_from(zip(b.edges["src"], b.edges["dst"], strict=True))
+    return nodes, graph
+
+
+def test_a_projection_after_an_operator_leaves_its_fresh_rows_to_be_named(spark) -> None:  # type: ignore[no-untyped-def]
+    """join -> withColumn -> select -> named: the join's TIMES rows carry the name and the
+    projected values (no PLUS per row); groupBy -> withColumn -> named: the DELTA rows do."""
+    emitter = MemoryEmitter(spark)
+    with ProvenanceSession(spark, "named-after-projection", emitter=emitter) as prov:
+        people = prov.source(
+            spark.createDataFrame(PEOPLE, ["pid", "name", "age", "city"]), "People"
+        )
+        depts = prov.source(spark.createDataFrame(DEPTS, ["city", "region"]), "Depts")
+        joined = people.join(depts, "city")
+        enriched = (
+            joined.withColumn("older", F.col("age") + 1)
+            .select("name", "region", "older")
+            .named("Enriched")
+        )
+        assert sorted(tuple(r) for r in enriched.collect())[0] == ("Ann", "west", 21)
+        totals = (
+            people.filter(F.col("age") >= 25)
+            .join(depts, "city")
+            .groupBy("region")
+            .agg(F.sum("age").alias("total"))
+            .withColumn("double", F.col("total") * 2)
+            .named("Totals")
+        )
+        assert sorted(tuple(r) for r in totals.collect()) == [("east", 70, 140), ("west", 75, 150)]
+        emitted = prov.counts()
+    nodes, graph = _graph(emitter)
+    assert (len(nodes), graph.number_of_edges()) == emitted
+    assert not [n for n in nodes.values() if n["op"] == "PLUS"]
+    named = {i: n for i, n in nodes.items() if n["relation"] == "Enriched"}
+    assert len(named) == 5 and {n["op"] for n in named.values()} == {"TIMES"}
+    person = {
+        i: n["props"][ATTRIBUTE_PREFIX + "name"]
+        for i, n in nodes.items()
+        if n["relation"] == "People"
+    }
+    city = {
+        i: n["props"][ATTRIBUTE_PREFIX + "city"]
+        for i, n in nodes.items()
+        if n["relation"] == "Depts"
+    }
+    for i, n in named.items():
+        props = n["props"]
+        assert set(props) >= {ATTRIBUTE_PREFIX + c for c in ("name", "region", "older")}
+        parents = set(graph.predecessors(i))
+        assert len(parents) == 2 and {person.get(p) for p in parents} - {None} == {
+            props[ATTRIBUTE_PREFIX + "name"]
+        }
+        assert len(parents & set(city)) == 1
+    deltas = [n for n in nodes.values() if n["relation"] == "Totals"]
+    assert len(deltas) == 2 and {n["op"] for n in deltas} == {"DELTA"}
+    assert {n["props"][ATTRIBUTE_PREFIX + "double"] for n in deltas} == {"140", "150"}
