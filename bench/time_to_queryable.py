@@ -35,6 +35,7 @@ import json
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -352,6 +353,12 @@ def run_shape(
     disk = neo4j_disk(stack)
     result["disk_added"] = {k: disk[k] - disk_before[k] for k in disk}
     result["loadavg_end"] = os.getloadavg()
+    if args.bare:
+        print(f"{name}: the bare engine writes the same records ...", file=sys.stderr)
+        result["bare_engine"] = bare_engine(stack, args.batch_rows)
+        result["bare_engine_s"] = result["bare_engine"]["write_s"]
+        if result.get("time_to_queryable_s") is not None:
+            result["queryable_vs_bare"] = result["time_to_queryable_s"] / result["bare_engine_s"]
 
     inputs = args.rows + args.dim
     stored = result["graph_added"].get("nodes", 0) + result["graph_added"].get("relationships", 0)
@@ -367,6 +374,41 @@ def run_shape(
     return result
 
 
+def bare_engine(stack: Stack, batch_rows: int) -> dict[str, Any]:
+    """The engine's own time to write the lineage records this shape's run stored (its `:Node`s
+    and `DERIVES`, every property), read from the stopped store and written with the core API
+    into an empty embedded database with the real schema (bench/java/StoreReplay.java). Run
+    after the shape, alone: the ratio of TIME TO QUERYABLE to it is ingest's overhead."""
+    home = stack.dir / "data" / "bare-engine"
+    shutil.rmtree(home, ignore_errors=True)
+    conf = stack.dir / "neo4j" / "bare-engine.conf"
+    conf.write_text(stack.settings.neo4j.conf_text())
+    lib = stack.dir / "lib" / "neo4j"
+    command = [
+        stack.settings.java,
+        *stack.settings.neo4j.jvm_heap_flags(),
+        "-XX:+UseG1GC",
+        "-cp",
+        f"{lib}/*",
+        str(ROOT / "bench" / "java" / "StoreReplay.java"),
+        str(stack.dir / "data" / "neo4j"),
+        str(home),
+        str(conf),
+        str(ROOT / "sparkprov" / "schema.cypher"),
+        str(batch_rows),
+    ]
+    load0 = os.getloadavg()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    shutil.rmtree(home, ignore_errors=True)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(
+            f"the bare-engine writer failed ({done.returncode}):\n{done.stderr[-3000:]}"
+        )
+    measured: dict[str, Any] = json.loads(lines[-1])
+    return measured | {"load_average_start": load0, "load_average_end": os.getloadavg()}
+
+
 # -- main -----------------------------------------------------------------------------------
 
 
@@ -378,6 +420,8 @@ def print_table(report: dict[str, Any]) -> None:
         ("captured / plain", "capture_ratio", "{:,.2f}"),
         ("TIME TO QUERYABLE s", "time_to_queryable_s", "{:,.1f}"),
         ("time to indexed s", "time_to_indexed_s", "{:,.1f}"),
+        ("bare engine, same records s", "bare_engine_s", "{:,.1f}"),
+        ("queryable / bare engine", "queryable_vs_bare", "{:,.2f}"),
         ("lock wait share (writes)", "lock_wait_share", "{:.1%}"),
         ("stored at job end", "stored_at_job_end", "{:,}"),
         ("lineage records", "stored_lineage_records", "{:,}"),
@@ -414,6 +458,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folder", default=".stack-ttq")
     parser.add_argument(
         "--consumers", type=int, default=1, help="ingest processes in the group (writers)"
+    )
+    parser.add_argument(
+        "--bare",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="after each shape, time the bare engine writing the records it stored",
+    )
+    parser.add_argument(
+        "--batch-rows", type=int, default=20_000, help="records per bare-engine transaction"
     )
     parser.add_argument("--kafka-port", type=int, default=29092)
     parser.add_argument("--controller-port", type=int, default=29093)
