@@ -270,7 +270,10 @@ class TrackedFrame:
             label = ",".join(dict.fromkeys(kind.python_udfs))
             return self._fresh(df, BlackBoxSpec(key=key, label=label))
         if self._pending is not None and not self._pending.relation and not self._named:
-            return self._carry_pending(build(self._df))
+            try:
+                return self._carry_pending(build(self._df))
+            except AnalysisException:  # columns bound to the published frame (plan capture)
+                pass
         return self._derive(df)
 
     def _carry_pending(self, df: DataFrame) -> TrackedFrame:
@@ -691,6 +694,14 @@ def materialize_with_origin(frame: TrackedFrame) -> tuple[DataFrame, JoinSpec | 
     pair = [HIDDEN_PREFIX + "left", HIDDEN_PREFIX + "right"]
     kept = df.drop(*[c for c in df.columns if c.startswith(HIDDEN_PREFIX) and c not in (ID, *pair)])
     return kept, pending, ""
+
+
+def visible_attributes(frame: TrackedFrame) -> list[Any]:
+    """The JVM attributes of the frame's visible columns, in order (capture_agent.plan_capture
+    moves a plan's expressions onto them)."""
+    output = frame._materialized()._jdf.queryExecution().analyzed().output()
+    attributes = [output.apply(i) for i in range(output.size())]
+    return [a for a in attributes if not str(a.name()).startswith(HIDDEN_PREFIX)]
 
 
 def same_nodes(frame: TrackedFrame, df: DataFrame) -> TrackedFrame:

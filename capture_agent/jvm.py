@@ -67,7 +67,7 @@ __all__ = [
 ]
 
 ENV_JAR = ENV_CAPTURE_JAR  # read by capture_agent.settings
-PROTOCOL = 2  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
+PROTOCOL = 3  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
 # The pyspark versions (major, minor) the JVM taps are built and tested for, inclusive.
 SUPPORTED_SPARK = ((4, 0), (4, 3))
 _CLASS = "io.sparkprov.capture.Taps"
@@ -264,6 +264,19 @@ class JvmTaps:
     def protocol(self) -> int:
         """The tap protocol of the loaded jar."""
         return int(self._taps.protocol())
+
+    def rebound(self, expression: Any, old: list[Any], new: list[Any]) -> Column:
+        """A plan's (JVM) expression as a Column, its references to the attributes ``old`` moved
+        onto ``new`` (io.sparkprov.capture.Rebind): capture_agent.plan_capture."""
+        from pyspark.sql import Column
+
+        jvm = self.spark._jvm
+        assert jvm is not None  # classic PySpark: JvmTaps exists only there
+        olds, news = jvm.java.util.ArrayList(), jvm.java.util.ArrayList()
+        for o, n in zip(old, new, strict=True):
+            olds.add(o)
+            news.add(n)
+        return Column(self._taps.rebound(expression, olds, news))
 
     def counts(self) -> Any:
         """A fresh counts accumulator (io.sparkprov.capture.Counts) for one run."""

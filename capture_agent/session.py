@@ -360,6 +360,18 @@ class ProvenanceSession:
         )
         return frame
 
+    def tracked(self, df: DataFrame) -> TrackedFrame | PlainFrame:
+        """Capture any DataFrame from its plan: SQL text over views or tables, or DataFrame code
+        written without ``source``. Its leaves become sources named by their view or table, and
+        the plan is rebuilt with the tracked operators (capture_agent.plan_capture). An operator
+        that cannot be rebuilt raises :class:`UnsupportedOperation` naming it. Under the kill
+        switch: ``df`` itself."""
+        if not self.enabled:
+            return PlainFrame(df)
+        from capture_agent.plan_capture import capture_plan
+
+        return capture_plan(self, df)
+
     def module(self, name: str) -> Invocation | PlainInvocation:
         """``with prov.module("dealer1") as m:`` -- one invocation of module ``name``."""
         if not self.enabled:

@@ -14,6 +14,7 @@ from capture_agent import ProvenanceSession
 from capture_agent.emitters import KafkaEmitter, MemoryEmitter, NoopEmitter
 from capture_agent.publisher import PublisherConfig
 from sparkprov.events import ATTRIBUTE_PREFIX, Batch, RunComplete, RunStarted, decode
+from tests.unit.graphs import emitted_graph
 
 PEOPLE = [
     (1, "Steve", 30, "NY"),
@@ -101,16 +102,6 @@ def test_emitters_travel_to_executors_and_describe_their_destination(spark) -> N
     assert copy.describe() == "memory"
 
 
-def _graph(emitter: MemoryEmitter) -> tuple[dict[int, Any], nx.DiGraph]:
-    batches = [e.expanded() for _, v in emitter.messages() if isinstance(e := decode(v), Batch)]
-    nodes = {n["id"]: n for b in batches for n in b.rows()}
-    graph = nx.DiGraph()
-    graph.add_nodes_from(nodes)
-    for b in batches:
-        graph.add_edges_from(zip(b.edges["src"], b.edges["dst"], strict=True))
-    return nodes, graph
-
-
 def test_a_projection_after_an_operator_leaves_its_fresh_rows_to_be_named(spark) -> None:  # type: ignore[no-untyped-def]
     """join -> withColumn -> select -> named: the join's TIMES rows carry the name and the
     projected values (no PLUS per row); groupBy -> withColumn -> named: the DELTA rows do."""
@@ -137,7 +128,7 @@ def test_a_projection_after_an_operator_leaves_its_fresh_rows_to_be_named(spark)
         )
         assert sorted(tuple(r) for r in totals.collect()) == [("east", 70, 140), ("west", 75, 150)]
         emitted = prov.counts()
-    nodes, graph = _graph(emitter)
+    nodes, graph = emitted_graph(emitter)
     assert (len(nodes), graph.number_of_edges()) == emitted
     assert not [n for n in nodes.values() if n["op"] == "PLUS"]
     named = {i: n for i, n in nodes.items() if n["relation"] == "Enriched"}

@@ -1,8 +1,10 @@
 package io.sparkprov.capture;
 
+import java.util.List;
 import java.util.Map;
 import org.apache.spark.SparkContext;
 import org.apache.spark.sql.Column;
+import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.classic.ExpressionUtils;
 import org.apache.spark.sql.api.java.UDF1;
 import org.apache.spark.sql.expressions.UserDefinedFunction;
@@ -16,7 +18,7 @@ import org.apache.spark.sql.types.DataTypes;
  */
 public final class Taps {
   /** The tap protocol this jar speaks; capture_agent/jvm.py refuses a jar of another. */
-  public static final int PROTOCOL = 2;
+  public static final int PROTOCOL = 3;
 
   public Taps() {}
 
@@ -31,6 +33,14 @@ public final class Taps {
   public Column column(String planJson, Sink sink, Counts counts, Column inputs) {
     Tap tap = new Tap(TapPlan.parse(planJson), sink, counts);
     return ExpressionUtils.column(new TapExpression(ExpressionUtils.expression(inputs), tap));
+  }
+
+  /**
+   * A plan's expression moved onto the rebuilt attributes of its child ({@link Rebind}), as a
+   * Column: plan capture (capture_agent/plan_capture.py). Since protocol 3.
+   */
+  public Column rebound(Expression expression, List<Expression> from, List<Expression> to) {
+    return ExpressionUtils.column(Rebind.rebind(expression, from, to));
   }
 
   /** A node id: {@code xxhash64(lit(run), lit(key), columns...)}, computed cheaper. */
