@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.accumulators import AccumulatorParam
 
+from capture_agent.actions import ActionCapture
 from capture_agent.context import CaptureContext
 from capture_agent.emitters import Emitter, KafkaEmitter, NoopEmitter
 from capture_agent.errors import PublishError
@@ -115,6 +116,11 @@ class ProvenanceSession:
     earlier run is stored, returns that instead of computing it, its rows linked to the earlier
     run's provenance (capture_agent.reuse; docs/versions.md, "Reuse"). The path must be one the
     driver and the executors share (local mode, or a shared mount).
+
+    ``actions=True`` captures unchanged code: inside the ``with`` block, an action on a plain
+    DataFrame (from ``spark.sql`` text, DataFrame calls, or both) runs captured from its plan,
+    its result named ``result<N>`` or by the path or table it is written to
+    (capture_agent.actions). :meth:`tracked` does the same for one DataFrame.
     """
 
     def __init__(
@@ -136,6 +142,7 @@ class ProvenanceSession:
         reuse: bool = False,
         results_path: str | os.PathLike[str] | None = None,
         settings: CaptureSettings | None = None,
+        actions: bool = False,
     ) -> None:
         if not workflow:
             raise ValueError("workflow must be a non-empty name")
@@ -163,6 +170,8 @@ class ProvenanceSession:
         # operator ever asks whether capture is on.
         self.enabled = settings.enabled
         self.capture_path = settings.capture
+        # actions=True: actions on plain DataFrames run captured (capture_agent.actions).
+        self._actions: ActionCapture | None = None
         self.lineage_events: RunEvents = NoopRunEvents()
         jvm: JvmTaps | None = None
         if not self.enabled:
@@ -208,6 +217,8 @@ class ProvenanceSession:
         if reuse:
             self.reuse = ResultReuse(spark, self.capture, results_root(settings.results_path))
             self.capture.reuse = self.reuse
+        if actions and self.enabled:
+            self._actions = ActionCapture(self)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -229,6 +240,8 @@ class ProvenanceSession:
             ) from e
         log.info("provenance run %s of workflow %s started", self.run_id, self.workflow)
         self.lineage_events.start()
+        if self._actions is not None:
+            self._actions.__enter__()
         return self
 
     def __exit__(
@@ -239,6 +252,8 @@ class ProvenanceSession:
     ) -> None:
         if not self.enabled:
             return
+        if self._actions is not None:
+            self._actions.__exit__()
         failure = exc
         try:
             self._finish(exc)
