@@ -263,7 +263,11 @@ class TrackedGroupedData:
         values = {f"x{i}": F.expr(sql).cast("string") for i, sql in enumerate(inputs)}
         members = self._member_tap(members, key, origin, values, len(inputs))
 
-        grouped = members.groupBy(*key_cols, F.col(_GROUP)).agg(*exprs)
+        if key_cols:
+            grouped = members.groupBy(*key_cols, F.col(_GROUP)).agg(*exprs)
+        else:  # over the whole frame: one row even of no members, as Spark gives (its DELTA
+            # then has no parents), with the id every member computed
+            grouped = members.agg(*exprs).withColumn(_GROUP, session.node_id(key))
         visible = visible_columns(grouped)
         hidden: dict[str, Column] = {}
         for i, name in enumerate(visible[len(visible) - len(exprs) :]):
