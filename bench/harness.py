@@ -132,6 +132,20 @@ def bench_stack(
     return Stack(StackSettings.from_env(directory, env))
 
 
+def embedded_neo4j(stack: Stack, source: Path, *args: str) -> list[str]:
+    """The command that runs a single-file Java program (``source``, under bench/java/) against
+    the stack's Neo4j jars, in a JVM of the stack's heap: the bare-engine writers."""
+    return [
+        stack.settings.java,
+        *stack.settings.neo4j.jvm_heap_flags(),
+        "-XX:+UseG1GC",
+        "-cp",
+        f"{stack.dir / 'lib' / 'neo4j'}/*",
+        str(source),
+        *args,
+    ]
+
+
 def peak_rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):

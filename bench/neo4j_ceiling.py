@@ -72,7 +72,7 @@ import neo4j
 import numpy as np
 import pandas as pd
 
-from bench.harness import RESULTS, Ports, bench_stack, busy_ports
+from bench.harness import RESULTS, Ports, bench_stack, busy_ports, embedded_neo4j
 from capture_agent.taps import MemberSpec, derive, salt_of
 from ingest_service import store as ingest_store
 from ingest_service.store import Flush, Store
@@ -510,18 +510,7 @@ def run_core_api(shape: Shape, stack: Any, batch_rows: int) -> dict[str, Any]:
             writer.flush(flush)
         writer.end()
     prepare = time.perf_counter() - t0
-    lib = stack.dir / "lib" / "neo4j"
-    command = [
-        stack.settings.java,
-        *stack.settings.neo4j.jvm_heap_flags(),
-        "-XX:+UseG1GC",
-        "-cp",
-        f"{lib}/*",
-        str(CORE_API),
-        str(home),
-        str(data),
-        str(conf),
-    ]
+    command = embedded_neo4j(stack, CORE_API, str(home), str(data), str(conf))
     load0 = os.getloadavg()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     shutil.rmtree(home, ignore_errors=True)

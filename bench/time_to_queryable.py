@@ -57,6 +57,7 @@ from bench.harness import (
     Ports,
     bench_stack,
     busy_ports,
+    embedded_neo4j,
     without_addresses,
 )
 from capture_agent import ProvenanceSession
@@ -383,20 +384,15 @@ def bare_engine(stack: Stack, batch_rows: int) -> dict[str, Any]:
     shutil.rmtree(home, ignore_errors=True)
     conf = stack.dir / "neo4j" / "bare-engine.conf"
     conf.write_text(stack.settings.neo4j.conf_text())
-    lib = stack.dir / "lib" / "neo4j"
-    command = [
-        stack.settings.java,
-        *stack.settings.neo4j.jvm_heap_flags(),
-        "-XX:+UseG1GC",
-        "-cp",
-        f"{lib}/*",
-        str(ROOT / "bench" / "java" / "StoreReplay.java"),
+    command = embedded_neo4j(
+        stack,
+        ROOT / "bench" / "java" / "StoreReplay.java",
         str(stack.dir / "data" / "neo4j"),
         str(home),
         str(conf),
         str(ROOT / "sparkprov" / "schema.cypher"),
         str(batch_rows),
-    ]
+    )
     load0 = os.getloadavg()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     shutil.rmtree(home, ignore_errors=True)

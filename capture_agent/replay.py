@@ -13,13 +13,14 @@ job on them, plain or captured, gives the output rows back, and nothing unrelate
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["witness_frames"]
+__all__ = ["same_text", "witness_frames"]
 
 
 def witness_frames(
@@ -51,3 +52,16 @@ def witness_frames(
             values.add(row[key])
         frames[relation] = df.filter(F.col(f"`{key}`").cast("string").isin(sorted(values)))
     return frames
+
+
+def same_text(a: str | None, b: str | None) -> bool:
+    """Whether two values as text (as capture keeps them) are the same value: equal, or numbers
+    equal to 1e-9 (a replay may sum the same numbers in another order)."""
+    if a == b:
+        return True
+    if a is None or b is None:
+        return False
+    try:
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+    except ValueError:
+        return False

@@ -11,7 +11,6 @@ out (an anti join's or a difference's right side, which decided by absence) is c
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from capture_agent import ProvenanceSession
-from capture_agent.replay import witness_frames
+from capture_agent.replay import same_text, witness_frames
 from sparkprov.client import QueryClient
 
 __all__ = ["Checked", "check_by_reexecution"]
@@ -42,19 +41,8 @@ def _values(row: Mapping[str, str | None], columns: list[str]) -> tuple[str | No
     return tuple(row.get(c) for c in columns)
 
 
-def _same(a: str | None, b: str | None) -> bool:
-    if a == b:
-        return True
-    if a is None or b is None:
-        return False
-    try:
-        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
-    except ValueError:
-        return False
-
-
 def _contains(rows: list[tuple[str | None, ...]], wanted: tuple[str | None, ...]) -> bool:
-    return any(all(_same(a, b) for a, b in zip(row, wanted, strict=True)) for row in rows)
+    return any(all(same_text(a, b) for a, b in zip(row, wanted, strict=True)) for row in rows)
 
 
 def _as_text(df: DataFrame) -> tuple[list[str], list[tuple[str | None, ...]]]:

@@ -8,17 +8,13 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from capture_agent import ProvenanceSession
 from capture_agent.actions import ACTIONS
 from capture_agent.emitters import MemoryEmitter
+from examples.unchanged_job import CUSTOMERS, ORDERS, job
 from sparkprov.events import ATTRIBUTE_PREFIX
 from tests.unit.graphs import emitted_graph
-
-ORDERS = [(1, 10, 5.0), (2, 10, 7.5), (3, 20, 1.0), (4, 30, 9.0), (5, 20, 4.0), (6, 40, 2.0)]
-CUSTOMERS = [(10, "ann", "NY"), (20, "bo", "LA"), (30, "cy", "NY"), (50, "di", "SF")]
 
 
 @pytest.fixture
@@ -27,20 +23,6 @@ def files(spark, tmp_path: Path) -> tuple[str, str]:  # type: ignore[no-untyped-
     spark.createDataFrame(ORDERS, ["oid", "cust", "amount"]).write.parquet(orders)
     spark.createDataFrame(CUSTOMERS, ["id", "name", "city"]).write.parquet(customers)
     return orders, customers
-
-
-def job(spark: SparkSession, orders: str, customers: str, out: str) -> list[tuple[object, ...]]:
-    """A user's job, as written without sparkprov: views, SQL text, DataFrame calls, a write."""
-    spark.read.parquet(orders).createOrReplaceTempView("orders")
-    spark.read.parquet(customers).createOrReplaceTempView("customers")
-    big: DataFrame = spark.sql(
-        "SELECT o.oid, o.amount, c.city FROM orders o JOIN customers c ON o.cust = c.id "
-        "WHERE o.amount > 1.5"
-    )
-    by_city = big.groupBy("city").agg(F.sum("amount").alias("total"))
-    rows = sorted(tuple(r) for r in by_city.collect())
-    big.write.mode("overwrite").parquet(out)
-    return rows
 
 
 def test_an_unchanged_job_is_captured_by_the_with_block_alone(spark, files, tmp_path) -> None:  # type: ignore[no-untyped-def]

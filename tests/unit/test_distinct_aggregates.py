@@ -11,7 +11,8 @@ from pyspark.sql import functions as F
 
 from capture_agent import ProvenanceSession, UnsupportedOperation
 from capture_agent.emitters import MemoryEmitter
-from sparkprov.events import ATTRIBUTE_PREFIX, Batch, decode
+from sparkprov.events import ATTRIBUTE_PREFIX
+from tests.unit.graphs import emitted_graph
 
 ROWS = [
     (1, "a", 1, 10),
@@ -22,16 +23,6 @@ ROWS = [
     (6, "b", None, 60),
     (7, "c", None, None),
 ]
-
-
-def _graph(emitter: MemoryEmitter) -> tuple[nx.DiGraph, dict[int, dict[str, object]]]:
-    batches = [e.expanded() for _, v in emitter.messages() if isinstance(e := decode(v), Batch)]
-    nodes = {n["id"]: n for b in batches for n in b.rows()}
-    graph = nx.DiGraph()
-    graph.add_nodes_from(nodes)
-    for b in batches:
-        graph.add_edges_from(zip(b.edges["src"], b.edges["dst"], strict=True))
-    return graph, nodes
 
 
 def test_count_distinct_is_captured_over_the_distinct_rows(spark) -> None:  # type: ignore[no-untyped-def]
@@ -52,7 +43,7 @@ def test_count_distinct_is_captured_over_the_distinct_rows(spark) -> None:  # ty
         emitted = prov.counts()
     assert captured == plain == [("a", 2, 3), ("b", 1, 3), ("c", 0, None)]
 
-    graph, nodes = _graph(emitter)
+    nodes, graph = emitted_graph(emitter)
     assert (graph.number_of_nodes(), graph.number_of_edges()) == emitted
     pids = {
         i: n["props"][ATTRIBUTE_PREFIX + "pid"]
@@ -122,7 +113,7 @@ def test_columns_computed_on_aggregates_are_captured(spark) -> None:  # type: ig
         out = shape(prov.source(df, "Rows"))
         assert out.columns == shape(df).columns
         assert sorted(map(repr, out.named("Out").collect())) == plain
-    graph, nodes = _graph(emitter)
+    nodes, graph = emitted_graph(emitter)
     pids = {
         i: n["props"][ATTRIBUTE_PREFIX + "pid"]
         for i, n in nodes.items()
