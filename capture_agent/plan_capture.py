@@ -209,11 +209,22 @@ class _Builder:
                 aggregates.append(self.column(o, old, new))
             elif not any(o.semanticEquals(g) or _aliases(o, g) for g in groups):
                 raise UnsupportedOperation(f"the aggregate output {o.sql()}")
-        grouped = frame.groupBy(*[self.column(g, old, new) for g in groups])
+        grouped = frame.groupBy(*[self._key(g, old, new, frame.columns) for g in groups])
         out = grouped.agg(*aggregates)
         # Back to the plan's output order and names (a grouping key may be named anew).
         built = list(out.columns)
         return out.select(*[_pick(o, groups, built, len(groups)) for o in outputs])
+
+    def _key(self, group: Any, old: list[Any], new: list[Any], columns: list[str]) -> Any:
+        """A grouping key: by name where it is a column of a name no other column has (the
+        tracked grouping then also rewrites distinct aggregates), else as a Column."""
+        if _name(group) == "AttributeReference":
+            for o, n in zip(old, new, strict=True):
+                if o.exprId().id() == group.exprId().id():
+                    name = str(n.name())
+                    if columns.count(name) == 1:
+                        return name
+        return self.column(group, old, new)
 
     def _Sort(self, node: Any) -> TrackedFrame:  # noqa: N802
         frame, old, new = self._child(node)
