@@ -54,10 +54,35 @@ def capture_plan(prov: ProvenanceSession, df: DataFrame) -> TrackedFrame:
             "this DataFrame", "plan capture needs classic (non-Connect) PySpark"
         ) from e
     builder = _Builder(prov, df, _relation_names(execution.analyzed()))
-    plan = execution.optimizedPlan()
+    plan = _optimized(df, execution.analyzed())
     frame, attributes = builder.build(plan)
     output = list(_seq(plan.output()))
     return frame.select(*[builder.column(a, output, attributes, alias=True) for a in output])
+
+
+# Optimizer rules whose output the tracked operators cannot take back as Columns: they write
+# internal expressions with no SQL function of their own (DecimalAggregates sums a decimal's
+# unscaled long: MakeDecimal(sum(UnscaledValue(x)))).
+_EXCLUDED_RULES = ("org.apache.spark.sql.catalyst.optimizer.DecimalAggregates",)
+_EXCLUDED = "spark.sql.optimizer.excludedRules"
+
+
+def _optimized(df: DataFrame, analyzed: Any) -> Any:
+    """The analyzed plan optimized afresh without :data:`_EXCLUDED_RULES`."""
+    spark = df.sparkSession
+    jvm = spark._jvm
+    assert jvm is not None
+    conf = spark._jsparkSession.conf()
+    before = conf.get(_EXCLUDED, "") if conf.contains(_EXCLUDED) else ""
+    conf.set(_EXCLUDED, ",".join(r for r in (before, *_EXCLUDED_RULES) if r))
+    try:
+        fresh = jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, analyzed)
+        return fresh.queryExecution().optimizedPlan()
+    finally:
+        if before:
+            conf.set(_EXCLUDED, before)
+        else:
+            conf.unset(_EXCLUDED)
 
 
 def _relation_names(analyzed: Any) -> dict[int, str]:
