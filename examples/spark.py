@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
 __all__ = ["local_spark"]
 
 
-def local_spark(app: str, cores: int = 2) -> SparkSession:
+def local_spark(app: str, cores: int = 2, conf: Mapping[str, str] | None = None) -> SparkSession:
+    """``conf``: further settings, read before the driver's JVM starts (e.g. its memory)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    spark = (
+    builder = (
         SparkSession.builder.master(f"local[{cores}]")
         .appName(app)
         .config("spark.ui.enabled", "false")
@@ -21,7 +23,9 @@ def local_spark(app: str, cores: int = 2) -> SparkSession:
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
     )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark

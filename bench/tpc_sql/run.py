@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import re
 import sys
 import time
@@ -61,26 +60,11 @@ class Outcome:
 
 
 def local_session(cores: int, driver_memory: str) -> Any:
-    """A session like examples.spark.local_spark's, with the driver's heap set before its JVM
-    starts (local_spark takes no settings): at SF 1 the default 1g cannot broadcast the build
-    side of TPC-DS q35."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
+    """examples.spark.local_spark's session with the driver's heap set: at SF 1 the default 1g
+    cannot broadcast the build side of TPC-DS q35."""
+    from examples.spark import local_spark
 
-    spark = (
-        SparkSession.builder.master(f"local[{cores}]")
-        .appName("tpc_sql")
-        .config("spark.driver.memory", driver_memory)
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", str(cores * 2))
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    return local_spark("tpc_sql", cores, {"spark.driver.memory": driver_memory})
 
 
 def spark_views(spark: Any, tables: Mapping[str, Path]) -> None:
