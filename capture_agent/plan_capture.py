@@ -224,18 +224,19 @@ class _Builder:
         frame, old, new = self._child(node)
         groups = list(_seq(node.groupingExpressions()))
         outputs = list(_seq(node.aggregateExpressions()))
-        if [_name(o) for o in outputs] == ["AttributeReference"] * len(outputs) and len(
-            outputs
-        ) == len(groups):
-            return frame.select(*[self.column(g, old, new) for g in groups]).distinct()
         aggregates = []
         for o in outputs:
             if _name(o) == "Alias" and not any(o.child().semanticEquals(g) for g in groups):
                 aggregates.append(self.column(o, old, new))
             elif not any(o.semanticEquals(g) or _aliases(o, g) for g in groups):
                 raise UnsupportedOperation(f"the aggregate output {o.sql()}")
-        grouped = frame.groupBy(*[self._key(g, old, new, frame.columns) for g in groups])
-        out = grouped.agg(*aggregates)
+        if aggregates:
+            grouped = frame.groupBy(*[self._key(g, old, new, frame.columns) for g in groups])
+            out = grouped.agg(*aggregates)
+        elif groups:  # grouping only (DISTINCT): a DELTA per distinct key, fed by its copies
+            out = frame.select(*[self.column(g, old, new) for g in groups]).distinct()
+        else:
+            raise UnsupportedOperation("an aggregate with neither keys nor aggregates")
         # Back to the plan's output order and names (a grouping key may be named anew).
         built = list(out.columns)
         return out.select(*[_pick(o, groups, built, len(groups)) for o in outputs])

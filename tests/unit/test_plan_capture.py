@@ -31,6 +31,7 @@ QUERIES = {
         SELECT c.name, o.amount FROM customers c LEFT JOIN orders o ON o.cust = c.id
         ORDER BY c.name, o.amount LIMIT 4""",
     "distinct_union": "SELECT city FROM customers UNION SELECT 'XX' AS city FROM orders",
+    "group_keys_reordered": "SELECT city, name FROM customers GROUP BY name, city",
     "empty_total": "SELECT SUM(amount) AS total, COUNT(*) AS n FROM orders WHERE amount > 100",
     "self_join": """
         SELECT a.oid, b.oid AS other FROM orders a JOIN orders b
