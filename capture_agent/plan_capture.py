@@ -252,6 +252,14 @@ class _Builder:
                         return name
         return self.column(group, old, new)
 
+    def _Window(self, node: Any) -> TrackedFrame:  # noqa: N802
+        """The child's columns and the window expressions, as one select: the tracked
+        projection captures ranking functions and window aggregates (docs/capture.md)."""
+        frame, old, new = self._child(node)
+        kept = [self.column(a, old, new) for a in old]
+        windows = [self.column(e, old, new) for e in _seq(node.windowExpressions())]
+        return frame.select(*kept, *windows)
+
     def _Sort(self, node: Any) -> TrackedFrame:  # noqa: N802
         frame, old, new = self._child(node)
         return frame.orderBy(*[self.column(o, old, new) for o in _seq(node.order())])
@@ -275,6 +283,11 @@ class _Builder:
         return self._child(node)[0]
 
     def _RepartitionByExpression(self, node: Any) -> TrackedFrame:  # noqa: N802
+        return self._child(node)[0]
+
+    def _WindowGroupLimit(self, node: Any) -> TrackedFrame:  # noqa: N802
+        """An optimization only: it drops rows that cannot pass the rank filter the plan keeps
+        above its window, so leaving it out changes no result."""
         return self._child(node)[0]
 
 

@@ -32,6 +32,16 @@ QUERIES = {
         ORDER BY c.name, o.amount LIMIT 4""",
     "distinct_union": "SELECT city FROM customers UNION SELECT 'XX' AS city FROM orders",
     "group_keys_reordered": "SELECT city, name FROM customers GROUP BY name, city",
+    "rank_in_city": """
+        SELECT c.city, o.oid, RANK() OVER (PARTITION BY c.city ORDER BY o.amount DESC) AS r
+        FROM orders o JOIN customers c ON o.cust = c.id""",
+    "share_of_city": """
+        SELECT o.oid, o.amount / SUM(o.amount) OVER (PARTITION BY o.cust) AS share
+        FROM orders o""",
+    "top_per_customer": """
+        SELECT * FROM (
+          SELECT oid, cust, RANK() OVER (PARTITION BY cust ORDER BY amount DESC) AS r FROM orders
+        ) WHERE r <= 1""",
     "empty_total": "SELECT SUM(amount) AS total, COUNT(*) AS n FROM orders WHERE amount > 100",
     "self_join": """
         SELECT a.oid, b.oid AS other FROM orders a JOIN orders b
@@ -124,7 +134,10 @@ def test_a_semi_join_from_in_keeps_the_matching_right_rows_in_the_lineage(views)
 @pytest.mark.parametrize(
     ("query", "operator"),
     [
-        ("SELECT oid, RANK() OVER (ORDER BY amount) AS r FROM orders", "Window"),
+        (
+            "SELECT oid, SUM(amount) OVER (ORDER BY oid) AS running FROM orders",
+            "UNBOUNDED PRECEDING AND CURRENT ROW",
+        ),
         ("SELECT * FROM orders WHERE amount > (SELECT AVG(amount) FROM orders)", "ScalarSubquery"),
     ],
 )
