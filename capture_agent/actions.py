@@ -110,7 +110,7 @@ class ActionCapture:
 
         def write(df: Any) -> Any:
             plain = original.__get__(df)
-            if _busy() or _already_tracked(df):
+            if not capture._captures(df):
                 return plain
             return _DeferredWriter(capture, df, plain)
 

@@ -239,7 +239,7 @@ class _Builder:
             raise UnsupportedOperation("an aggregate with neither keys nor aggregates")
         # Back to the plan's output order and names (a grouping key may be named anew).
         built = list(out.columns)
-        return out.select(*[_pick(o, groups, built, len(groups)) for o in outputs])
+        return out.select(*[_pick(o, groups, built) for o in outputs])
 
     def _key(self, group: Any, old: list[Any], new: list[Any], columns: list[str]) -> Any:
         """A grouping key: by name where it is a column of a name no other column has (the
@@ -307,7 +307,7 @@ def _aliases(output: Any, group: Any) -> bool:
     return _name(output) == "Alias" and output.child().semanticEquals(group)
 
 
-def _pick(output: Any, groups: list[Any], built: list[str], ngroups: int) -> Column:
+def _pick(output: Any, groups: list[Any], built: list[str]) -> Column:
     """The column of the grouped frame that is this aggregate output, named as the plan names
     it: a grouping key by its position among the keys, an aggregate by its alias."""
     from pyspark.sql import functions as F
