@@ -53,7 +53,7 @@ def capture_plan(prov: ProvenanceSession, df: DataFrame) -> TrackedFrame:
         raise UnsupportedOperation(
             "this DataFrame", "plan capture needs classic (non-Connect) PySpark"
         ) from e
-    builder = _Builder(prov, df, _relation_names(execution.analyzed()))
+    builder = _Builder(prov, df, _Names(execution.analyzed()))
     plan = _optimized(df, execution.analyzed())
     frame, attributes = builder.build(plan)
     output = list(_seq(plan.output()))
@@ -85,12 +85,17 @@ def _optimized(df: DataFrame, analyzed: Any) -> Any:
             conf.unset(_EXCLUDED)
 
 
-def _relation_names(analyzed: Any) -> dict[int, str]:
-    """The expression id of each leaf's first output attribute -> the view or table name it was
-    read through (the innermost alias above it)."""
-    names: dict[int, str] = {}
+class _Names:
+    """The view or table name each leaf of the analyzed plan was read through (the innermost
+    alias above it), found for a leaf of the optimized plan by its first attribute, else (a CTE
+    inlined anew, with fresh attributes) by the analyzed leaf it gives the same result as."""
 
-    def walk(node: Any, alias: str) -> None:
+    def __init__(self, analyzed: Any) -> None:
+        self._by_id: dict[int, str] = {}
+        self._leaves: list[tuple[Any, str]] = []
+        self._walk(analyzed, "")
+
+    def _walk(self, node: Any, alias: str) -> None:
         kind = _name(node)
         if kind == "SubqueryAlias":
             alias = str(node.identifier().name())
@@ -100,20 +105,27 @@ def _relation_names(analyzed: Any) -> dict[int, str]:
         if not children and alias:
             output = list(_seq(node.output()))
             if output:
-                names.setdefault(int(output[0].exprId().id()), alias)
+                self._by_id.setdefault(int(output[0].exprId().id()), alias)
+                self._leaves.append((node, alias))
         for child in children:
-            walk(child, alias)
+            self._walk(child, alias)
         for expr in _seq(node.expressions()):  # IN, EXISTS and scalar subqueries' plans
             for sub in _walk(expr):
                 if _name(sub) in _SUBQUERIES:
-                    walk(sub.plan(), "")
+                    self._walk(sub.plan(), "")
 
-    walk(analyzed, "")
-    return names
+    def of(self, leaf: Any) -> str | None:
+        output = list(_seq(leaf.output()))
+        if not output:
+            return None
+        found = self._by_id.get(int(output[0].exprId().id()))
+        if found is None:
+            found = next((alias for node, alias in self._leaves if node.sameResult(leaf)), None)
+        return found
 
 
 class _Builder:
-    def __init__(self, prov: ProvenanceSession, df: DataFrame, names: dict[int, str]) -> None:
+    def __init__(self, prov: ProvenanceSession, df: DataFrame, names: _Names) -> None:
         self._prov = prov
         self._spark = df.sparkSession
         jvm = self._spark._jvm
@@ -132,19 +144,66 @@ class _Builder:
 
     def column(self, expr: Any, old: list[Any], new: list[Any], alias: bool = False) -> Column:
         """The plan's expression as a Column over the rebuilt attributes ``new`` (the rebuilt
-        counterparts of ``old``). ``alias``: keep the attribute's name (a top-level output)."""
-        self._refuse_subqueries(expr)
-        column = self._taps.rebound(expr, old, new)
-        return column.alias(str(expr.name())) if alias else column
-
-    def _refuse_subqueries(self, expr: Any) -> None:
+        counterparts of ``old``, scalar subqueries joined by :meth:`_subqueries` among them).
+        ``alias``: keep the attribute's name (a top-level output)."""
+        joined = {int(o.exprId().id()) for o in old if _name(o) == "ScalarSubquery"}
         for sub in _walk(expr):
             kind = _name(sub)
             if kind in _SUBQUERIES or kind == "InSubquery":
+                if kind == "ScalarSubquery" and int(sub.exprId().id()) in joined:
+                    continue
                 raise UnsupportedOperation(
                     f"a {kind} expression left in the optimized plan",
                     "its rows' lineage would not reach the result",
                 )
+        column = self._taps.rebound(expr, old, new)
+        return column.alias(str(expr.name())) if alias else column
+
+    def _subqueries(
+        self, frame: TrackedFrame, old: list[Any], new: list[Any], exprs: list[Any]
+    ) -> tuple[TrackedFrame, list[Any], list[Any]]:
+        """The uncorrelated scalar subqueries of ``exprs`` (``x > (SELECT avg(x) ...)``), each
+        rebuilt and its one row joined to every row of ``frame`` (a left join: no row gives
+        NULL, as Spark does), so a row's lineage reaches the rows the value was computed from.
+        The frame, with ``old`` and ``new`` extended by each subquery and its column."""
+        from pyspark.sql import functions as F
+
+        seen: set[int] = set()
+        for expr in exprs:
+            for sub in _walk(expr):
+                if _name(sub) != "ScalarSubquery" or int(sub.exprId().id()) in seen:
+                    continue
+                seen.add(int(sub.exprId().id()))
+                plan = sub.plan()
+                if list(_seq(sub.outerAttrs())):
+                    raise UnsupportedOperation(
+                        f"the correlated scalar subquery {sub.sql()}",
+                        "plan capture joins uncorrelated scalar subqueries only",
+                    )
+                self._one_row_at_most(sub)
+                value, _ = self.build(plan)
+                name = f"_sparkprov_subquery{sub.exprId().id()}"
+                value = value.select(F.col(f"`{value.columns[0]}`").alias(name))
+                frame = frame.join(value, on=F.lit(True), how="left")
+                attributes = self._attributes(frame, len(old) + 1)
+                old, new = [*old, sub], attributes
+        return frame, old, new
+
+    def _one_row_at_most(self, sub: Any) -> None:
+        """Spark fails a query whose scalar subquery gives more than one row; so does capture,
+        before joining it (where the plan does not bound it, the plain subquery is counted)."""
+        bound = sub.plan().maxRows()
+        if not bound.isEmpty() and bound.get() <= 1:
+            return
+        jdf = self._jvm.org.apache.spark.sql.classic.Dataset.ofRows(
+            self._spark._jsparkSession, sub.plan()
+        )
+        rows = int(jdf.limit(2).count())
+        if rows > 1:
+            raise UnsupportedOperation(
+                f"the scalar subquery {sub.sql()}",
+                "it returns more than one row (Spark fails the plain query too)",
+            )
 
     # -- operators --------------------------------------------------------------------------
 
@@ -175,7 +234,19 @@ class _Builder:
     def _child(self, node: Any, i: int = 0) -> tuple[TrackedFrame, list[Any], list[Any]]:
         child = list(_seq(node.children()))[i]
         frame, new = self.build(child)
-        return frame, list(_seq(child.output())), new
+        old = list(_seq(child.output()))
+        names = list(frame.columns)
+        if len(set(names)) < len(names):  # tracked operators find columns by name
+            taken: dict[str, int] = {}
+            unique = []
+            for name in names:
+                taken[name] = taken.get(name, 0) + 1
+                unique.append(name if taken[name] == 1 else f"{name}_sparkprov{taken[name]}")
+            frame = frame.select(
+                *[self.column(a, old, new).alias(u) for a, u in zip(old, unique, strict=True)]
+            )
+            new = self._attributes(frame, len(old))
+        return frame, old, new
 
     def _leaf(self, node: Any) -> tuple[TrackedFrame, list[Any]]:
         from pyspark.sql import DataFrame
@@ -184,8 +255,7 @@ class _Builder:
             self._spark._jsparkSession, node
         )
         output = list(_seq(node.output()))
-        name = self._names.get(int(output[0].exprId().id())) if output else None
-        relation = self._relation(name or "relation")
+        relation = self._relation(self._names.of(node) or "relation")
         frame = self._prov.source(DataFrame(jdf, self._spark), relation)
         assert not isinstance(frame, PlainFrame)  # the session is enabled
         return frame, self._attributes(frame, len(output))
@@ -201,16 +271,26 @@ class _Builder:
 
     def _Filter(self, node: Any) -> TrackedFrame:  # noqa: N802 - Catalyst's names
         frame, old, new = self._child(node)
-        return frame.filter(self.column(node.condition(), old, new))
+        kept = len(old)
+        frame, old, new = self._subqueries(frame, old, new, [node.condition()])
+        out = frame.filter(self.column(node.condition(), old, new))
+        if len(old) == kept:
+            return out
+        after = self._attributes(out, len(old))
+        return out.select(*[self.column(a, old[:kept], after[:kept]) for a in old[:kept]])
 
     def _Project(self, node: Any) -> TrackedFrame:  # noqa: N802
         frame, old, new = self._child(node)
-        return frame.select(*[self.column(e, old, new) for e in _seq(node.projectList())])
+        projections = list(_seq(node.projectList()))
+        frame, old, new = self._subqueries(frame, old, new, projections)
+        return frame.select(*[self.column(e, old, new) for e in projections])
 
     def _Join(self, node: Any) -> TrackedFrame:  # noqa: N802
         left, old_l, new_l = self._child(node, 0)
         right, old_r, new_r = self._child(node, 1)
         join_type = _name(node.joinType()).rstrip("$")
+        if join_type == "ExistenceJoin":
+            return self._existence(node, left, right, old_l + old_r, new_l + new_r)
         how = _JOIN_TYPES.get(join_type)
         if how is None:
             raise UnsupportedOperation(f"a {join_type} join")
@@ -220,26 +300,85 @@ class _Builder:
         on = self.column(condition.get(), old_l + old_r, new_l + new_r)
         return left.join(right, on=on, how=how)
 
+    def _existence(
+        self, node: Any, left: TrackedFrame, right: TrackedFrame, old: list[Any], new: list[Any]
+    ) -> TrackedFrame:
+        """``EXISTS`` under ``OR``: each left row with a flag saying whether a right row
+        matches it. The rows with a match as a semi join (each fed by its matches), those without
+        as an anti join (each with its exclusion), the flag a constant of each side."""
+        from pyspark.sql import functions as F
+
+        condition = node.condition()
+        on = self.column(condition.get(), old, new) if condition.isDefined() else F.lit(True)
+        # named apart: the tracked union selects by name, and joins may add several flags
+        flag = f"_sparkprov_exists{node.joinType().exists().exprId().id()}"
+        kept = old[: len(left.columns)]
+        sides = []
+        for how, found in (("left_semi", True), ("left_anti", False)):
+            side = left.join(right, on=on, how=how)
+            now = self._attributes(side, len(kept))
+            columns = [self.column(a, kept, now) for a in kept]
+            sides.append(side.select(*columns, F.lit(found).alias(flag)))
+        return sides[0].union(sides[1])
+
     def _Aggregate(self, node: Any) -> TrackedFrame:  # noqa: N802
         frame, old, new = self._child(node)
         groups = list(_seq(node.groupingExpressions()))
         outputs = list(_seq(node.aggregateExpressions()))
+        keys = [self._key(g, old, new, frame.columns) for g in groups]
         aggregates = []
         for o in outputs:
-            if _name(o) == "Alias" and not any(o.child().semanticEquals(g) for g in groups):
+            if any(o.semanticEquals(g) or _aliases(o, g) for g in groups):
+                continue
+            if _aggregates(o):
                 aggregates.append(self.column(o, old, new))
-            elif not any(o.semanticEquals(g) or _aliases(o, g) for g in groups):
-                raise UnsupportedOperation(f"the aggregate output {o.sql()}")
+            else:  # a function of the keys (or a constant): one more key, the same groups
+                keys.append(self.column(o.child(), old, new).alias(f"_sparkprov_key{len(keys)}"))
+                groups.append(o)
         if aggregates:
-            grouped = frame.groupBy(*[self._key(g, old, new, frame.columns) for g in groups])
-            out = grouped.agg(*aggregates)
-        elif groups:  # grouping only (DISTINCT): a DELTA per distinct key, fed by its copies
-            out = frame.select(*[self.column(g, old, new) for g in groups]).distinct()
+            out = self._grouped(frame, keys, aggregates, [o for o in outputs if _aggregates(o)])
+        elif keys:  # grouping only (DISTINCT): a DELTA per distinct key, fed by its copies
+            out = frame.select(*keys).distinct()
         else:
             raise UnsupportedOperation("an aggregate with neither keys nor aggregates")
         # Back to the plan's output order and names (a grouping key may be named anew).
         built = list(out.columns)
         return out.select(*[_pick(o, groups, built) for o in outputs])
+
+    def _grouped(
+        self, frame: TrackedFrame, keys: list[Any], aggregates: list[Column], exprs: list[Any]
+    ) -> TrackedFrame:
+        """``groupBy(keys).agg(aggregates)``; distinct aggregates beside plain ones (or over
+        other inputs) are aggregated apart, one grouping per kind, and the groups' rows joined
+        on the keys (null-safe): each result row is fed by its group in every grouping."""
+        from pyspark.sql import functions as F
+
+        kinds: dict[str, list[Column]] = {}
+        for column, expr in zip(aggregates, exprs, strict=True):
+            kinds.setdefault(_distinct_inputs(expr), []).append(column)
+        if len(kinds) == 1:
+            return frame.groupBy(*keys).agg(*aggregates)
+        out: TrackedFrame | None = None
+        names: list[str] = []
+        for b, bucket in enumerate(kinds.values()):
+            part = frame.groupBy(*keys).agg(*bucket)
+            columns = list(part.columns)
+            renamed = [f"_sparkprov_g{b}_{i}" for i in range(len(keys))]
+            part = part.select(
+                *[F.col(f"`{c}`").alias(r) for c, r in zip(columns, renamed, strict=False)],
+                *[F.col(f"`{c}`") for c in columns[len(keys) :]],
+            )
+            if out is None:
+                out, names = part, renamed
+            elif keys:
+                on = F.lit(True)
+                for mine, theirs in zip(names, renamed, strict=True):
+                    on = on & F.col(f"`{mine}`").eqNullSafe(F.col(f"`{theirs}`"))
+                out = out.join(part, on=on, how="inner").drop(*renamed)
+            else:  # one row each
+                out = out.crossJoin(part)
+        assert out is not None
+        return out
 
     def _key(self, group: Any, old: list[Any], new: list[Any], columns: list[str]) -> Any:
         """A grouping key: by name where it is a column of a name no other column has (the
@@ -279,6 +418,37 @@ class _Builder:
             out = out.union(other)
         return out
 
+    def _Expand(self, node: Any) -> TrackedFrame:  # noqa: N802
+        """Rollup, cube, grouping sets (and several distinct aggregates): each input row once per
+        projection, in one pass (an array of the projections, inlined), every copy keeping the
+        row's node; the grouping id is one of the columns, and the Aggregate above groups on it
+        like on any key."""
+        from pyspark.sql import functions as F
+
+        from capture_agent.frame import materialize, same_nodes
+        from capture_agent.taps import ID
+
+        frame, old, new = self._child(node)
+        rows = materialize(frame)
+        names = [f"_sparkprov_expand{i}" for i in range(len(list(_seq(node.output()))))]
+        copies = [
+            F.struct(
+                *[
+                    self.column(e, old, new).alias(n)
+                    for e, n in zip(_seq(projection), names, strict=True)
+                ],
+                F.col(ID).alias(ID),
+            )
+            for projection in _seq(node.projections())
+        ]
+        return same_nodes(frame, rows.select(F.inline(F.array(*copies))))
+
+    def _OneRowRelation(self, node: Any) -> TrackedFrame:  # noqa: N802
+        """``SELECT <constants>`` with no FROM: a source of one row and no columns."""
+        frame = self._prov.source(self._spark.range(1).select(), self._relation("one_row"))
+        assert not isinstance(frame, PlainFrame)  # the session is enabled
+        return frame
+
     def _Repartition(self, node: Any) -> TrackedFrame:  # noqa: N802
         return self._child(node)[0]
 
@@ -303,6 +473,26 @@ def _walk(expr: Any) -> Iterator[Any]:
         yield from _walk(child)
 
 
+def _aggregates(expr: Any) -> bool:
+    """Whether ``expr`` holds an aggregate function (else it is computed from the keys)."""
+    return any(_name(e) == "AggregateExpression" for e in _walk(expr))
+
+
+def _distinct_inputs(expr: Any) -> str:
+    """The inputs of ``expr``'s distinct aggregates (SQL text), "" when it has none."""
+    found = {
+        str(e.aggregateFunction().children().mkString(","))
+        for e in _walk(expr)
+        if _name(e) == "AggregateExpression" and e.isDistinct()
+    }
+    plain = any(_name(e) == "AggregateExpression" and not e.isDistinct() for e in _walk(expr))
+    if len(found) > 1 or (found and plain):
+        raise UnsupportedOperation(
+            f"the aggregate output {expr.sql()}", "it mixes distinct and plain aggregates"
+        )
+    return found.pop() if found else ""
+
+
 def _aliases(output: Any, group: Any) -> bool:
     return _name(output) == "Alias" and output.child().semanticEquals(group)
 
@@ -314,6 +504,6 @@ def _pick(output: Any, groups: list[Any], built: list[str]) -> Column:
 
     name = str(output.name())
     for i, g in enumerate(groups):
-        if output.semanticEquals(g) or _aliases(output, g):
+        if output is g or output.semanticEquals(g) or _aliases(output, g):
             return F.col(f"`{built[i]}`").alias(name) if built[i] != name else F.col(f"`{name}`")
     return F.col(f"`{name}`")

@@ -9,12 +9,12 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
+from bench.tpc_sql.oracle import emitted_graph
 from capture_agent import ProvenanceSession
 from capture_agent.actions import ACTIONS
 from capture_agent.emitters import MemoryEmitter
 from examples.unchanged_job import CUSTOMERS, ORDERS, job
 from sparkprov.events import ATTRIBUTE_PREFIX
-from tests.unit.graphs import emitted_graph
 
 
 @pytest.fixture

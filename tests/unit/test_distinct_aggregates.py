@@ -9,10 +9,10 @@ import networkx as nx
 import pytest
 from pyspark.sql import functions as F
 
+from bench.tpc_sql.oracle import emitted_graph
 from capture_agent import ProvenanceSession, UnsupportedOperation
 from capture_agent.emitters import MemoryEmitter
 from sparkprov.events import ATTRIBUTE_PREFIX
-from tests.unit.graphs import emitted_graph
 
 ROWS = [
     (1, "a", 1, 10),

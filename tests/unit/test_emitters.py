@@ -10,11 +10,11 @@ import networkx as nx
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from bench.tpc_sql.oracle import emitted_graph
 from capture_agent import ProvenanceSession
 from capture_agent.emitters import KafkaEmitter, MemoryEmitter, NoopEmitter
 from capture_agent.publisher import PublisherConfig
 from sparkprov.events import ATTRIBUTE_PREFIX, Batch, RunComplete, RunStarted, decode
-from tests.unit.graphs import emitted_graph
 
 PEOPLE = [
     (1, "Steve", 30, "NY"),

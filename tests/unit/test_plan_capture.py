@@ -7,12 +7,12 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
+from bench.tpc_sql.oracle import emitted_graph
 from capture_agent import ProvenanceSession
 from capture_agent.emitters import MemoryEmitter
 from capture_agent.errors import UnsupportedOperation
 from capture_agent.passthrough import PlainFrame
 from sparkprov.events import ATTRIBUTE_PREFIX
-from tests.unit.graphs import emitted_graph
 
 ORDERS = [(1, 10, 5.0), (2, 10, 7.5), (3, 20, 1.0), (4, 30, 9.0), (5, 20, 4.0), (6, 40, 2.0)]
 CUSTOMERS = [(10, "ann", "NY"), (20, "bo", "LA"), (30, "cy", "NY"), (50, "di", "SF")]
@@ -46,6 +46,36 @@ QUERIES = {
     "self_join": """
         SELECT a.oid, b.oid AS other FROM orders a JOIN orders b
         ON a.cust = b.cust AND a.oid < b.oid""",
+    "above_average": "SELECT * FROM orders WHERE amount > (SELECT AVG(amount) FROM orders)",
+    "scalar_in_select": """
+        SELECT oid, amount - (SELECT MIN(amount) FROM orders) AS over_min FROM orders""",
+    "scalar_without_from": "SELECT (SELECT MAX(amount) FROM orders) AS top, 1 AS one",
+    "scalar_one_row_at_run_time": """
+        SELECT * FROM customers WHERE id = (SELECT DISTINCT cust FROM orders WHERE oid = 4)""",
+    "scalar_of_no_rows": """
+        SELECT oid, (SELECT DISTINCT cust FROM orders WHERE oid > 99) AS none FROM orders""",
+    "rollup_with_grouping": """
+        SELECT city, name, COUNT(*) AS n, GROUPING(name) AS g
+        FROM customers GROUP BY ROLLUP(city, name)""",
+    "cube": "SELECT cust, COUNT(*) AS n, SUM(amount) AS s FROM orders GROUP BY CUBE(cust)",
+    "distinct_beside_plain": """
+        SELECT cust, COUNT(DISTINCT amount > 3) AS kinds, SUM(amount) AS s
+        FROM orders GROUP BY cust""",
+    "distinct_beside_plain_whole": """
+        SELECT COUNT(DISTINCT cust) AS custs, SUM(amount) AS s, AVG(amount) AS a FROM orders""",
+    "two_distinct_inputs": """
+        SELECT COUNT(DISTINCT cust) AS custs, COUNT(DISTINCT amount) AS amounts FROM orders""",
+    "exists_under_or": """
+        SELECT c.name FROM customers c
+        WHERE EXISTS (SELECT 1 FROM orders o WHERE o.cust = c.id AND o.amount > 5)
+           OR c.city = 'SF'""",
+    "outputs_computed_from_keys": """
+        SELECT upper(city) AS c, COUNT(*) AS n, 'x' AS tag FROM customers GROUP BY city""",
+    "full_join_of_same_names": """
+        WITH s AS (SELECT cust FROM orders GROUP BY cust), t AS (SELECT id AS cust FROM customers)
+        SELECT SUM(CASE WHEN s.cust IS NOT NULL AND t.cust IS NULL THEN 1 ELSE 0 END) AS only_s,
+               SUM(CASE WHEN s.cust IS NULL AND t.cust IS NOT NULL THEN 1 ELSE 0 END) AS only_t
+        FROM s FULL OUTER JOIN t ON s.cust = t.cust""",
 }
 
 
@@ -138,7 +168,7 @@ def test_a_semi_join_from_in_keeps_the_matching_right_rows_in_the_lineage(views)
             "SELECT oid, SUM(amount) OVER (ORDER BY oid) AS running FROM orders",
             "UNBOUNDED PRECEDING AND CURRENT ROW",
         ),
-        ("SELECT * FROM orders WHERE amount > (SELECT AVG(amount) FROM orders)", "ScalarSubquery"),
+        ("SELECT * FROM orders WHERE cust = (SELECT cust FROM orders)", "more than one row"),
     ],
 )
 def test_what_cannot_be_rebuilt_is_refused_by_name(views, query: str, operator: str) -> None:  # type: ignore[no-untyped-def]
@@ -149,6 +179,44 @@ def test_what_cannot_be_rebuilt_is_refused_by_name(views, query: str, operator: 
         pytest.raises(UnsupportedOperation, match=operator),
     ):
         prov.tracked(spark.sql(query))
+
+
+def test_a_row_kept_by_a_scalar_subquery_reaches_the_rows_of_its_value(views) -> None:  # type: ignore[no-untyped-def]
+    spark = views
+    emitter = MemoryEmitter(spark)
+    with ProvenanceSession(spark, "plan-capture-scalar", emitter=emitter) as prov:
+        prov.tracked(spark.sql(QUERIES["above_average"])).named("Above").collect()
+    nodes, graph = emitted_graph(emitter)
+    orders = _tokens(nodes, "orders", "oid")  # the outer read
+    averaged = _tokens(nodes, "orders_2", "oid")  # the subquery's read
+    above = {
+        n["props"][ATTRIBUTE_PREFIX + "oid"]: i
+        for i, n in nodes.items()
+        if n["relation"] == "Above"
+    }
+    assert set(above) == {"1", "2", "4"}  # the average is 4.75
+    for oid, node in above.items():
+        ancestors = nx.ancestors(graph, node)
+        assert {orders[a] for a in ancestors if a in orders} == {oid}
+        assert {averaged[a] for a in ancestors if a in averaged} == {str(o[0]) for o in ORDERS}
+
+
+def test_a_row_kept_by_exists_under_or_reaches_its_matches_only(views) -> None:  # type: ignore[no-untyped-def]
+    spark = views
+    emitter = MemoryEmitter(spark)
+    with ProvenanceSession(spark, "plan-capture-exists", emitter=emitter) as prov:
+        prov.tracked(spark.sql(QUERIES["exists_under_or"])).named("Kept").collect()
+    nodes, graph = emitted_graph(emitter)
+    orders = _tokens(nodes, "orders", "oid")
+    kept = {
+        n["props"][ATTRIBUTE_PREFIX + "name"]: i
+        for i, n in nodes.items()
+        if n["relation"] == "Kept"
+    }
+    assert set(kept) == {"ann", "cy", "di"}  # orders over 5 (ann: 7.5, cy: 9.0), or SF (di)
+    want = {"ann": {"2"}, "cy": {"4"}, "di": set()}
+    for name, node in kept.items():
+        assert {orders[a] for a in nx.ancestors(graph, node) if a in orders} == want[name]
 
 
 def test_the_kill_switch_hands_the_query_back(views) -> None:  # type: ignore[no-untyped-def]

@@ -4,6 +4,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.ScalarSubquery;
 import scala.runtime.AbstractPartialFunction;
 
 /**
@@ -11,7 +12,8 @@ import scala.runtime.AbstractPartialFunction;
  * operators, which may give a column another attribute than the one the original plan's
  * expressions refer to (a join renames its sides' columns). Each expression of the original
  * plan is moved onto the rebuilt child's attributes here: every attribute reference whose id is
- * a key becomes the attribute it maps to. Called from Python through py4j, which cannot pass
+ * a key becomes the attribute it maps to, and so does every scalar subquery given (plan capture
+ * joins its one row to the rebuilt child and reads its value from that column). Called from Python through py4j, which cannot pass
  * Scala functions.
  */
 public final class Rebind {
@@ -23,24 +25,38 @@ public final class Rebind {
       throw new IllegalArgumentException(
           "rebinding " + from.size() + " attributes onto " + to.size());
     }
-    Map<Long, Expression> byId = new java.util.HashMap<>();
+    Map<Long, Expression> attributes = new java.util.HashMap<>();
+    Map<Long, Expression> subqueries = new java.util.HashMap<>();
     for (int i = 0; i < from.size(); i++) {
       if (from.get(i) instanceof AttributeReference a) {
-        byId.put(a.exprId().id(), to.get(i));
+        attributes.put(a.exprId().id(), to.get(i));
+      } else if (from.get(i) instanceof ScalarSubquery s) {
+        subqueries.put(s.exprId().id(), to.get(i));
       }
     }
-    return expression.transform(
+    return expression.transformDown(
         new AbstractPartialFunction<Expression, Expression>() {
           @Override
           public boolean isDefinedAt(Expression e) {
-            return e instanceof AttributeReference a && byId.containsKey(a.exprId().id());
+            return target(e, attributes, subqueries) != null;
           }
 
           @Override
           public Expression apply(Expression e) {
-            Expression target = byId.get(((AttributeReference) e).exprId().id());
+            Expression target = target(e, attributes, subqueries);
             return target == null ? e : target;
           }
         });
+  }
+
+  private static Expression target(
+      Expression e, Map<Long, Expression> attributes, Map<Long, Expression> subqueries) {
+    if (e instanceof AttributeReference a) {
+      return attributes.get(a.exprId().id());
+    }
+    if (e instanceof ScalarSubquery s) {
+      return subqueries.get(s.exprId().id());
+    }
+    return null;
   }
 }
