@@ -67,7 +67,7 @@ __all__ = [
 ]
 
 ENV_JAR = ENV_CAPTURE_JAR  # read by capture_agent.settings
-PROTOCOL = 3  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
+PROTOCOL = 4  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
 # The pyspark versions (major, minor) the JVM taps are built and tested for, inclusive.
 SUPPORTED_SPARK = ((4, 0), (4, 3))
 _CLASS = "io.sparkprov.capture.Taps"

@@ -18,7 +18,7 @@ import org.apache.spark.sql.types.DataTypes;
  */
 public final class Taps {
   /** The tap protocol this jar speaks; capture_agent/jvm.py refuses a jar of another. */
-  public static final int PROTOCOL = 3;
+  public static final int PROTOCOL = 4;
 
   public Taps() {}
 
