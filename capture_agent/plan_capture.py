@@ -395,9 +395,109 @@ class _Builder:
         """The child's columns and the window expressions, as one select: the tracked
         projection captures ranking functions and window aggregates (docs/capture.md)."""
         frame, old, new = self._child(node)
+        exprs = list(_seq(node.windowExpressions()))
+        frames = {_running_frame(e) for e in exprs}
+        if frames != {None}:
+            if len(frames) > 1:
+                raise UnsupportedOperation(
+                    "a window over a running frame beside other window functions or frames",
+                    "compute them in separate selects",
+                )
+            return self._running(node, frame, old, new, exprs, frames.pop() == "RowFrame")
         kept = [self.column(a, old, new) for a in old]
-        windows = [self.column(e, old, new) for e in _seq(node.windowExpressions())]
+        windows = [self.column(e, old, new) for e in exprs]
         return frame.select(*kept, *windows)
+
+    def _running(
+        self,
+        node: Any,
+        frame: TrackedFrame,
+        old: list[Any],
+        new: list[Any],
+        exprs: list[Any],
+        rows: bool,
+    ) -> TrackedFrame:
+        """Window aggregates over a running frame (``sum(x) OVER (PARTITION BY p ORDER BY o
+        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)``, or the RANGE frame, which takes
+        the current row's peers too). A row's value is an aggregate of the rows of its frame,
+        so they are its lineage: every row is numbered in its partition, joined with the other
+        rows of its frame (a TIMES per pair) and taken once by itself, grouped per row (a DELTA
+        whose members are those, aggregated as the window's functions), and joined back to its
+        row. Quadratic in a partition's size, as the lineage is."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        def col(attribute: Any) -> Column:
+            return self._taps.rebound(attribute, [], [])
+
+        parts = [self.column(p, old, new) for p in _seq(node.partitionSpec())]
+        orders = [self._sort(o, old, new) for o in _seq(node.orderSpec())]
+        window = Window.partitionBy(*parts).orderBy(*orders)
+        ties = [self.column(a, old, new) for a in old if _orderable(a)]  # as few ties as can be
+        numbered = frame.select(
+            *[self.column(a, old, new) for a in old],
+            *[p.alias(f"_sparkprov_part{i}") for i, p in enumerate(parts)],
+            F.row_number().over(window.orderBy(*orders, *ties)).alias("_sparkprov_position"),
+            F.rank().over(window).alias("_sparkprov_peers"),
+        )
+        k, n = len(old), len(old) + len(parts) + 2
+        mine = self._attributes(numbered, n)
+        others = numbered.select(
+            *[col(a).alias(f"_sparkprov_frame{i}") for i, a in enumerate(mine)]
+        )
+        theirs = self._attributes(others, n)
+        position, peers = n - 2, n - 1
+        if rows:
+            on = col(theirs[position]) < col(mine[position])
+        else:
+            on = (col(theirs[peers]) <= col(mine[peers])) & (
+                col(theirs[position]) != col(mine[position])
+            )
+        for a, b in zip(mine[k:position], theirs[k:position], strict=True):
+            on = on & col(a).eqNullSafe(col(b))
+        pairs = numbered.join(others, on=on, how="inner")
+        paired = self._attributes(pairs, 2 * n)
+        keys = [f"_sparkprov_row{i}" for i in range(position - k + 1)]
+        values = [f"_sparkprov_member{i}" for i in range(k)]
+
+        def members(row: list[Any], member: list[Any]) -> list[Column]:
+            return [
+                *[col(a).alias(c) for a, c in zip(row[k : position + 1], keys, strict=True)],
+                *[col(a).alias(c) for a, c in zip(member[:k], values, strict=True)],
+            ]
+
+        frames = pairs.select(*members(paired[:n], paired[n:])).union(
+            numbered.select(*members(mine, mine))
+        )
+        inputs = self._attributes(frames, len(keys) + k)[len(keys) :]
+        aggregated = frames.groupBy(*keys).agg(
+            *[
+                self.column(e.child().windowFunction(), old, inputs).alias(f"_sparkprov_w{j}")
+                for j, e in enumerate(exprs)
+            ]
+        )
+        grouped = self._attributes(aggregated, len(keys) + len(exprs))
+        on = F.lit(True)
+        for a, b in zip(mine[k : position + 1], grouped[: len(keys)], strict=True):
+            on = on & col(a).eqNullSafe(col(b))
+        out = numbered.join(aggregated, on=on, how="inner")
+        done = self._attributes(out, n + len(grouped))
+        return out.select(
+            *[col(a) for a in done[:k]],
+            *[
+                col(a).alias(str(e.name()))
+                for a, e in zip(done[n + len(keys) :], exprs, strict=True)
+            ],
+        )
+
+    def _sort(self, order: Any, old: list[Any], new: list[Any]) -> Column:
+        """A plan's SortOrder as a sorted Column (a window's orderBy evaluates a bare one)."""
+        column = self.column(order.child(), old, new)
+        ascending = _name(order.direction()).startswith("Ascending")
+        first = _name(order.nullOrdering()).startswith("NullsFirst")
+        if ascending:
+            return column.asc_nulls_first() if first else column.asc_nulls_last()
+        return column.desc_nulls_first() if first else column.desc_nulls_last()
 
     def _Sort(self, node: Any) -> TrackedFrame:  # noqa: N802
         frame, old, new = self._child(node)
@@ -471,6 +571,29 @@ def _walk(expr: Any) -> Iterator[Any]:
     yield expr
     for child in _seq(expr.children()):
         yield from _walk(child)
+
+
+def _running_frame(expr: Any) -> str | None:
+    """ "RowFrame" or "RangeFrame" for an aggregate over an ordered window from the partition's
+    start to the current row; None for anything else."""
+    window = expr.child() if _name(expr) == "Alias" else expr
+    if _name(window) != "WindowExpression":
+        return None
+    if _name(window.windowFunction()) != "AggregateExpression":
+        return None
+    spec = window.windowSpec()
+    bounds = spec.frameSpecification()
+    if _name(bounds) != "SpecifiedWindowFrame" or spec.orderSpec().isEmpty():
+        return None
+    lower, upper = _name(bounds.lower()).rstrip("$"), _name(bounds.upper()).rstrip("$")
+    if (lower, upper) != ("UnboundedPreceding", "CurrentRow"):
+        return None
+    return _name(bounds.frameType()).rstrip("$")
+
+
+def _orderable(attribute: Any) -> bool:
+    """Whether rows can be ordered by this column (maps and variants cannot)."""
+    return _name(attribute.dataType()) not in ("MapType", "VariantType", "ObjectType")
 
 
 def _aggregates(expr: Any) -> bool:

@@ -160,7 +160,9 @@ def _window_aggregate(
         raise UnsupportedOperation(
             f"window function {pretty} over the frame {frame.sql()} in {operation}",
             "window aggregates are captured over the whole partition (no orderBy, or "
-            "rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing))",
+            "rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)); capture from "
+            "the plan (prov.tracked) also takes running frames, from the partition's start to "
+            "the current row",
         )
     if function.isDistinct():
         raise UnsupportedOperation(f"distinct window aggregate {named.sql()} in {operation}")

@@ -69,6 +69,14 @@ QUERIES = {
         SELECT c.name FROM customers c
         WHERE EXISTS (SELECT 1 FROM orders o WHERE o.cust = c.id AND o.amount > 5)
            OR c.city = 'SF'""",
+    "running_sum": """
+        SELECT oid, cust, SUM(amount) OVER (PARTITION BY cust ORDER BY oid
+            ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS run,
+          MAX(amount) OVER (PARTITION BY cust ORDER BY oid
+            ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS top
+        FROM orders""",
+    "running_range_with_peers": """
+        SELECT oid, SUM(amount) OVER (ORDER BY cust DESC) AS upto FROM orders""",
     "outputs_computed_from_keys": """
         SELECT upper(city) AS c, COUNT(*) AS n, 'x' AS tag FROM customers GROUP BY city""",
     "full_join_of_same_names": """
@@ -165,8 +173,8 @@ def test_a_semi_join_from_in_keeps_the_matching_right_rows_in_the_lineage(views)
     ("query", "operator"),
     [
         (
-            "SELECT oid, SUM(amount) OVER (ORDER BY oid) AS running FROM orders",
-            "UNBOUNDED PRECEDING AND CURRENT ROW",
+            "SELECT oid, SUM(amount) OVER (ORDER BY oid ROWS 1 PRECEDING) AS moving FROM orders",
+            "sum over the frame ROWS BETWEEN",  # a sliding frame: only running ones are rebuilt
         ),
         ("SELECT * FROM orders WHERE cust = (SELECT cust FROM orders)", "more than one row"),
     ],
@@ -217,6 +225,23 @@ def test_a_row_kept_by_exists_under_or_reaches_its_matches_only(views) -> None: 
     want = {"ann": {"2"}, "cy": {"4"}, "di": set()}
     for name, node in kept.items():
         assert {orders[a] for a in nx.ancestors(graph, node) if a in orders} == want[name]
+
+
+def test_a_running_aggregate_reaches_the_rows_of_its_frame(views) -> None:  # type: ignore[no-untyped-def]
+    spark = views
+    emitter = MemoryEmitter(spark)
+    with ProvenanceSession(spark, "plan-capture-running", emitter=emitter) as prov:
+        prov.tracked(spark.sql(QUERIES["running_range_with_peers"])).named("Upto").collect()
+    nodes, graph = emitted_graph(emitter)
+    orders = _tokens(nodes, "orders", "oid")
+    upto = {
+        n["props"][ATTRIBUTE_PREFIX + "oid"]: i for i, n in nodes.items() if n["relation"] == "Upto"
+    }
+    cust = {str(o[0]): o[1] for o in ORDERS}
+    assert set(upto) == set(cust)
+    for oid, node in upto.items():  # customers ordered down: a row's frame is cust >= its own
+        frame = {o for o, c in cust.items() if c >= cust[oid]}
+        assert {orders[a] for a in nx.ancestors(graph, node) if a in orders} == frame
 
 
 def test_the_kill_switch_hands_the_query_back(views) -> None:  # type: ignore[no-untyped-def]
