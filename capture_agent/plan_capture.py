@@ -393,17 +393,20 @@ class _Builder:
 
     def _Window(self, node: Any) -> TrackedFrame:  # noqa: N802
         """The child's columns and the window expressions, as one select: the tracked
-        projection captures ranking functions and window aggregates (docs/capture.md)."""
+        projection captures ranking functions and window aggregates (docs/capture.md). Where a
+        value depends on the rows ordered before it (a running frame, rank, dense_rank,
+        row_number), those rows are its lineage (:meth:`_running`)."""
         frame, old, new = self._child(node)
         exprs = list(_seq(node.windowExpressions()))
-        frames = {_running_frame(e) for e in exprs}
-        if frames != {None}:
+        kinds = {_running_frame(e) for e in exprs} - {None}
+        if kinds:
+            frames = kinds - {"Rank"}
             if len(frames) > 1:
                 raise UnsupportedOperation(
-                    "a window over a running frame beside other window functions or frames",
+                    "window aggregates over a ROWS and a RANGE running frame in one window",
                     "compute them in separate selects",
                 )
-            return self._running(node, frame, old, new, exprs, frames.pop() == "RowFrame")
+            return self._running(node, frame, old, new, exprs, frames != {"RangeFrame"})
         kept = [self.column(a, old, new) for a in old]
         windows = [self.column(e, old, new) for e in exprs]
         return frame.select(*kept, *windows)
@@ -417,30 +420,35 @@ class _Builder:
         exprs: list[Any],
         rows: bool,
     ) -> TrackedFrame:
-        """Window aggregates over a running frame (``sum(x) OVER (PARTITION BY p ORDER BY o
-        ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)``, or the RANGE frame, which takes
-        the current row's peers too). A row's value is an aggregate of the rows of its frame,
-        so they are its lineage: every row is numbered in its partition, joined with the other
-        rows of its frame (a TIMES per pair) and taken once by itself, grouped per row (a DELTA
-        whose members are those, aggregated as the window's functions), and joined back to its
-        row. Quadratic in a partition's size, as the lineage is."""
+        """Window values that depend on the rows ordered before: aggregates over a running
+        frame (``sum(x) OVER (PARTITION BY p ORDER BY o ROWS BETWEEN UNBOUNDED PRECEDING AND
+        CURRENT ROW)``, or RANGE, which takes the row's peers too) and rank, dense_rank and
+        row_number. Those rows are the value's lineage: every row is numbered in its partition,
+        joined with the other rows of its frame (a TIMES per pair) and taken once by itself,
+        grouped per row (a DELTA whose members are those, with the running aggregates), and
+        joined back to its row. The other window functions of the window (ranks included) are
+        computed on the row as before. Quadratic in a partition's size, as the lineage is."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         def col(attribute: Any) -> Column:
             return self._taps.rebound(attribute, [], [])
 
+        running = [e for e in exprs if _running_frame(e) in ("RowFrame", "RangeFrame")]
+        direct = [e for e in exprs if not any(e is r for r in running)]
         parts = [self.column(p, old, new) for p in _seq(node.partitionSpec())]
         orders = [self._sort(o, old, new) for o in _seq(node.orderSpec())]
         window = Window.partitionBy(*parts).orderBy(*orders)
         ties = [self.column(a, old, new) for a in old if _orderable(a)]  # as few ties as can be
         numbered = frame.select(
             *[self.column(a, old, new) for a in old],
+            *[self.column(e, old, new).alias(f"_sparkprov_value{j}") for j, e in enumerate(direct)],
             *[p.alias(f"_sparkprov_part{i}") for i, p in enumerate(parts)],
             F.row_number().over(window.orderBy(*orders, *ties)).alias("_sparkprov_position"),
             F.rank().over(window).alias("_sparkprov_peers"),
         )
-        k, n = len(old), len(old) + len(parts) + 2
+        k, v = len(old), len(direct)
+        n = k + v + len(parts) + 2
         mine = self._attributes(numbered, n)
         others = numbered.select(
             *[col(a).alias(f"_sparkprov_frame{i}") for i, a in enumerate(mine)]
@@ -453,16 +461,16 @@ class _Builder:
             on = (col(theirs[peers]) <= col(mine[peers])) & (
                 col(theirs[position]) != col(mine[position])
             )
-        for a, b in zip(mine[k:position], theirs[k:position], strict=True):
+        for a, b in zip(mine[k + v : position], theirs[k + v : position], strict=True):
             on = on & col(a).eqNullSafe(col(b))
         pairs = numbered.join(others, on=on, how="inner")
         paired = self._attributes(pairs, 2 * n)
-        keys = [f"_sparkprov_row{i}" for i in range(position - k + 1)]
+        keys = [f"_sparkprov_row{i}" for i in range(position - k - v + 1)]
         values = [f"_sparkprov_member{i}" for i in range(k)]
 
         def members(row: list[Any], member: list[Any]) -> list[Column]:
             return [
-                *[col(a).alias(c) for a, c in zip(row[k : position + 1], keys, strict=True)],
+                *[col(a).alias(c) for a, c in zip(row[k + v : position + 1], keys, strict=True)],
                 *[col(a).alias(c) for a, c in zip(member[:k], values, strict=True)],
             ]
 
@@ -470,24 +478,25 @@ class _Builder:
             numbered.select(*members(mine, mine))
         )
         inputs = self._attributes(frames, len(keys) + k)[len(keys) :]
-        aggregated = frames.groupBy(*keys).agg(
-            *[
-                self.column(e.child().windowFunction(), old, inputs).alias(f"_sparkprov_w{j}")
-                for j, e in enumerate(exprs)
-            ]
-        )
-        grouped = self._attributes(aggregated, len(keys) + len(exprs))
+        if running:
+            aggregated = frames.groupBy(*keys).agg(
+                *[
+                    self.column(e.child().windowFunction(), old, inputs).alias(f"_sparkprov_w{j}")
+                    for j, e in enumerate(running)
+                ]
+            )
+        else:  # ranks only: a DELTA per row, fed by its frame's rows
+            aggregated = frames.select(*keys).distinct()
+        grouped = self._attributes(aggregated, len(keys) + len(running))
         on = F.lit(True)
-        for a, b in zip(mine[k : position + 1], grouped[: len(keys)], strict=True):
+        for a, b in zip(mine[k + v : position + 1], grouped[: len(keys)], strict=True):
             on = on & col(a).eqNullSafe(col(b))
         out = numbered.join(aggregated, on=on, how="inner")
         done = self._attributes(out, n + len(grouped))
+        computed = dict(zip([id(e) for e in direct], done[k : k + v], strict=True))
+        computed.update(zip([id(e) for e in running], done[n + len(keys) :], strict=True))
         return out.select(
-            *[col(a) for a in done[:k]],
-            *[
-                col(a).alias(str(e.name()))
-                for a, e in zip(done[n + len(keys) :], exprs, strict=True)
-            ],
+            *[col(a) for a in done[:k]], *[col(computed[id(e)]).alias(str(e.name())) for e in exprs]
         )
 
     def _sort(self, order: Any, old: list[Any], new: list[Any]) -> Column:
@@ -556,9 +565,26 @@ class _Builder:
         return self._child(node)[0]
 
     def _WindowGroupLimit(self, node: Any) -> TrackedFrame:  # noqa: N802
-        """An optimization only: it drops rows that cannot pass the rank filter the plan keeps
-        above its window, so leaving it out changes no result."""
-        return self._child(node)[0]
+        """The rows a rank filter above the window keeps at most (``rank <= n`` per
+        partition): kept here too, so the window's lineage joins (:meth:`_running`) pair only
+        them. Each row keeps its provenance; the filter above decides again."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        frame, old, new = self._child(node)
+        window = Window.partitionBy(
+            *[self.column(p, old, new) for p in _seq(node.partitionSpec())]
+        ).orderBy(*[self._sort(o, old, new) for o in _seq(node.orderSpec())])
+        ranks = {"Rank": F.rank, "DenseRank": F.dense_rank, "RowNumber": F.row_number}
+        kind = _name(node.rankLikeFunction())
+        if kind not in ranks:
+            return frame  # an optimization only: the filter above keeps the same rows
+        limited = frame.select(
+            *[self.column(a, old, new) for a in old],
+            ranks[kind]().over(window).alias("_sparkprov_limit"),
+        ).filter(F.col("_sparkprov_limit") <= int(node.limit()))
+        now = self._attributes(limited, len(old) + 1)[: len(old)]
+        return limited.select(*[self.column(a, old, now) for a in old])
 
 
 _HANDLED = sorted(
@@ -573,12 +599,19 @@ def _walk(expr: Any) -> Iterator[Any]:
         yield from _walk(child)
 
 
+_RANKS = ("Rank", "DenseRank", "RowNumber")
+
+
 def _running_frame(expr: Any) -> str | None:
-    """ "RowFrame" or "RangeFrame" for an aggregate over an ordered window from the partition's
-    start to the current row; None for anything else."""
+    """The kind of a window value that depends on the rows ordered before it: "RowFrame" or
+    "RangeFrame" for an aggregate over an ordered window from the partition's start to the
+    current row, "Rank" for rank, dense_rank and row_number (they count the rows before);
+    None for anything else."""
     window = expr.child() if _name(expr) == "Alias" else expr
     if _name(window) != "WindowExpression":
         return None
+    if _name(window.windowFunction()) in _RANKS:
+        return "Rank"
     if _name(window.windowFunction()) != "AggregateExpression":
         return None
     spec = window.windowSpec()

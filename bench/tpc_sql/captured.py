@@ -151,6 +151,22 @@ def _summary(results: Sequence[Captured]) -> dict[str, int]:
     }
 
 
+def _write(path: Path, args: argparse.Namespace, commit: str, results: list[Captured]) -> None:
+    with open("/proc/loadavg") as f:
+        load = f.read().split()[:3]
+    record = {
+        "benchmark": args.benchmark,
+        "sf": args.sf,
+        "sampled": args.sampled,
+        "commit": commit,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "load_avg": load,
+        "summary": _summary(results),
+        "queries": [asdict(r) for r in results],
+    }
+    path.write_text(json.dumps(record, indent=1) + "\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--benchmark", choices=sorted(COUNTS), default="tpcds")
@@ -166,35 +182,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark = local_session(args.cores, args.driver_memory)
     spark.sparkContext.setLogLevel("ERROR")
     spark_views(spark, generate(args.benchmark, args.sf, args.data))
-    results = []
-    for number in parse_queries(args.queries, args.benchmark):
-        result = capture_query(spark, args.benchmark, number, args.sampled)
-        log.info("%s", _table([result]).splitlines()[1])
-        results.append(result)
-    print(_table(results))
-    print(markdown(results))
-    summary = _summary(results)
-    print(json.dumps(summary))
     RESULTS.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     path = RESULTS / f"tpc_plan_capture-{args.benchmark}-sf{args.sf:g}-{stamp}.json"
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
     ).stdout.strip()
-    with open("/proc/loadavg") as f:
-        load = f.read().split()[:3]
-    record = {
-        "benchmark": args.benchmark,
-        "sf": args.sf,
-        "sampled": args.sampled,
-        "commit": commit,
-        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "load_avg": load,
-        "summary": summary,
-        "queries": [asdict(r) for r in results],
-    }
-    path.write_text(json.dumps(record, indent=1) + "\n")
+    results: list[Captured] = []
+    for number in parse_queries(args.queries, args.benchmark):
+        result = capture_query(spark, args.benchmark, number, args.sampled)
+        log.info("%s", _table([result]).splitlines()[1])
+        results.append(result)
+        _write(path, args, commit, results)  # after each query: a long run keeps what it did
+    print(_table(results))
+    print(markdown(results))
+    print(json.dumps(_summary(results)))
     print(f"wrote {path}")
+    summary = _summary(results)
     wrong = summary["captured_wrong"] + summary["counts_mismatch"] + summary["oracle_failed"]
     return 1 if wrong else 0
 

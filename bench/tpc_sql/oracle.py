@@ -45,11 +45,11 @@ def witness(
     witness reaches brings its right row's sources in)."""
     tokens = {a for a in nx.ancestors(graph, node_id) | {node_id} if nodes[a]["op"] == "TOKEN"}
     matches: set[int] = set()
+    reached: set[int] = set()  # descendants of the witness so far, each visited once
     fresh = set(tokens)
     while fresh:
-        reached = set().union(*(nx.descendants(graph, t) for t in fresh))
         found: set[int] = set()
-        for e in reached:
+        for e in _visit(graph.successors, fresh, reached):
             if nodes[e]["op"] == "EXCLUDED":
                 right = int(nodes[e]["value"])
                 if right not in matches and any(p != right for p in graph.predecessors(e)):
@@ -57,9 +57,9 @@ def witness(
         if not found:
             break
         matches |= found
-        more = {a for r in found for a in nx.ancestors(graph, r) | {r} if nodes[a]["op"] == "TOKEN"}
-        fresh = more - tokens
-        tokens |= more
+        above = _visit(graph.predecessors, found, set()) | found
+        fresh = {a for a in above if nodes[a]["op"] == "TOKEN"} - tokens
+        tokens |= fresh
     rows: dict[str, list[dict[str, str]]] = {}
     for t in tokens:
         props = nodes[t]["props"]
@@ -71,6 +71,20 @@ def witness(
             }
         )
     return rows
+
+
+def _visit(step: Any, starts: set[int], seen: set[int]) -> set[int]:
+    """The nodes ``step`` (successors or predecessors) reaches from ``starts`` that are not in
+    ``seen`` yet, added to it: one traversal for all of them."""
+    found: set[int] = set()
+    stack = list(starts)
+    while stack:
+        for n in step(stack.pop()):
+            if n not in seen:
+                seen.add(n)
+                found.add(n)
+                stack.append(n)
+    return found
 
 
 def texts(df: DataFrame) -> list[tuple[str | None, ...]]:

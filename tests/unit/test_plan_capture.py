@@ -115,6 +115,21 @@ def test_a_captured_query_gives_the_plain_result(views, name: str) -> None:  # t
     assert len([n for n in nodes.values() if n["relation"] == "Out"]) == len(rows)
 
 
+def _captured(spark, query: str, relation: str, column: str):  # type: ignore[no-untyped-def]
+    """The graph ``query`` emits with its result named ``relation``, and the result's nodes by
+    their ``column`` value."""
+    emitter = MemoryEmitter(spark)
+    with ProvenanceSession(spark, f"plan-capture-{relation}", emitter=emitter) as prov:
+        prov.tracked(spark.sql(QUERIES[query])).named(relation).collect()
+    nodes, graph = emitted_graph(emitter)
+    rows = {
+        n["props"][ATTRIBUTE_PREFIX + column]: i
+        for i, n in nodes.items()
+        if n["relation"] == relation
+    }
+    return nodes, graph, rows
+
+
 def _tokens(nodes: dict, relation: str, column: str) -> dict[int, str]:  # type: ignore[type-arg]
     return {
         i: n["props"][ATTRIBUTE_PREFIX + column]
@@ -124,20 +139,11 @@ def _tokens(nodes: dict, relation: str, column: str) -> dict[int, str]:  # type:
 
 
 def test_each_output_row_reaches_exactly_the_rows_that_made_it(views) -> None:  # type: ignore[no-untyped-def]
-    spark = views
-    emitter = MemoryEmitter(spark)
-    with ProvenanceSession(spark, "plan-capture-lineage", emitter=emitter) as prov:
-        prov.tracked(spark.sql(QUERIES["join_group_order"])).named("Totals").collect()
-    nodes, graph = emitted_graph(emitter)
+    nodes, graph, totals = _captured(views, "join_group_order", "Totals", "city")
     # Leaves are named by the views they were read through.
     orders, customers = _tokens(nodes, "orders", "oid"), _tokens(nodes, "customers", "name")
     assert sorted(orders.values()) == sorted(str(o[0]) for o in ORDERS)
     city_of = {c[0]: c[2] for c in CUSTOMERS}
-    totals = {
-        n["props"][ATTRIBUTE_PREFIX + "city"]: i
-        for i, n in nodes.items()
-        if n["relation"] == "Totals"
-    }
     assert set(totals) == {"NY", "LA"}
     for city, node in totals.items():
         ancestors = nx.ancestors(graph, node)
@@ -151,15 +157,8 @@ def test_each_output_row_reaches_exactly_the_rows_that_made_it(views) -> None:  
 
 
 def test_a_semi_join_from_in_keeps_the_matching_right_rows_in_the_lineage(views) -> None:  # type: ignore[no-untyped-def]
-    spark = views
-    emitter = MemoryEmitter(spark)
-    with ProvenanceSession(spark, "plan-capture-semi", emitter=emitter) as prov:
-        prov.tracked(spark.sql(QUERIES["in_subquery"])).named("Kept").collect()
-    nodes, graph = emitted_graph(emitter)
+    nodes, graph, kept = _captured(views, "in_subquery", "Kept", "oid")
     customers = _tokens(nodes, "customers", "name")
-    kept = {
-        n["props"][ATTRIBUTE_PREFIX + "oid"]: i for i, n in nodes.items() if n["relation"] == "Kept"
-    }
     assert set(kept) == {"1", "2", "4"}  # customers 10 and 30 live in NY
     name_of = {c[0]: c[1] for c in CUSTOMERS}
     for oid, node in kept.items():
@@ -190,18 +189,9 @@ def test_what_cannot_be_rebuilt_is_refused_by_name(views, query: str, operator: 
 
 
 def test_a_row_kept_by_a_scalar_subquery_reaches_the_rows_of_its_value(views) -> None:  # type: ignore[no-untyped-def]
-    spark = views
-    emitter = MemoryEmitter(spark)
-    with ProvenanceSession(spark, "plan-capture-scalar", emitter=emitter) as prov:
-        prov.tracked(spark.sql(QUERIES["above_average"])).named("Above").collect()
-    nodes, graph = emitted_graph(emitter)
+    nodes, graph, above = _captured(views, "above_average", "Above", "oid")
     orders = _tokens(nodes, "orders", "oid")  # the outer read
     averaged = _tokens(nodes, "orders_2", "oid")  # the subquery's read
-    above = {
-        n["props"][ATTRIBUTE_PREFIX + "oid"]: i
-        for i, n in nodes.items()
-        if n["relation"] == "Above"
-    }
     assert set(above) == {"1", "2", "4"}  # the average is 4.75
     for oid, node in above.items():
         ancestors = nx.ancestors(graph, node)
@@ -210,17 +200,8 @@ def test_a_row_kept_by_a_scalar_subquery_reaches_the_rows_of_its_value(views) ->
 
 
 def test_a_row_kept_by_exists_under_or_reaches_its_matches_only(views) -> None:  # type: ignore[no-untyped-def]
-    spark = views
-    emitter = MemoryEmitter(spark)
-    with ProvenanceSession(spark, "plan-capture-exists", emitter=emitter) as prov:
-        prov.tracked(spark.sql(QUERIES["exists_under_or"])).named("Kept").collect()
-    nodes, graph = emitted_graph(emitter)
+    nodes, graph, kept = _captured(views, "exists_under_or", "Kept", "name")
     orders = _tokens(nodes, "orders", "oid")
-    kept = {
-        n["props"][ATTRIBUTE_PREFIX + "name"]: i
-        for i, n in nodes.items()
-        if n["relation"] == "Kept"
-    }
     assert set(kept) == {"ann", "cy", "di"}  # orders over 5 (ann: 7.5, cy: 9.0), or SF (di)
     want = {"ann": {"2"}, "cy": {"4"}, "di": set()}
     for name, node in kept.items():
@@ -228,20 +209,29 @@ def test_a_row_kept_by_exists_under_or_reaches_its_matches_only(views) -> None: 
 
 
 def test_a_running_aggregate_reaches_the_rows_of_its_frame(views) -> None:  # type: ignore[no-untyped-def]
-    spark = views
-    emitter = MemoryEmitter(spark)
-    with ProvenanceSession(spark, "plan-capture-running", emitter=emitter) as prov:
-        prov.tracked(spark.sql(QUERIES["running_range_with_peers"])).named("Upto").collect()
-    nodes, graph = emitted_graph(emitter)
+    nodes, graph, upto = _captured(views, "running_range_with_peers", "Upto", "oid")
     orders = _tokens(nodes, "orders", "oid")
-    upto = {
-        n["props"][ATTRIBUTE_PREFIX + "oid"]: i for i, n in nodes.items() if n["relation"] == "Upto"
-    }
     cust = {str(o[0]): o[1] for o in ORDERS}
     assert set(upto) == set(cust)
     for oid, node in upto.items():  # customers ordered down: a row's frame is cust >= its own
         frame = {o for o, c in cust.items() if c >= cust[oid]}
         assert {orders[a] for a in nx.ancestors(graph, node) if a in orders} == frame
+
+
+def test_a_rank_reaches_the_rows_ranked_before_it(views) -> None:  # type: ignore[no-untyped-def]
+    """rank() counts the rows ordered before a row: they are its value's lineage, so the
+    witness of the row re-ranked alone gives the same rank (Titian's oracle on TPC-DS q36)."""
+    nodes, graph, ranked = _captured(views, "rank_in_city", "Ranked", "oid")
+    orders = _tokens(nodes, "orders", "oid")
+    amount = {str(o[0]): o[2] for o in ORDERS}
+    city = {o[1]: c[2] for o in ORDERS for c in CUSTOMERS if c[0] == o[1]}
+    city_of = {str(o[0]): city.get(o[1]) for o in ORDERS}
+    assert set(ranked) == {o for o, c in city_of.items() if c is not None}
+    for oid, node in ranked.items():
+        before = {
+            o for o, c in city_of.items() if c == city_of[oid] and amount[o] >= amount[oid]
+        }  # same city, amount at least its own (rank orders by amount descending)
+        assert {orders[a] for a in nx.ancestors(graph, node) if a in orders} == before
 
 
 def test_the_kill_switch_hands_the_query_back(views) -> None:  # type: ignore[no-untyped-def]
