@@ -313,6 +313,7 @@ class _Builder:
         # named apart: the tracked union selects by name, and joins may add several flags
         flag = f"_sparkprov_exists{node.joinType().exists().exprId().id()}"
         kept = old[: len(left.columns)]
+        left = left.localCheckpoint()  # read by both sides: its taps publish once
         sides = []
         for how, found in (("left_semi", True), ("left_anti", False)):
             side = left.join(right, on=on, how=how)
@@ -360,6 +361,7 @@ class _Builder:
             return frame.groupBy(*keys).agg(*aggregates)
         out: TrackedFrame | None = None
         names: list[str] = []
+        frame = frame.localCheckpoint()  # read once per kind: its taps publish once
         for b, bucket in enumerate(kinds.values()):
             part = frame.groupBy(*keys).agg(*bucket)
             columns = list(part.columns)
@@ -446,7 +448,7 @@ class _Builder:
             *[p.alias(f"_sparkprov_part{i}") for i, p in enumerate(parts)],
             F.row_number().over(window.orderBy(*orders, *ties)).alias("_sparkprov_position"),
             F.rank().over(window).alias("_sparkprov_peers"),
-        )
+        ).localCheckpoint()  # read three times below: its taps publish once
         k, v = len(old), len(direct)
         n = k + v + len(parts) + 2
         mine = self._attributes(numbered, n)
