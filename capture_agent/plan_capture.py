@@ -195,10 +195,7 @@ class _Builder:
         bound = sub.plan().maxRows()
         if not bound.isEmpty() and bound.get() <= 1:
             return
-        jdf = self._jvm.org.apache.spark.sql.classic.Dataset.ofRows(
-            self._spark._jsparkSession, sub.plan()
-        )
-        rows = int(jdf.limit(2).count())
+        rows = int(self._dataset(sub.plan()).limit(2).count())
         if rows > 1:
             raise UnsupportedOperation(
                 f"the scalar subquery {sub.sql()}",
@@ -248,12 +245,30 @@ class _Builder:
             new = self._attributes(frame, len(old))
         return frame, old, new
 
+    def _dataset(self, plan: Any) -> Any:
+        """The (JVM) Dataset of a logical plan, as it is: no tap."""
+        return self._jvm.org.apache.spark.sql.classic.Dataset.ofRows(
+            self._spark._jsparkSession, plan
+        )
+
+    def _columns(self, attributes: list[Any], old: list[Any], new: list[Any]) -> list[Column]:
+        """``attributes`` (of ``old``) as Columns over their rebuilt counterparts ``new``."""
+        return [self.column(a, old, new) for a in attributes]
+
+    def _window(
+        self, node: Any, old: list[Any], new: list[Any]
+    ) -> tuple[list[Column], list[Column], Any]:
+        """A Window or WindowGroupLimit node's partition columns, sort orders and WindowSpec."""
+        from pyspark.sql import Window
+
+        parts = self._columns(list(_seq(node.partitionSpec())), old, new)
+        orders = [self._sort(o, old, new) for o in _seq(node.orderSpec())]
+        return parts, orders, Window.partitionBy(*parts).orderBy(*orders)
+
     def _leaf(self, node: Any) -> tuple[TrackedFrame, list[Any]]:
         from pyspark.sql import DataFrame
 
-        jdf = self._jvm.org.apache.spark.sql.classic.Dataset.ofRows(
-            self._spark._jsparkSession, node
-        )
+        jdf = self._dataset(node)
         output = list(_seq(node.output()))
         relation = self._relation(self._names.of(node) or "relation")
         frame = self._prov.source(DataFrame(jdf, self._spark), relation)
@@ -327,17 +342,18 @@ class _Builder:
         groups = list(_seq(node.groupingExpressions()))
         outputs = list(_seq(node.aggregateExpressions()))
         keys = [self._key(g, old, new, frame.columns) for g in groups]
-        aggregates = []
+        aggregates, aggregated = [], []
         for o in outputs:
             if any(o.semanticEquals(g) or _aliases(o, g) for g in groups):
                 continue
             if _aggregates(o):
                 aggregates.append(self.column(o, old, new))
+                aggregated.append(o)
             else:  # a function of the keys (or a constant): one more key, the same groups
                 keys.append(self.column(o.child(), old, new).alias(f"_sparkprov_key{len(keys)}"))
                 groups.append(o)
         if aggregates:
-            out = self._grouped(frame, keys, aggregates, [o for o in outputs if _aggregates(o)])
+            out = self._grouped(frame, keys, aggregates, aggregated)
         elif keys:  # grouping only (DISTINCT): a DELTA per distinct key, fed by its copies
             out = frame.select(*keys).distinct()
         else:
@@ -409,7 +425,7 @@ class _Builder:
                     "compute them in separate selects",
                 )
             return self._running(node, frame, old, new, exprs, frames != {"RangeFrame"})
-        kept = [self.column(a, old, new) for a in old]
+        kept = self._columns(old, old, new)
         windows = [self.column(e, old, new) for e in exprs]
         return frame.select(*kept, *windows)
 
@@ -430,7 +446,6 @@ class _Builder:
         grouped per row (a DELTA whose members are those, with the running aggregates), and
         joined back to its row. The other window functions of the window (ranks included) are
         computed on the row as before. Quadratic in a partition's size, as the lineage is."""
-        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         def col(attribute: Any) -> Column:
@@ -438,12 +453,10 @@ class _Builder:
 
         running = [e for e in exprs if _running_frame(e) in ("RowFrame", "RangeFrame")]
         direct = [e for e in exprs if not any(e is r for r in running)]
-        parts = [self.column(p, old, new) for p in _seq(node.partitionSpec())]
-        orders = [self._sort(o, old, new) for o in _seq(node.orderSpec())]
-        window = Window.partitionBy(*parts).orderBy(*orders)
-        ties = [self.column(a, old, new) for a in old if _orderable(a)]  # as few ties as can be
+        parts, orders, window = self._window(node, old, new)
+        ties = self._columns([a for a in old if _orderable(a)], old, new)  # as few ties as can be
         numbered = frame.select(
-            *[self.column(a, old, new) for a in old],
+            *self._columns(old, old, new),
             *[self.column(e, old, new).alias(f"_sparkprov_value{j}") for j, e in enumerate(direct)],
             *[p.alias(f"_sparkprov_part{i}") for i, p in enumerate(parts)],
             F.row_number().over(window.orderBy(*orders, *ties)).alias("_sparkprov_position"),
@@ -570,23 +583,20 @@ class _Builder:
         """The rows a rank filter above the window keeps at most (``rank <= n`` per
         partition): kept here too, so the window's lineage joins (:meth:`_running`) pair only
         them. Each row keeps its provenance; the filter above decides again."""
-        from pyspark.sql import Window
         from pyspark.sql import functions as F
 
         frame, old, new = self._child(node)
-        window = Window.partitionBy(
-            *[self.column(p, old, new) for p in _seq(node.partitionSpec())]
-        ).orderBy(*[self._sort(o, old, new) for o in _seq(node.orderSpec())])
+        _, _, window = self._window(node, old, new)
         ranks = {"Rank": F.rank, "DenseRank": F.dense_rank, "RowNumber": F.row_number}
         kind = _name(node.rankLikeFunction())
         if kind not in ranks:
             return frame  # an optimization only: the filter above keeps the same rows
         limited = frame.select(
-            *[self.column(a, old, new) for a in old],
+            *self._columns(old, old, new),
             ranks[kind]().over(window).alias("_sparkprov_limit"),
         ).filter(F.col("_sparkprov_limit") <= int(node.limit()))
         now = self._attributes(limited, len(old) + 1)[: len(old)]
-        return limited.select(*[self.column(a, old, now) for a in old])
+        return limited.select(*self._columns(old, old, now))
 
 
 _HANDLED = sorted(

@@ -196,9 +196,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _write(path, args, commit, results)  # after each query: a long run keeps what it did
     print(_table(results))
     print(markdown(results))
-    print(json.dumps(_summary(results)))
-    print(f"wrote {path}")
     summary = _summary(results)
+    print(json.dumps(summary))
+    print(f"wrote {path}")
     wrong = summary["captured_wrong"] + summary["counts_mismatch"] + summary["oracle_failed"]
     return 1 if wrong else 0
 
