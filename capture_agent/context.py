@@ -189,8 +189,14 @@ class CaptureContext:
             inputs[name] = column
         return inputs
 
-    def _jvm_tap(self, spec: TapSpec, split: tuple[str, ...], inputs: Column) -> Column:
-        """The capture point as a JVM function of its input struct (capture_agent.jvm)."""
+    def kept_value(self, value: Column) -> Column:
+        """A value a tap keeps (a member's aggregated value): the JVM taps take a number as
+        Spark holds it (ingest writes its text: sparkprov/values.py) and cast other types
+        themselves; the Python taps get text."""
+        return value if self.jvm is not None else value.cast("string")
+
+    def _jvm_tap(self, spec: TapSpec, split: tuple[str, ...], inputs: list[Column]) -> Column:
+        """The capture point as a JVM function of its inputs (capture_agent.jvm)."""
         from capture_agent.jvm import plan_of
 
         assert self.jvm is not None
@@ -214,7 +220,7 @@ class CaptureContext:
 
         inputs = self._tap_inputs(spec, hidden)
         if self.jvm is not None:
-            fields = [column.alias(name) for name, column in inputs.items()]
+            fields = list(inputs.values())
         else:
             fields = self.null_safe_ids(df, inputs, spec.id_inputs())
         # A join may leave two visible columns of one name: rename them apart for the tap only.
@@ -225,10 +231,12 @@ class CaptureContext:
             numbered = iter(unique_names(visible))
             df = df.toDF(*[c if c.startswith(HIDDEN_PREFIX) else next(numbered) for c in original])
         for i, name in enumerate(spec.attributes):
-            fields.append(F.col(f"`{name}`").cast("string").alias(f"a{i}"))
+            # The JVM taps take a number as it is and cast any other type to text themselves.
+            value = F.col(f"`{name}`")
+            fields.append(value if self.jvm is not None else value.cast("string").alias(f"a{i}"))
         path = self.split_for(spec.relation) if split is None else split
         if self.jvm is not None:
-            tap = self._jvm_tap(spec, path, F.struct(*fields))
+            tap = self._jvm_tap(spec, path, fields)
         else:
             tap = make_tap(spec, self.tap, path)(F.struct(*fields))
         tapped = df.filter(tap)

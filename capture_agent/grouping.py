@@ -260,7 +260,7 @@ class TrackedGroupedData:
         members, key, key_cols, origin = self._members()
         functions, inputs = describe_aggregates(members.groupBy(*key_cols).agg(*exprs), len(exprs))
 
-        values = {f"x{i}": F.expr(sql).cast("string") for i, sql in enumerate(inputs)}
+        values = {f"x{i}": session.kept_value(F.expr(sql)) for i, sql in enumerate(inputs)}
         members = self._member_tap(members, key, origin, values, len(inputs))
 
         if key_cols:
@@ -311,7 +311,7 @@ class TrackedGroupedData:
         members = members.withColumn(_GROUP, session.node_id(key, *hash_inputs))
         member_hidden: dict[str, Column] = {"id": F.col(ID), "group": F.col(_GROUP)}
         for i, input_sql in enumerate(inputs):
-            member_hidden[f"x{i}"] = F.expr(input_sql).cast("string")
+            member_hidden[f"x{i}"] = session.kept_value(F.expr(input_sql))
         member_spec = MemberSpec(key=key + ":members", aggregates=len(inputs), group_key=key)
         members = session.apply_tap(members, member_spec, member_hidden)
 

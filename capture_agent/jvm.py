@@ -67,7 +67,7 @@ __all__ = [
 ]
 
 ENV_JAR = ENV_CAPTURE_JAR  # read by capture_agent.settings
-PROTOCOL = 4  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
+PROTOCOL = 5  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
 # The pyspark versions (major, minor) the JVM taps are built and tested for, inclusive.
 SUPPORTED_SPARK = ((4, 0), (4, 3))
 _CLASS = "io.sparkprov.capture.Taps"
@@ -297,26 +297,33 @@ class JvmTaps:
     def memory_sink(self) -> Any:
         return self._taps.memory(self.spark.sparkContext._jsc.sc())
 
-    def node_id(self, run_id: str, key: str, cols: Sequence[Column]) -> Column:
-        """``xxhash64(lit(run_id), lit(key), *cols)``, with the two constants hashed once, on
-        the driver, into the seed of ``xxhash64(*cols)`` (io.sparkprov.capture.NodeIds)."""
-        from pyspark.sql.classic.column import Column, _to_java_column
+    def _columns(self, cols: Sequence[Column]) -> Any:
+        """``cols`` as a Java ``Column[]``."""
+        from pyspark.sql.classic.column import _to_java_column
 
         sc: Any = self.spark.sparkContext
         columns = sc._gateway.new_array(sc._jvm.org.apache.spark.sql.Column, len(cols))
         for i, c in enumerate(cols):
             columns[i] = _to_java_column(c)
-        return Column(self._taps.nodeId(run_id, key, columns))
+        return columns
 
-    def column(self, plan: TapPlan, sink: Any, counts: Any, inputs: Column) -> Column:
-        """The tap as a boolean column over the struct ``inputs`` (always true): a Catalyst
-        expression of the jar (io.sparkprov.capture.TapExpression), fused into whole-stage
-        codegen."""
+    def node_id(self, run_id: str, key: str, cols: Sequence[Column]) -> Column:
+        """``xxhash64(lit(run_id), lit(key), *cols)``, with the two constants hashed once, on
+        the driver, into the seed of ``xxhash64(*cols)`` (io.sparkprov.capture.NodeIds)."""
+        from pyspark.sql.classic.column import Column
+
+        return Column(self._taps.nodeId(run_id, key, self._columns(cols)))
+
+    def column(self, plan: TapPlan, sink: Any, counts: Any, inputs: Sequence[Column]) -> Column:
+        """The tap as a boolean column over ``inputs`` (always true): the plan's inputs, then its
+        attributes, in order; a Catalyst expression of the jar
+        (io.sparkprov.capture.TapExpression), fused into whole-stage codegen. Kept values of a
+        numeric column are taken as numbers (never cast to text in the job), others as text."""
         import json
 
-        from pyspark.sql.classic.column import Column, _to_java_column
+        from pyspark.sql.classic.column import Column
 
-        return Column(self._taps.column(json.dumps(plan), sink, counts, _to_java_column(inputs)))
+        return Column(self._taps.column(json.dumps(plan), sink, counts, self._columns(inputs)))
 
 
 def _load(spark: SparkSession, jar: str) -> tuple[Any, bool]:

@@ -46,7 +46,7 @@ def capture_window_aggregates(
     members = materialize(frame).withColumn(_PARTITION, session.node_id(key, *hash_inputs))
     member_hidden: dict[str, Column] = {"id": F.col(ID), "group": F.col(_PARTITION)}
     for i, aggregate in enumerate(aggregates):
-        member_hidden[f"x{i}"] = F.expr(aggregate.input_sql).cast("string")
+        member_hidden[f"x{i}"] = session.kept_value(F.expr(aggregate.input_sql))
     spec = MemberSpec(key=key + ":members", aggregates=len(aggregates), group_key=key, delta=False)
     members = session.apply_tap(members, spec, member_hidden)
 

@@ -29,6 +29,7 @@ from sparkprov.blocks import MAX_MEMBER_AGGREGATES, EdgeBlock, MemberBlock, Node
 from sparkprov.derived import MemberColumns, position_labels, xxhash64_longs
 from sparkprov.limits import LimitExceeded
 from sparkprov.v1 import lineage_pb2
+from sparkprov.values import column_texts
 from sparkprov.workflow import Operator, WorkflowDag
 
 __all__ = [
@@ -61,7 +62,9 @@ __all__ = [
 # the JVM taps; the encoders here still write explicit ids (version 2).
 SCHEMA_VERSION = 2
 # What this reader decodes: versions 1 (no member blocks) and 2 too, from older capture agents.
-READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3})
+# 4: value columns may hold numbers (StringColumn.longs, doubles), written as text on reading
+# (sparkprov.values): sent by the JVM taps.
+READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3, 4})
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 # Levels of split paths (split, sub-split, sub-sub-split): connected sets are kept per level.
 # lineage.proto's SplitDepth carries it, for the plugin's Schema.LEVELS too.
@@ -557,13 +560,14 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
             derived_src.append(derived.src)
             derived_dst.append(derived.dst)
         n = len(ids)
+        attribute_columns = [_texts(column) for column in block.attribute_values]
         limits.check_block(
             ids=n,
             label=block.label,
             labels=labels,
             relation=block.relation,
             attribute_names=block.attribute_names,
-            attribute_columns=[column.values for column in block.attribute_values],
+            attribute_columns=attribute_columns,
             values=block.values,
             split=block.split,
         )
@@ -572,11 +576,13 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
                 raise MalformedEvent("ragged", f"{name} has {len(entries)} entries for {n} ids")
         if len(block.attribute_names) != len(block.attribute_values):
             raise MalformedEvent("ragged", "attribute names and columns differ in number")
-        for name, column in zip(block.attribute_names, block.attribute_values, strict=True):
-            if len(column.values) != n:
+        for name, column, texts in zip(
+            block.attribute_names, block.attribute_values, attribute_columns, strict=True
+        ):
+            if len(texts) != n:
                 raise MalformedEvent(
                     "ragged",
-                    f"attribute {limits.quote(name)} has {len(column.values)} values for {n} ids",
+                    f"attribute {limits.quote(name)} has {len(texts)} values for {n} ids",
                 )
             if any(r >= n for r in column.null_rows):
                 raise MalformedEvent(
@@ -595,7 +601,7 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
                 "shared": block.shared,
                 "split": list(block.split),
                 "attribute_names": list(block.attribute_names),
-                "attribute_values": [list(c.values) for c in block.attribute_values],
+                "attribute_values": attribute_columns,
                 "null_rows": [list(c.null_rows) for c in block.attribute_values],
             }
         )
@@ -736,6 +742,14 @@ def member_block(run_id: str, m: MemberColumns) -> MemberBlock:
     }
 
 
+def _texts(column: lineage_pb2.StringColumn) -> list[str]:
+    """A value column's entries as text: its texts, or its numbers as Spark writes them."""
+    try:
+        return column_texts(column.values, column.longs, column.doubles)
+    except ValueError as error:
+        raise MalformedEvent("ragged", str(error)) from None
+
+
 def _check_split(split: Sequence[str]) -> None:
     if len(split) > MAX_SPLIT_DEPTH or any(not part for part in split):
         raise MalformedEvent(
@@ -751,11 +765,12 @@ def _member_columns(block: lineage_pb2.MemberBlock) -> MemberColumns:
             raise MalformedEvent("ragged", "a member block has both members and derived members")
         members = _derived(block.derived_members, None).ids
     n = len(members)
+    value_columns = [_texts(column) for column in block.values]
     limits.check_members(
         ids=n,
         group_key=block.group_key,
         aggregates=block.aggregates,
-        value_columns=[column.values for column in block.values],
+        value_columns=value_columns,
         split=block.split,
     )
     if len(block.groups) != n:
@@ -766,12 +781,12 @@ def _member_columns(block: lineage_pb2.MemberBlock) -> MemberColumns:
             f"member block has {len(block.values)} value columns for {block.aggregates} aggregates",
         )
     values: list[list[str | None]] = []
-    for column in block.values:
-        if len(column.values) != n:
+    for column, entries in zip(block.values, value_columns, strict=True):
+        if len(entries) != n:
             raise MalformedEvent(
-                "ragged", f"member block has a value column of {len(column.values)} for {n} ids"
+                "ragged", f"member block has a value column of {len(entries)} for {n} ids"
             )
-        texts: list[str | None] = list(column.values)
+        texts: list[str | None] = list(entries)
         for row in column.null_rows:
             if row >= n:
                 raise MalformedEvent("ragged", f"member block has a null row past {n}")

@@ -224,7 +224,7 @@ def test_malformed_derived_ids_name_their_reason(derived: dict[str, Any], reason
     [
         (None, "empty"),
         (b"\xff\xff\xff", "undecodable"),
-        (_event(schema_version=4, run_id="r"), "schema_version"),
+        (_event(schema_version=5, run_id="r"), "schema_version"),
         (_event(schema_version=0, run_id="r"), "schema_version"),
         (_event(schema_version=1), "no_run_id"),
         (_event(schema_version=1, run_id="r"), "no_body"),
@@ -249,7 +249,7 @@ def test_version_1_events_from_older_capture_agents_are_still_read() -> None:
     batch = events.decode(event.SerializeToString())
     assert isinstance(batch, events.Batch) and list(batch.blocks[0]["ids"]) == [5, 6]
     assert events.SCHEMA_VERSION == 2
-    assert sorted(events.READABLE_SCHEMA_VERSIONS) == [1, 2, 3]
+    assert sorted(events.READABLE_SCHEMA_VERSIONS) == [1, 2, 3, 4]
 
 
 _TEXT = st.text(alphabet=st.sampled_from(["a", "Z", "é", "北", "🙂", " ", "0", "\x00"]), max_size=6)
@@ -333,3 +333,60 @@ def test_the_hand_encoder_writes_the_generated_modules_bytes(  # type: ignore[no
     ).SerializeToString()
     data = events.encode_batch("run", workflow, "tap#1", partition, sequence, nodes, columns)
     assert data == expected
+
+
+def _typed_event(**column: Any) -> bytes:
+    """A version-4 batch: one TOKEN block of 3 rows with one attribute column, and one member
+    block of 3 members with that column as its aggregated values."""
+    event = lineage_pb2.LineageEvent(schema_version=4, run_id="r")
+    block = event.batch.nodes.add()
+    block.op = lineage_pb2.OP_TOKEN
+    block.relation = "R"
+    block.ids.extend([1, 2, 3])
+    block.attribute_names.append("x")
+    block.attribute_values.add().CopyFrom(lineage_pb2.StringColumn(**column))
+    members = event.batch.members.add()
+    members.members.extend([1, 2, 3])
+    members.groups.extend([9, 9, 9])
+    members.group_key = "g#1"
+    members.delta = True
+    members.aggregates = 1
+    members.values.add().CopyFrom(lineage_pb2.StringColumn(**column))
+    return event.SerializeToString()
+
+
+@pytest.mark.parametrize(
+    ("column", "texts"),
+    [
+        ({"longs": [-(2**63), 0, 7], "null_rows": [1]}, [str(-(2**63)), None, "7"]),
+        ({"doubles": [1e7, float("nan"), -0.0]}, ["1.0E7", "NaN", "-0.0"]),
+        ({"doubles": [0.001, 1e-5, 0.0], "null_rows": [2]}, ["0.001", "1.0E-5", None]),
+        ({"values": ["a", "", "c"], "null_rows": [1]}, ["a", None, "c"]),
+    ],
+)
+def test_numbers_are_read_as_the_texts_spark_writes(
+    column: dict[str, Any], texts: list[Any]
+) -> None:
+    """Schema version 4: a value column of numbers is stored as Spark's text of each number."""
+    batch = events.decode(_typed_event(**column))
+    (row_block,) = batch.blocks
+    nulls = set(row_block["null_rows"][0])
+    attribute = [None if r in nulls else v for r, v in enumerate(row_block["attribute_values"][0])]
+    assert attribute == texts
+    (members,) = batch.members
+    assert members.values == [texts]
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        {"longs": [1, 2], "doubles": [1.0, 2.0, 3.0]},
+        {"values": ["a", "b", "c"], "longs": [1, 2, 3]},
+        {"longs": [1, 2]},
+        {"doubles": [1.0, 2.0, 3.0, 4.0]},
+    ],
+)
+def test_ragged_number_columns_are_dead_lettered(column: dict[str, Any]) -> None:
+    with pytest.raises(MalformedEvent) as info:
+        events.decode(_typed_event(**column))
+    assert info.value.reason == "ragged"

@@ -22,7 +22,7 @@ from capture_agent import ProvenanceSession
 from capture_agent.emitters import MemoryEmitter
 from capture_agent.jvm import PROTOCOL, TapPlan, check_spark_version, jar_path, plan_of
 from capture_agent.taps import GroupSpec, SemiJoinSpec, TapContext, salt_of
-from sparkprov.events import Batch, RunComplete, decode
+from sparkprov.events import ATTRIBUTE_PREFIX, Batch, RunComplete, decode
 from sparkprov.v1 import lineage_pb2
 
 Job = Callable[[ProvenanceSession, SparkSession], list[Any]]
@@ -100,6 +100,93 @@ def test_sources_joins_and_groups(spark) -> None:  # type: ignore[no-untyped-def
     _same_both_ways(spark, job)
 
 
+# Kept values of every type Spark casts to text, nulls and the doubles Java prints apart.
+TYPED_SCHEMA = (
+    "k long, i int, s short, b byte, d double, f float, m decimal(12,3), day date, "
+    "at timestamp, ok boolean, t string, xs array<int>"
+)
+TYPED = [
+    (1, 7, 3, -2, 123.456, 1.5, "12.500", "2024-02-29", "2024-02-29 10:11:12", True, "Zé", [1]),
+    (2, -7, None, 0, 1e7, None, None, None, None, False, None, None),
+    (3, None, 1, None, 1e-5, 0.1, "-0.001", "1970-01-01", None, None, "", []),
+    (-(2**63), 2**31 - 1, 0, 127, -0.0, 3.0, "1.000", None, None, True, "x", [2, 3]),
+    (2**63 - 1, 0, 0, 0, float("nan"), float("inf"), "0.000", None, None, None, "y", None),
+    (6, 0, 0, 0, float("-inf"), None, None, None, None, None, "z", None),
+    (7, 0, 0, 0, None, None, None, None, None, None, "w", None),
+    (8, 0, 0, 0, 0.001, None, None, None, None, None, "v", None),
+]
+
+
+def _typed(prov: ProvenanceSession, spark: SparkSession) -> Any:
+    df = spark.createDataFrame(
+        TYPED,
+        TYPED_SCHEMA.replace("date", "string")
+        .replace("timestamp", "string")
+        .replace("decimal(12,3)", "string"),
+    )
+    df = df.select(
+        *[c for c in df.columns if c not in ("m", "day", "at")],
+        F.col("m").cast("decimal(12,3)").alias("m"),
+        F.col("day").cast("date").alias("day"),
+        F.col("at").cast("timestamp").alias("at"),
+    )
+    return prov.source(df, "Typed")
+
+
+def test_kept_values_of_every_type_are_the_texts_spark_casts(spark) -> None:  # type: ignore[no-untyped-def]
+    """The JVM taps hand numbers over as numbers (ingest writes their text) and cast other types
+    themselves; the Python taps get Spark's casts to text. Both store the same texts, for source
+    values, named rows' values and members' aggregated values, nulls included."""
+
+    def job(prov: ProvenanceSession, spark: SparkSession) -> list[Any]:
+        typed = _typed(prov, spark)
+        sums = typed.groupBy("ok").agg(
+            F.min("d").alias("sd"),
+            F.max("i").alias("mi"),
+            F.sum("b").alias("sb"),
+            F.max("m").alias("mm"),
+            F.count("t").alias("n"),
+        )
+        return sums.named("Sums").collect()
+
+    nodes, _ = _same_both_ways(spark, job)
+    typed = [n["props"] for n in nodes.values() if n["relation"] == "Typed"]
+    assert len(typed) == len(TYPED)
+    doubles = {props.get(ATTRIBUTE_PREFIX + "d") for props in typed}
+    assert doubles == {"123.456", "1.0E7", "1.0E-5", "-0.0", "NaN", "-Infinity", "0.001", None}
+    longs = {props[ATTRIBUTE_PREFIX + "k"] for props in typed}
+    assert {str(-(2**63)), str(2**63 - 1)} <= longs
+    values = {n["value"] for n in nodes.values() if n["op"] == "VALUE"}
+    assert {"1.0E7", "NaN", "-Infinity", "12.500", "127", str(2**31 - 1)} <= values
+
+
+def test_numbers_travel_as_numbers(spark) -> None:  # type: ignore[no-untyped-def]
+    """A kept value of an integral or double column is never cast to text inside the job: it
+    travels as StringColumn.longs or .doubles (schema version 4)."""
+    emitter = MemoryEmitter(spark)
+    with ProvenanceSession(spark, "jvm-taps", emitter=emitter, capture="jvm") as prov:
+        _typed(prov, spark).groupBy("ok").agg(F.sum("d"), F.max("k")).collect()
+    forms: dict[str, set[str]] = {}
+    for _, value in emitter.messages():
+        event = lineage_pb2.LineageEvent.FromString(value)
+        if not event.HasField("batch"):
+            continue
+        assert event.schema_version == 4
+        columns = [
+            (name, column)
+            for block in event.batch.nodes
+            for name, column in zip(block.attribute_names, block.attribute_values, strict=True)
+        ]
+        columns += [(f"x{i}", c) for m in event.batch.members for i, c in enumerate(m.values)]
+        for name, column in columns:
+            form = "longs" if column.longs else "doubles" if column.doubles else "texts"
+            forms.setdefault(name, set()).add(form)
+    assert forms["k"] == forms["i"] == forms["s"] == forms["b"] == {"longs"}
+    assert forms["d"] == forms["x0"] == {"doubles"}
+    assert forms["x1"] == {"longs"}
+    assert forms["f"] == forms["m"] == forms["day"] == forms["t"] == forms["ok"] == {"texts"}
+
+
 def test_outer_joins_keep_null_sides(spark) -> None:  # type: ignore[no-untyped-def]
     def job(prov: ProvenanceSession, spark: SparkSession) -> list[Any]:
         return _people(prov, spark).join(_depts(prov, spark), "city", "full").collect()
@@ -119,7 +206,7 @@ def test_source_and_join_ids_travel_as_their_inputs(spark) -> None:  # type: ign
     for _, value in emitter.messages():
         event = lineage_pb2.LineageEvent.FromString(value)
         if event.HasField("batch"):
-            assert event.schema_version == 3
+            assert event.schema_version == 4
             blocks += [(event.batch.tap, b) for b in event.batch.nodes]
             assert not event.batch.edges.src, "join edges are implied by the pairs"
     # Both join sides hold source rows as they are: they travel as positions, not ids.

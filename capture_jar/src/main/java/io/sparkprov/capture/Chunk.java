@@ -1,48 +1,79 @@
 package io.sparkprov.capture;
 
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * Up to {@code capacity} rows of one tap's input struct, column by column, in primitive arrays:
- * ids as longs with a null mask, texts as strings, flags as booleans, id arrays as long[].
+ * Up to {@code capacity} rows of one tap's inputs, column by column, in primitive arrays: ids,
+ * numbers and flags as longs with a null mask, texts as UTF-8 bytes, id arrays as long[]. How a
+ * column is held is its {@link Slot}: an input's type says what it means (an id, a text), its
+ * slot how Spark holds it (a "text" input of a numeric column arrives as the number).
  */
 final class Chunk {
+  /** How Spark hands a tap one input: the physical side of a TapPlan input type. */
+  enum Slot {
+    LONG, DOUBLE, BOOL, TEXT, ARRAY;
+
+    /** The slot an input of TapPlan type {@code type} takes when Spark holds it as text. */
+    static Slot of(String type) {
+      return switch (type) {
+        case "id" -> LONG;
+        case "ids" -> ARRAY;
+        case "flag" -> BOOL;
+        case "text" -> TEXT;
+        default -> throw new IllegalArgumentException("unknown input type " + type);
+      };
+    }
+  }
+
   private final TapPlan plan;
-  private final long[][] ids;
+  private final Slot[] slots;
+  private final long[][] longs;
   private final boolean[][] nulls;
   private final byte[][][] texts; // UTF-8, as Spark holds them
-  private final boolean[][] flags;
   private final long[][][] arrays;
   private int size;
 
+  /** A chunk whose texts arrive as texts (the slots the plan's input types name). */
   Chunk(TapPlan plan) {
+    this(plan, defaultSlots(plan));
+  }
+
+  Chunk(TapPlan plan, Slot[] slots) {
     this.plan = plan;
+    this.slots = slots;
     int width = plan.width();
+    if (slots.length != width) {
+      throw new IllegalArgumentException(
+          "tap " + plan.key() + " has " + width + " inputs, its rows " + slots.length);
+    }
     int capacity = plan.rowsPerMessage();
-    ids = new long[width][];
+    longs = new long[width][];
     nulls = new boolean[width][];
     texts = new byte[width][][];
-    flags = new boolean[width][];
     arrays = new long[width][][];
     for (int i = 0; i < width; i++) {
-      switch (typeOf(i)) {
-        case "id" -> {
-          ids[i] = new long[capacity];
+      switch (slots[i]) {
+        case LONG, DOUBLE, BOOL -> {
+          longs[i] = new long[capacity];
           nulls[i] = new boolean[capacity];
         }
-        case "text" -> texts[i] = new byte[capacity][];
-        case "flag" -> flags[i] = new boolean[capacity];
-        case "ids" -> arrays[i] = new long[capacity][];
-        default -> throw new IllegalArgumentException(
-            "tap " + plan.key() + ": unknown input type " + typeOf(i));
+        case TEXT -> texts[i] = new byte[capacity][];
+        case ARRAY -> arrays[i] = new long[capacity][];
+        default -> throw new IllegalStateException();
       }
     }
   }
 
-  private String typeOf(int i) {
-    return i < plan.inputs().size() ? plan.inputTypes().get(i) : "text";
+  static Slot[] defaultSlots(TapPlan plan) {
+    Slot[] slots = new Slot[plan.width()];
+    for (int i = 0; i < slots.length; i++) {
+      slots[i] = i < plan.inputs().size() ? Slot.of(plan.inputTypes().get(i)) : Slot.TEXT;
+    }
+    return slots;
   }
 
   int size() {
@@ -57,23 +88,49 @@ final class Chunk {
     size = 0;
   }
 
-  /** Copies one row of the tap's struct, in Spark's internal types, into the columns. */
-  void add(InternalRow row) {
+  /**
+   * Copies one row as the codegen tap hands it ({@link TapExpression}): per input, its null
+   * flag, its number in {@code values} (a double's bits, a flag as 0 or 1), or its object in
+   * {@code refs} (a UTF8String, whose bytes may be reused by Spark after the call, or an
+   * ArrayData).
+   */
+  void add(long[] values, boolean[] isNull, Object[] refs) {
     int r = size;
-    for (int i = 0; i < ids.length; i++) {
-      if (ids[i] != null) {
-        boolean isNull = row.isNullAt(i);
-        nulls[i][r] = isNull;
-        ids[i][r] = isNull ? 0L : row.getLong(i);
-      } else if (texts[i] != null) {
-        texts[i][r] = row.isNullAt(i) ? null : row.getUTF8String(i).getBytes();
-      } else if (flags[i] != null) {
-        flags[i][r] = !row.isNullAt(i) && row.getBoolean(i);
-      } else {
-        arrays[i][r] = row.isNullAt(i) ? null : longs(row.getArray(i));
+    for (int i = 0; i < slots.length; i++) {
+      switch (slots[i]) {
+        case LONG, DOUBLE, BOOL -> {
+          nulls[i][r] = isNull[i];
+          longs[i][r] = isNull[i] ? 0L : values[i];
+        }
+        case TEXT -> texts[i][r] = isNull[i] ? null : ((UTF8String) refs[i]).getBytes();
+        case ARRAY -> arrays[i][r] = isNull[i] ? null : longs((ArrayData) refs[i]);
+        default -> throw new IllegalStateException();
       }
     }
     size = r + 1;
+  }
+
+  /** Copies one row of Spark's internal types (the interpreted path, tests). */
+  void add(InternalRow row) {
+    int r = size;
+    for (int i = 0; i < slots.length; i++) {
+      boolean isNull = row.isNullAt(i);
+      switch (slots[i]) {
+        case LONG -> put(i, r, isNull, isNull ? 0L : row.getLong(i));
+        case DOUBLE -> put(i, r, isNull,
+            isNull ? 0L : Double.doubleToRawLongBits(row.getDouble(i)));
+        case BOOL -> put(i, r, isNull, !isNull && row.getBoolean(i) ? 1L : 0L);
+        case TEXT -> texts[i][r] = isNull ? null : row.getUTF8String(i).getBytes();
+        case ARRAY -> arrays[i][r] = isNull ? null : longs(row.getArray(i));
+        default -> throw new IllegalStateException();
+      }
+    }
+    size = r + 1;
+  }
+
+  private void put(int i, int r, boolean isNull, long value) {
+    nulls[i][r] = isNull;
+    longs[i][r] = value;
   }
 
   private static long[] longs(ArrayData values) {
@@ -88,7 +145,6 @@ final class Chunk {
     return out;
   }
 
-
   /** The id column {@code name}; a null where the caller needs an id is refused. */
   long[] ids(String name) {
     int i = plan.input(name);
@@ -98,39 +154,65 @@ final class Chunk {
             "id column " + name + " of tap " + plan.key() + " holds nulls where every row needs an id");
       }
     }
-    return java.util.Arrays.copyOf(ids[i], size);
+    return Arrays.copyOf(longs[i], size);
   }
 
   /** The id column {@code name} as it is, and where it holds no id. */
   long[] rawIds(String name) {
-    return ids[plan.input(name)];
+    return longs[plan.input(name)];
   }
 
   boolean[] nullMask(String name) {
     return nulls[plan.input(name)];
   }
 
-  /** The text column {@code name}, decoded (for the few texts that become labels). */
+  /** The text column {@code name}, as text (for the few texts that become labels). */
   String[] texts(String name) {
-    byte[][] column = texts[plan.input(name)];
-    String[] out = new String[size];
-    for (int r = 0; r < size; r++) {
-      out[r] = column[r] == null ? null : new String(column[r], StandardCharsets.UTF_8);
-    }
-    return out;
+    return values(plan.input(name)).strings();
   }
 
-  /** The text column {@code name} as UTF-8 bytes (written as they are). */
-  byte[][] textBytes(String name) {
-    return java.util.Arrays.copyOf(texts[plan.input(name)], size);
+  /** The value column {@code name} as it travels. */
+  ValueColumn values(String name) {
+    return values(plan.input(name));
   }
 
-  byte[][] attribute(int i) {
-    return java.util.Arrays.copyOf(texts[plan.attribute(i)], size);
+  ValueColumn attribute(int i) {
+    return values(plan.attribute(i));
   }
+
+  private ValueColumn values(int i) {
+    return switch (slots[i]) {
+      case TEXT -> ValueColumn.ofTexts(Arrays.copyOf(texts[i], size));
+      case LONG -> ValueColumn.ofLongs(Arrays.copyOf(longs[i], size), Arrays.copyOf(nulls[i], size));
+      case DOUBLE -> {
+        double[] doubles = new double[size];
+        for (int r = 0; r < size; r++) {
+          doubles[r] = Double.longBitsToDouble(longs[i][r]);
+        }
+        yield ValueColumn.ofDoubles(doubles, Arrays.copyOf(nulls[i], size));
+      }
+      case BOOL -> {
+        byte[][] column = new byte[size][];
+        for (int r = 0; r < size; r++) {
+          column[r] = nulls[i][r] ? null : (longs[i][r] != 0 ? TRUE : FALSE);
+        }
+        yield ValueColumn.ofTexts(column);
+      }
+      case ARRAY -> throw new IllegalStateException(
+          "input " + i + " of tap " + plan.key() + " is an id array, not a value");
+    };
+  }
+
+  private static final byte[] TRUE = "true".getBytes(StandardCharsets.UTF_8);
+  private static final byte[] FALSE = "false".getBytes(StandardCharsets.UTF_8);
 
   boolean[] flags(String name) {
-    return flags[plan.input(name)];
+    int i = plan.input(name);
+    boolean[] out = new boolean[size];
+    for (int r = 0; r < size; r++) {
+      out[r] = !nulls[i][r] && longs[i][r] != 0;
+    }
+    return out;
   }
 
   long[][] arrays(String name) {
@@ -145,7 +227,7 @@ final class Chunk {
 
   /** The smallest value of the "id" input over the chunk (it names the partition's rows). */
   long minId() {
-    long[] column = ids[plan.input("id")];
+    long[] column = longs[plan.input("id")];
     long low = Long.MAX_VALUE;
     for (int r = 0; r < size; r++) {
       low = Math.min(low, column[r]);

@@ -101,8 +101,8 @@ record Emission(
       if (block.values() != null) {
         Texts.truncateAll(block.values(), plan.maxTextBytes());
       }
-      for (byte[][] column : block.attributeValues()) {
-        Texts.truncateAll(column, plan.maxTextBytes());
+      for (ValueColumn column : block.attributeValues()) {
+        column.truncated(plan.maxTextBytes());
       }
       nodes.add(block);
       nodeCount += block.shared() ? 0 : block.count();
@@ -128,8 +128,8 @@ record Emission(
       edgeCount += from.length;
     }
 
-    private List<byte[][]> attributeColumns() {
-      List<byte[][]> attributes = new ArrayList<>();
+    private List<ValueColumn> attributeColumns() {
+      List<ValueColumn> attributes = new ArrayList<>();
       for (int i = 0; i < plan.attributes().size(); i++) {
         attributes.add(chunk.attribute(i));
       }
@@ -467,14 +467,11 @@ record Emission(
     void member() {
       long[] ids = chunk.ids("id");
       long[] groups = chunk.ids("group");
-      List<byte[][]> values = new ArrayList<>();
+      List<ValueColumn> values = new ArrayList<>();
       long present = 0;
       for (int i = 0; i < plan.aggregates(); i++) {
-        byte[][] column = chunk.textBytes("x" + i);
-        Texts.truncateAll(column, plan.maxTextBytes());
-        for (byte[] v : column) {
-          present += v == null ? 0 : 1;
-        }
+        ValueColumn column = chunk.values("x" + i).truncated(plan.maxTextBytes());
+        present += column.present();
         values.add(column);
       }
       Wire.Derived derived = memberIds(ids);

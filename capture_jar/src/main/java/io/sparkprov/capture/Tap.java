@@ -6,6 +6,7 @@ import java.util.ArrayDeque;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 import org.apache.spark.TaskContext;
 
 /**
@@ -18,32 +19,72 @@ import org.apache.spark.TaskContext;
  * {@link Counts}. A retried task
  * re-emits the same ids (they are Spark expressions of the data), which ingest stores once.
  */
-public final class Tap
-    implements Consumer<org.apache.spark.sql.catalyst.InternalRow>, Serializable {
+public final class Tap implements Consumer<Object>, Supplier<Object>, Serializable {
   private static final int MAX_UNACKNOWLEDGED = 32;
 
   private final TapPlan plan;
   private final Sink sink;
   private final Counts counts;
+  private final Chunk.Slot[] slots; // how Spark holds each input; null: as the plan's types say
   // Spark deserializes the plan, and so this tap, once per task; the state is the task's.
   private transient TaskState state;
+  private transient Object[] row;
 
   public Tap(TapPlan plan, Sink sink, Counts counts) {
+    this(plan, sink, counts, null);
+  }
+
+  private Tap(TapPlan plan, Sink sink, Counts counts, Chunk.Slot[] slots) {
     this.plan = plan;
     this.sink = sink;
     this.counts = counts;
+    this.slots = slots;
   }
 
   public TapPlan plan() {
     return plan;
   }
 
-  /** One row, as the codegen tap ({@link TapExpression}) sees it (Spark's internal types). */
+  /** This tap for inputs Spark holds in {@code slots} (known once the plan is resolved). */
+  Tap typed(Chunk.Slot[] slots) {
+    if (slots.length != plan.width()) {
+      throw new IllegalStateException("tap " + plan.key() + " has " + plan.width()
+          + " inputs, its expression " + slots.length);
+    }
+    return new Tap(plan, sink, counts, slots.clone());
+  }
+
+  Chunk.Slot[] slots() {
+    return slots != null ? slots.clone() : Chunk.defaultSlots(plan);
+  }
+
+  /**
+   * The row the codegen tap ({@link TapExpression}) fills before each {@link #accept}: {@code
+   * {long[] numbers, boolean[] nulls, Object[] refs}}, one entry per input (see {@link
+   * Chunk#add(long[], boolean[], Object[])}). One per task, reused for every row.
+   */
   @Override
-  public void accept(org.apache.spark.sql.catalyst.InternalRow row) {
+  public Object get() {
+    Object[] r = row;
+    if (r == null) {
+      int width = plan.width();
+      r = new Object[] {new long[width], new boolean[width], new Object[width]};
+      row = r;
+    }
+    return r;
+  }
+
+  /** One row: the filled {@link #get()} of the codegen tap, or an InternalRow of the inputs. */
+  @Override
+  public void accept(Object filled) {
     TaskState s = taskState();
     if (s.stopAfter != DiscardSink.Step.CALL) {
-      s.chunk.add(row);
+      if (filled instanceof org.apache.spark.sql.catalyst.InternalRow internal) {
+        s.chunk.add(internal);
+      } else {
+        Object[] r = (Object[]) filled;
+        s.chunk.add((long[]) r[0], (boolean[]) r[1], (Object[]) r[2]);
+      }
       s.sendIfFull();
     }
   }
@@ -69,7 +110,7 @@ public final class Tap
 
   /** The messages of this tap in one task. */
   private final class TaskState {
-    final Chunk chunk = new Chunk(plan);
+    final Chunk chunk = new Chunk(plan, slots());
     final byte[] key;
     final int partition;
     final DiscardSink.Step stopAfter =

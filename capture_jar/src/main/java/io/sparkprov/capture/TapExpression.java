@@ -1,8 +1,10 @@
 package io.sparkprov.capture;
 
 import java.io.Serializable;
+import java.util.ArrayList;
 import java.util.List;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Cast;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.codegen.Block;
 import org.apache.spark.sql.catalyst.expressions.codegen.CodeBlock;
@@ -11,39 +13,52 @@ import org.apache.spark.sql.catalyst.expressions.codegen.ExprCode;
 import org.apache.spark.sql.catalyst.expressions.codegen.FalseLiteral$;
 import org.apache.spark.sql.catalyst.expressions.codegen.JavaCode;
 import org.apache.spark.sql.catalyst.expressions.codegen.JavaCode$;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.ArrayType;
+import org.apache.spark.sql.types.BooleanType;
+import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.DoubleType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.ShortType;
+import org.apache.spark.sql.types.StringType;
+import scala.Option;
 import scala.collection.immutable.IndexedSeq;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * A capture point as a Catalyst expression: always true, non-deterministic, over the struct of
- * the tap's inputs. Whole-stage codegen inlines it: the generated code evaluates the struct
- * and hands the {@link InternalRow} to the {@link Tap}, with no conversion to external types
- * (a Java UDF would build a Row of Java Strings and boxed Longs for every row). Spark
- * serializes the Tap with the stage's references, so each task has its own copy and state, as
- * with the UDF.
+ * A capture point as a Catalyst expression: always true, non-deterministic, over the tap's
+ * inputs (its children, in the TapPlan's order). Whole-stage codegen inlines it: the generated
+ * code evaluates each input and writes it into the tap's row slots (a number as a long, a text
+ * or an id array as Spark's own object), then hands the row to the {@link Tap}: no struct, no
+ * boxing, no conversion to external types. A kept value of a numeric column is handed over as
+ * the number, never cast to text (ingest writes the text: sparkprov/values.py); one of another
+ * type (a date, a decimal) is cast to text here, as Spark's cast to string does. Spark
+ * serializes the Tap with the stage's references, so each task has its own copy and state.
  */
 public final class TapExpression extends Expression implements Serializable {
-  private static final long serialVersionUID = 1L;
+  private static final long serialVersionUID = 2L;
 
-  private final Expression child;
+  private final List<Expression> inputs;
   private final Tap tap;
+  private transient Tap typed; // the interpreted path's tap, typed on its first row
 
-  public TapExpression(Expression child, Tap tap) {
-    this.child = child;
+  public TapExpression(List<Expression> inputs, Tap tap) {
+    this.inputs = List.copyOf(inputs);
     this.tap = tap;
   }
 
   @Override
   public Seq<Expression> children() {
-    return scalaSeq(List.of(child));
+    return scalaSeq(inputs);
   }
 
   @Override
   public Expression withNewChildrenInternal(IndexedSeq<Expression> children) {
-    return new TapExpression(children.apply(0), tap);
+    return new TapExpression(CollectionConverters.asJava(children), tap);
   }
 
   @Override
@@ -66,22 +81,132 @@ public final class TapExpression extends Expression implements Serializable {
     return "sparkprov_tap_" + tap.plan().key();
   }
 
+  /** How Spark holds input {@code i} (resolved): the slot it takes in the tap's rows. */
+  private Chunk.Slot slot(int i) {
+    DataType type = inputs.get(i).dataType();
+    String declared = i < tap.plan().inputs().size() ? tap.plan().inputTypes().get(i) : "text";
+    Chunk.Slot slot;
+    if (type instanceof LongType || type instanceof IntegerType || type instanceof ShortType
+        || type instanceof ByteType) {
+      slot = Chunk.Slot.LONG;
+    } else if (type instanceof DoubleType) {
+      slot = Chunk.Slot.DOUBLE;
+    } else if (type instanceof BooleanType) {
+      slot = Chunk.Slot.BOOL;
+    } else if (type instanceof ArrayType array && array.elementType() instanceof LongType) {
+      slot = Chunk.Slot.ARRAY;
+    } else {
+      slot = Chunk.Slot.TEXT; // a string, or cast to one (value())
+    }
+    boolean fits = switch (declared) {
+      case "id" -> slot == Chunk.Slot.LONG;
+      case "ids" -> slot == Chunk.Slot.ARRAY;
+      case "flag" -> slot == Chunk.Slot.BOOL;
+      default -> slot != Chunk.Slot.ARRAY;
+    };
+    if (!fits) {
+      throw new IllegalStateException("tap " + tap.plan().key() + ": input "
+          + (i < tap.plan().inputs().size() ? tap.plan().inputs().get(i) : "attribute " + i)
+          + " is declared " + declared + " but Spark holds it as " + type.simpleString());
+    }
+    return slot;
+  }
+
+  private Chunk.Slot[] slots() {
+    Chunk.Slot[] slots = new Chunk.Slot[inputs.size()];
+    for (int i = 0; i < slots.length; i++) {
+      slots[i] = slot(i);
+    }
+    return slots;
+  }
+
+  /** Input {@code i} as the tap reads it: itself, or cast to text if it is no number or text. */
+  private Expression value(int i, Chunk.Slot slot) {
+    Expression input = inputs.get(i);
+    if (slot == Chunk.Slot.TEXT && !(input.dataType() instanceof StringType)) {
+      return new Cast(input, DataTypes.StringType,
+          Option.apply(SQLConf.get().sessionLocalTimeZone()));
+    }
+    return input;
+  }
+
   @Override
   public Object eval(InternalRow input) {
-    tap.accept((InternalRow) child.eval(input));
+    Tap t = typed;
+    if (t == null) {
+      t = tap.typed(slots());
+      typed = t;
+    }
+    Chunk.Slot[] slots = t.slots();
+    Object[] row = (Object[]) t.get();
+    long[] longs = (long[]) row[0];
+    boolean[] nulls = (boolean[]) row[1];
+    Object[] refs = (Object[]) row[2];
+    for (int i = 0; i < slots.length; i++) {
+      Object v = value(i, slots[i]).eval(input);
+      nulls[i] = v == null;
+      if (v == null) {
+        continue;
+      }
+      switch (slots[i]) {
+        case LONG -> longs[i] = ((Number) v).longValue();
+        case DOUBLE -> longs[i] = Double.doubleToRawLongBits((Double) v);
+        case BOOL -> longs[i] = ((Boolean) v) ? 1L : 0L;
+        case TEXT, ARRAY -> refs[i] = v;
+        default -> throw new IllegalStateException();
+      }
+    }
+    t.accept(row);
     return Boolean.TRUE;
   }
 
   @Override
   public ExprCode doGenCode(CodegenContext ctx, ExprCode ev) {
-    ExprCode row = child.genCode(ctx);
-    // Typed as a JDK interface: Spark compiles the generated code with a class loader that
-    // need not see this jar's classes (the driver loads them with a loader of their own).
-    String ref = ctx.addReferenceObj("sparkprovTap", tap, "java.util.function.Consumer");
-    Block call = new CodeBlock(
-        scalaSeq(List.of(ref + ".accept(", " ? null : (InternalRow) ", ");\n")),
-        scalaSeq(List.<JavaCode>of(row.isNull(), row.value())));
-    return ExprCode.apply(row.code().$plus(call), FalseLiteral$.MODULE$,
+    Chunk.Slot[] slots = slots();
+    // Typed as JDK interfaces: Spark compiles the generated code with a class loader that need
+    // not see this jar's classes (the driver loads them with a loader of their own).
+    String ref = ctx.addReferenceObj("sparkprovTap", tap.typed(slots),
+        "java.util.function.Supplier");
+    String row = ctx.freshName("sparkprovRow");
+    String longs = ctx.freshName("sparkprovLongs");
+    String nulls = ctx.freshName("sparkprovNulls");
+    String refs = ctx.freshName("sparkprovRefs");
+    List<String> parts = new ArrayList<>();
+    List<JavaCode> args = new ArrayList<>();
+    StringBuilder code = new StringBuilder()
+        .append("Object[] ").append(row).append(" = (Object[]) ").append(ref).append(".get();\n")
+        .append("long[] ").append(longs).append(" = (long[]) ").append(row).append("[0];\n")
+        .append("boolean[] ").append(nulls).append(" = (boolean[]) ").append(row)
+        .append("[1];\n")
+        .append("Object[] ").append(refs).append(" = (Object[]) ").append(row).append("[2];\n");
+    Block block = new CodeBlock(scalaSeq(List.of(code.toString())), scalaSeq(List.of()));
+    for (int i = 0; i < slots.length; i++) {
+      ExprCode input = value(i, slots[i]).genCode(ctx);
+      block = block.$plus(input.code());
+      String store = switch (slots[i]) {
+        case LONG -> longs + "[" + i + "] = (long) ";
+        case DOUBLE -> longs + "[" + i + "] = java.lang.Double.doubleToRawLongBits(";
+        case BOOL -> longs + "[" + i + "] = (";
+        case TEXT, ARRAY -> refs + "[" + i + "] = ";
+      };
+      String end = switch (slots[i]) {
+        case DOUBLE -> ");\n";
+        case BOOL -> ") ? 1L : 0L;\n";
+        default -> ";\n";
+      };
+      parts.clear();
+      args.clear();
+      parts.add(nulls + "[" + i + "] = ");
+      args.add(input.isNull());
+      parts.add(";\nif (!" + nulls + "[" + i + "]) { " + store);
+      args.add(input.value());
+      parts.add(end + "}\n");
+      block = block.$plus(new CodeBlock(scalaSeq(List.copyOf(parts)), scalaSeq(List.copyOf(args))));
+    }
+    block = block.$plus(new CodeBlock(
+        scalaSeq(List.of("((java.util.function.Consumer) " + ref + ").accept(" + row + ");\n")),
+        scalaSeq(List.of())));
+    return ExprCode.apply(block, FalseLiteral$.MODULE$,
         JavaCode$.MODULE$.literal("true", DataTypes.BooleanType));
   }
 
@@ -93,7 +218,7 @@ public final class TapExpression extends Expression implements Serializable {
   @Override
   public Object productElement(int n) {
     return switch (n) {
-      case 0 -> child;
+      case 0 -> inputs;
       case 1 -> tap;
       default -> throw new IndexOutOfBoundsException(n);
     };
@@ -106,12 +231,12 @@ public final class TapExpression extends Expression implements Serializable {
 
   @Override
   public boolean equals(Object other) {
-    return other instanceof TapExpression t && t.tap == tap && t.child.equals(child);
+    return other instanceof TapExpression t && t.tap == tap && t.inputs.equals(inputs);
   }
 
   @Override
   public int hashCode() {
-    return System.identityHashCode(tap) * 31 + child.hashCode();
+    return System.identityHashCode(tap) * 31 + inputs.hashCode();
   }
 
   private static <T> Seq<T> scalaSeq(List<T> items) {

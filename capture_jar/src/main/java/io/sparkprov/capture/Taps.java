@@ -18,7 +18,7 @@ import org.apache.spark.sql.types.DataTypes;
  */
 public final class Taps {
   /** The tap protocol this jar speaks; capture_agent/jvm.py refuses a jar of another. */
-  public static final int PROTOCOL = 4;
+  public static final int PROTOCOL = 5;
 
   public Taps() {}
 
@@ -27,12 +27,21 @@ public final class Taps {
   }
 
   /**
-   * The capture point for {@code planJson} (a TapPlan) as a boolean column over the struct
-   * column {@code inputs}: a {@link TapExpression}, fused into whole-stage codegen.
+   * The capture point for {@code planJson} (a TapPlan) as a boolean column over the columns
+   * {@code inputs} (the plan's inputs, then its attributes): a {@link TapExpression}, fused into
+   * whole-stage codegen. Since protocol 5 (before: one struct column).
    */
-  public Column column(String planJson, Sink sink, Counts counts, Column inputs) {
-    Tap tap = new Tap(TapPlan.parse(planJson), sink, counts);
-    return ExpressionUtils.column(new TapExpression(ExpressionUtils.expression(inputs), tap));
+  public Column column(String planJson, Sink sink, Counts counts, Column[] inputs) {
+    TapPlan plan = TapPlan.parse(planJson);
+    if (inputs.length != plan.width()) {
+      throw new IllegalArgumentException("tap " + plan.key() + " has " + plan.width()
+          + " inputs and attributes, given " + inputs.length + " columns");
+    }
+    List<Expression> expressions = new java.util.ArrayList<>();
+    for (Column input : inputs) {
+      expressions.add(ExpressionUtils.expression(input));
+    }
+    return ExpressionUtils.column(new TapExpression(expressions, new Tap(plan, sink, counts)));
   }
 
   /**

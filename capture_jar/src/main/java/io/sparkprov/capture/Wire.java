@@ -20,7 +20,7 @@ import java.util.List;
  */
 final class Wire {
   /** 3: node blocks may carry their ids as the inputs they derive from ({@link Derived}). */
-  static final int SCHEMA_VERSION = 3;
+  static final int SCHEMA_VERSION = 4;
 
   // Field numbers: the generated classes' (proto/sparkprov/v1/lineage.proto), never typed here.
   private static final int EVENT_SCHEMA_VERSION = LineageEvent.SCHEMA_VERSION_FIELD_NUMBER;
@@ -71,6 +71,8 @@ final class Wire {
       io.sparkprov.v1.MemberBlock.DERIVED_MEMBERS_FIELD_NUMBER;
   private static final int COLUMN_VALUES = StringColumn.VALUES_FIELD_NUMBER;
   private static final int COLUMN_NULL_ROWS = StringColumn.NULL_ROWS_FIELD_NUMBER;
+  private static final int COLUMN_LONGS = StringColumn.LONGS_FIELD_NUMBER;
+  private static final int COLUMN_DOUBLES = StringColumn.DOUBLES_FIELD_NUMBER;
   private static final int EDGE_SRC = EdgeBlock.SRC_FIELD_NUMBER;
   private static final int EDGE_DST = EdgeBlock.DST_FIELD_NUMBER;
 
@@ -104,12 +106,12 @@ final class Wire {
       String[] labels,
       String relation,
       List<String> attributeNames,
-      List<byte[][]> attributeValues,
+      List<ValueColumn> attributeValues,
       String[] values,
       boolean shared,
       Derived derived) {
     NodeBlock(Op op, long[] ids, String label, String[] labels, String relation,
-        List<String> attributeNames, List<byte[][]> attributeValues, String[] values,
+        List<String> attributeNames, List<ValueColumn> attributeValues, String[] values,
         boolean shared) {
       this(op, ids, label, labels, relation, attributeNames, attributeValues, values, shared,
           null);
@@ -158,10 +160,10 @@ final class Wire {
   /** Group members in compact form (lineage.proto's MemberBlock); with {@code derived}, the
    * members' ids travel as the positions they derive from and {@code members} is null. */
   record MemberBlock(
-      long[] members, long[] groups, String groupKey, boolean delta, List<byte[][]> values,
+      long[] members, long[] groups, String groupKey, boolean delta, List<ValueColumn> values,
       Derived derived) {
     MemberBlock(long[] members, long[] groups, String groupKey, boolean delta,
-        List<byte[][]> values) {
+        List<ValueColumn> values) {
       this(members, groups, groupKey, delta, values, null);
     }
   }
@@ -227,7 +229,7 @@ final class Wire {
     for (String name : block.attributeNames()) {
       w.string(NODE_ATTRIBUTE_NAMES, name);
     }
-    for (byte[][] column : block.attributeValues()) {
+    for (ValueColumn column : block.attributeValues()) {
       w.message(NODE_ATTRIBUTE_VALUES, c -> column(c, column));
     }
     w.strings(NODE_VALUES, block.values());
@@ -274,7 +276,7 @@ final class Wire {
     w.string(MEMBER_GROUP_KEY, block.groupKey());
     w.bool(MEMBER_DELTA, block.delta());
     w.uint32(MEMBER_AGGREGATES, block.values().size());
-    for (byte[][] column : block.values()) {
+    for (ValueColumn column : block.values()) {
       w.message(MEMBER_VALUES, c -> column(c, column));
     }
     for (String part : split) {
@@ -285,21 +287,33 @@ final class Wire {
     }
   }
 
-  /** A StringColumn of UTF-8 texts: nulls as "" plus their rows. */
-  private static void column(Writer w, byte[][] values) throws IOException {
+  /** A StringColumn: UTF-8 texts (nulls as ""), or numbers (0 where null), plus the null rows. */
+  private static void column(Writer w, ValueColumn column) throws IOException {
+    int n = column.size();
     int nulls = 0;
-    for (byte[] v : values) {
-      w.utf8(COLUMN_VALUES, v == null ? EMPTY : v);
-      nulls += v == null ? 1 : 0;
+    if (column.texts() != null) {
+      for (byte[] v : column.texts()) {
+        w.utf8(COLUMN_VALUES, v == null ? EMPTY : v);
+        nulls += v == null ? 1 : 0;
+      }
+    } else {
+      for (boolean isNull : column.nulls()) {
+        nulls += isNull ? 1 : 0;
+      }
     }
     if (nulls > 0) {
       int[] rows = new int[nulls];
-      for (int r = 0, k = 0; r < values.length; r++) {
-        if (values[r] == null) {
+      for (int r = 0, k = 0; r < n; r++) {
+        if (column.isNull(r)) {
           rows[k++] = r;
         }
       }
       w.packedUint32(COLUMN_NULL_ROWS, rows);
+    }
+    if (column.longs() != null) {
+      w.packedSint64(COLUMN_LONGS, column.longs());
+    } else if (column.doubles() != null) {
+      w.packedDoubles(COLUMN_DOUBLES, column.doubles());
     }
   }
 
@@ -468,6 +482,43 @@ final class Wire {
       for (long v : values) {
         out.writeSInt64NoTag(v - previous);
         previous = v;
+      }
+    }
+
+    void packedSint64(int field, long[] values) throws IOException {
+      if (values.length == 0) {
+        return;
+      }
+      int length = 0;
+      for (long v : values) {
+        length += CodedOutputStream.computeSInt64SizeNoTag(v);
+      }
+      if (out == null) {
+        size += CodedOutputStream.computeTagSize(field)
+            + CodedOutputStream.computeUInt32SizeNoTag(length) + length;
+        return;
+      }
+      out.writeTag(field, WireFormat.WIRETYPE_LENGTH_DELIMITED);
+      out.writeUInt32NoTag(length);
+      for (long v : values) {
+        out.writeSInt64NoTag(v);
+      }
+    }
+
+    void packedDoubles(int field, double[] values) throws IOException {
+      if (values.length == 0) {
+        return;
+      }
+      int length = values.length * 8;
+      if (out == null) {
+        size += CodedOutputStream.computeTagSize(field)
+            + CodedOutputStream.computeUInt32SizeNoTag(length) + length;
+        return;
+      }
+      out.writeTag(field, WireFormat.WIRETYPE_LENGTH_DELIMITED);
+      out.writeUInt32NoTag(length);
+      for (double v : values) {
+        out.writeDoubleNoTag(v);
       }
     }
 

@@ -74,7 +74,7 @@ class EmissionTest {
     assertEquals(3, e.edgeCount());
     assertEquals(Wire.Op.TIMES, e.nodes().get(0).op());
     assertArrayEquals(new byte[][] {"a".getBytes(java.nio.charset.StandardCharsets.UTF_8), null},
-        e.nodes().get(0).attributeValues().get(0));
+        e.nodes().get(0).attributeValues().get(0).texts());
   }
 
   /** Spark's xxhash64 of {@code inputs} (nulls skipped) with the tap's seed: its node id. */
@@ -252,7 +252,7 @@ class EmissionTest {
     chunk.add(row(10L, 0L, "x".repeat(100)));
     chunk.add(row(11L, 1L, "short"));
     Emission e = Emission.of(source, chunk);
-    byte[][] names = e.nodes().get(0).attributeValues().get(0);
+    byte[][] names = e.nodes().get(0).attributeValues().get(0).texts();
     String kept = new String(names[0], java.nio.charset.StandardCharsets.UTF_8);
     assertEquals("x".repeat(15) + "…[truncated: 100 bytes]", kept); // 40 bytes in all
     assertEquals("short", new String(names[1], java.nio.charset.StandardCharsets.UTF_8));

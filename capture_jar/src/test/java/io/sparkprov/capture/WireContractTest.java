@@ -85,7 +85,7 @@ class WireContractTest {
               .setDelta(block.delta())
               .setAggregates(block.values().size())
               .addAllSplit(plan.split());
-      for (byte[][] column : block.values()) {
+      for (ValueColumn column : block.values()) {
         m.addValues(column(column));
       }
       if (block.derived() != null) {
@@ -118,7 +118,7 @@ class WireContractTest {
     if (block.relation() != null) {
       n.setRelation(block.relation());
     }
-    for (byte[][] column : block.attributeValues()) {
+    for (ValueColumn column : block.attributeValues()) {
       n.addAttributeValues(column(column));
     }
     if (block.values() != null) {
@@ -173,14 +173,19 @@ class WireContractTest {
     return out;
   }
 
-  private static StringColumn column(byte[][] values) {
+  /** The protobuf builder's StringColumn: texts (nulls as ""), or numbers (0 where null). */
+  private static StringColumn column(ValueColumn values) {
     StringColumn.Builder c = StringColumn.newBuilder();
-    for (int r = 0; r < values.length; r++) {
-      if (values[r] == null) {
-        c.addValues("");
+    for (int r = 0; r < values.size(); r++) {
+      if (values.isNull(r)) {
         c.addNullRows(r);
+      }
+      if (values.texts() != null) {
+        c.addValues(values.isNull(r) ? "" : new String(values.texts()[r], StandardCharsets.UTF_8));
+      } else if (values.longs() != null) {
+        c.addLongs(values.longs()[r]);
       } else {
-        c.addValues(new String(values[r], StandardCharsets.UTF_8));
+        c.addDoubles(values.doubles()[r]);
       }
     }
     return c.build();
@@ -206,10 +211,10 @@ class WireContractTest {
     int n = random.nextInt(5);
     int columns = random.nextInt(3);
     List<String> names = new ArrayList<>();
-    List<byte[][]> values = new ArrayList<>();
+    List<ValueColumn> values = new ArrayList<>();
     for (int c = 0; c < columns; c++) {
       names.add("col" + c);
-      values.add(texts(random, n));
+      values.add(valueColumn(random, n));
     }
     String[] labels = null;
     String label = null;
@@ -271,9 +276,9 @@ class WireContractTest {
 
   private static Wire.MemberBlock memberBlock(Random random) {
     int n = random.nextInt(5);
-    List<byte[][]> values = new ArrayList<>();
+    List<ValueColumn> values = new ArrayList<>();
     for (int c = random.nextInt(3); c > 0; c--) {
-      values.add(texts(random, n));
+      values.add(valueColumn(random, n));
     }
     Wire.Derived derived = derived(random, n);
     return new Wire.MemberBlock(derived == null ? ids(random, n) : null, ids(random, n),
@@ -286,6 +291,37 @@ class WireContractTest {
       out[i] = random.nextInt(5) == 0 ? 0 : random.nextLong();
     }
     return out;
+  }
+
+  /** Texts, longs or doubles (extremes, NaN, -0.0 among them), with null rows. */
+  private static ValueColumn valueColumn(Random random, int n) {
+    boolean[] nulls = new boolean[n];
+    for (int i = 0; i < n; i++) {
+      nulls[i] = random.nextInt(4) == 0;
+    }
+    switch (random.nextInt(3)) {
+      case 0 -> {
+        long[] longs = new long[n];
+        long[] extremes = {Long.MIN_VALUE, Long.MAX_VALUE, -1, 0, 1};
+        for (int i = 0; i < n; i++) {
+          longs[i] = nulls[i] ? 0 : random.nextBoolean() ? extremes[random.nextInt(5)]
+              : random.nextLong();
+        }
+        return ValueColumn.ofLongs(longs, nulls);
+      }
+      case 1 -> {
+        double[] doubles = new double[n];
+        double[] extremes = {Double.NaN, -0.0, Double.NEGATIVE_INFINITY, Double.MIN_VALUE, 1e300};
+        for (int i = 0; i < n; i++) {
+          doubles[i] = nulls[i] ? 0 : random.nextBoolean() ? extremes[random.nextInt(5)]
+              : random.nextGaussian() * 1e6;
+        }
+        return ValueColumn.ofDoubles(doubles, nulls);
+      }
+      default -> {
+        return ValueColumn.ofTexts(texts(random, n));
+      }
+    }
   }
 
   private static byte[][] texts(Random random, int n) {

@@ -1,0 +1,82 @@
+"""sparkprov.values: numbers written as the texts Spark's cast to string gives."""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sparkprov.values import column_texts, java_double
+
+# Java's Double.toString (what Spark's cast prints), on the JVM the tests run.
+KNOWN = [
+    (1e7, "1.0E7"),
+    (9999999.0, "9999999.0"),
+    (0.001, "0.001"),
+    (0.0009, "9.0E-4"),
+    (100.0, "100.0"),
+    (123.456, "123.456"),
+    (-1.5e-300, "-1.5E-300"),
+    (1.7976931348623157e308, "1.7976931348623157E308"),
+    (0.30000000000000004, "0.30000000000000004"),
+    (float("inf"), "Infinity"),
+    (float("-inf"), "-Infinity"),
+    (-0.0, "-0.0"),
+    (0.0, "0.0"),
+    (12345678.9, "1.23456789E7"),
+]
+
+
+@pytest.mark.parametrize(("x", "text"), KNOWN)
+def test_known_doubles(x: float, text: str) -> None:
+    assert java_double(x) == text
+
+
+def test_nan() -> None:
+    assert java_double(float("nan")) == "NaN"
+
+
+@given(st.floats(allow_nan=False))
+def test_the_text_reads_back_as_the_same_double_in_javas_layout(x: float) -> None:
+    text = java_double(x)
+    assert float(text.replace("Infinity", "inf")) == x
+    if math.isinf(x):
+        return
+    if x != 0 and not 1e-3 <= abs(x) < 1e7:
+        assert re.fullmatch(r"-?[1-9]\.[0-9]+E-?[0-9]+", text), text
+    else:
+        assert re.fullmatch(r"-?[0-9]+\.[0-9]+", text), text
+
+
+def _digits(text: str) -> str:
+    return text.lstrip("-").split("E")[0].replace(".", "").strip("0")
+
+
+def test_doubles_as_spark_casts_them(spark) -> None:  # type: ignore[no-untyped-def]
+    """Against Spark's own cast on this JVM, over random doubles of every magnitude: the same
+    text, except where Java before 19 prints more digits than the shortest that read back as the
+    same double (JDK-4511638; e.g. -6.9508572188191104E17 for -6.95085721881911E17)."""
+    rng = random.Random(7)
+    values = [rng.uniform(-1e3, 1e3) for _ in range(3000)]
+    values += [rng.uniform(-1, 1) * 10 ** rng.randint(-40, 40) for _ in range(3000)]
+    values += [x for x, _ in KNOWN]
+    df = spark.createDataFrame([(v,) for v in values], "x double")
+    longer = 0
+    for row in df.selectExpr("x", "cast(x as string) AS s").collect():
+        ours = java_double(row.x)
+        if ours != row.s:
+            longer += 1
+            assert float(row.s) == row.x and len(_digits(row.s)) > len(_digits(ours)), row.s
+            assert ours.split("E")[1:] == row.s.split("E")[1:], (ours, row.s)
+    assert longer < len(values) // 20
+
+
+def test_a_column_holds_one_form() -> None:
+    assert column_texts([], [1, -2], []) == ["1", "-2"]
+    assert column_texts(["a"], [], []) == ["a"]
+    with pytest.raises(ValueError, match="more than one"):
+        column_texts(["a"], [1], [])
