@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from capture_agent.errors import UnsupportedOperation
+from capture_agent.origin import internal_calls
 from capture_agent.plans import inspect_projection
 from capture_agent.taps import (
     HIDDEN_PREFIX,
@@ -103,6 +104,7 @@ class TrackedFrame:
 
     # -- plumbing -------------------------------------------------------------------------
 
+    @internal_calls
     def _materialized(self) -> DataFrame:
         """The frame with its pending tap applied and only visible columns plus ``__sp_id``."""
         if self._done is None:
@@ -182,6 +184,7 @@ class TrackedFrame:
 
     # -- naming ---------------------------------------------------------------------------
 
+    @internal_calls
     def named(self, relation: str, values: Values = "all") -> TrackedFrame:
         """Name this frame's rows as ``relation``: each row gets a node with the name and its
         values (``values``: "all" columns, a list of columns, or None). In a session with

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from capture_agent.frame import TrackedFrame, Values, chosen, fresh, materialize, tracked_frame
 from capture_agent.openlineage import schema_fields
+from capture_agent.origin import internal_calls
 from capture_agent.taps import HIDDEN_PREFIX, ID, ModuleRowSpec, StateSpec
 from sparkprov.limits import check_name
 
@@ -54,10 +55,12 @@ class Invocation:
     ) -> None:
         self._ctx.exit_module()
 
+    @internal_calls
     def input(self, frame: TrackedFrame, relation: str, values: Values = "all") -> TrackedFrame:
         """A tracked frame entering the module: a module-input node per row, named ``relation``."""
         return self._row_nodes(tracked_frame(frame, "module input"), relation, "input", values)
 
+    @internal_calls
     def output(self, frame: TrackedFrame, relation: str, values: Values = "all") -> TrackedFrame:
         """A tracked frame leaving the module: a module-output node per row, named ``relation``."""
         self._ctx.datasets.named[relation] = None
@@ -79,6 +82,7 @@ class Invocation:
         )
         return out
 
+    @internal_calls
     def state(self, df: DataFrame, relation: str, values: Values = "all") -> TrackedFrame:
         """A state relation of the module (a set: duplicate tuples are one tuple). Each tuple's
         TOKEN is the same in every invocation and run; each gets a state node here."""

@@ -33,6 +33,7 @@ from capture_agent.openlineage import (
     run_events,
     schema_fields,
 )
+from capture_agent.origin import internal_calls
 from capture_agent.passthrough import PlainFrame, PlainInvocation
 from capture_agent.publisher import PublisherConfig
 from capture_agent.result_manifest import results_root
@@ -335,6 +336,7 @@ class ProvenanceSession:
 
     # -- building tracked frames ----------------------------------------------------------
 
+    @internal_calls
     def source(
         self, df: DataFrame, relation: str, values: Values = "all"
     ) -> TrackedFrame | PlainFrame:
@@ -375,6 +377,7 @@ class ProvenanceSession:
         )
         return frame
 
+    @internal_calls
     def tracked(self, df: DataFrame) -> TrackedFrame | PlainFrame:
         """Capture any DataFrame from its plan: SQL text over views or tables, or DataFrame code
         written without ``source``. Its leaves become sources named by their view or table, and

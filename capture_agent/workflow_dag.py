@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
 
+from capture_agent.origin import internal
 from sparkprov.workflow import DagBuilder
 
 if TYPE_CHECKING:
@@ -70,7 +71,8 @@ def recorded(
             dag = self.dag_builder()
             dag.depth += 1
             try:
-                result = method(self, *args, **kwargs)
+                with internal():  # the agent's own Spark calls: no call sites (origin.py)
+                    result = method(self, *args, **kwargs)
             finally:
                 dag.depth -= 1
             if dag.depth or not _recordable(result):

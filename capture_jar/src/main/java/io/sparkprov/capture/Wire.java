@@ -432,11 +432,14 @@ final class Wire {
       }
     }
 
-    void fixed64s(int field, long[] values) throws IOException {
-      if (values == null || values.length == 0) {
-        return;
-      }
-      int length = values.length * 8;
+    /** The values of a packed field, written after its tag and length. */
+    @FunctionalInterface
+    private interface Packed {
+      void write(CodedOutputStream out) throws IOException;
+    }
+
+    /** A packed field of {@code length} bytes: {@code values} writes them, in the write pass. */
+    private void packed(int field, int length, Packed values) throws IOException {
       if (out == null) {
         size += CodedOutputStream.computeTagSize(field)
             + CodedOutputStream.computeUInt32SizeNoTag(length) + length;
@@ -444,9 +447,18 @@ final class Wire {
       }
       out.writeTag(field, WireFormat.WIRETYPE_LENGTH_DELIMITED);
       out.writeUInt32NoTag(length);
-      for (long v : values) {
-        out.writeSFixed64NoTag(v);
+      values.write(out);
+    }
+
+    void fixed64s(int field, long[] values) throws IOException {
+      if (values == null || values.length == 0) {
+        return;
       }
+      packed(field, values.length * 8, o -> {
+        for (long v : values) {
+          o.writeSFixed64NoTag(v);
+        }
+      });
     }
 
     void sfixed64(int field, long value) throws IOException {
@@ -471,18 +483,13 @@ final class Wire {
         length += CodedOutputStream.computeSInt64SizeNoTag(v - previous);
         previous = v;
       }
-      if (out == null) {
-        size += CodedOutputStream.computeTagSize(field)
-            + CodedOutputStream.computeUInt32SizeNoTag(length) + length;
-        return;
-      }
-      out.writeTag(field, WireFormat.WIRETYPE_LENGTH_DELIMITED);
-      out.writeUInt32NoTag(length);
-      previous = 0;
-      for (long v : values) {
-        out.writeSInt64NoTag(v - previous);
-        previous = v;
-      }
+      packed(field, length, o -> {
+        long before = 0;
+        for (long v : values) {
+          o.writeSInt64NoTag(v - before);
+          before = v;
+        }
+      });
     }
 
     void packedSint64(int field, long[] values) throws IOException {
@@ -493,33 +500,22 @@ final class Wire {
       for (long v : values) {
         length += CodedOutputStream.computeSInt64SizeNoTag(v);
       }
-      if (out == null) {
-        size += CodedOutputStream.computeTagSize(field)
-            + CodedOutputStream.computeUInt32SizeNoTag(length) + length;
-        return;
-      }
-      out.writeTag(field, WireFormat.WIRETYPE_LENGTH_DELIMITED);
-      out.writeUInt32NoTag(length);
-      for (long v : values) {
-        out.writeSInt64NoTag(v);
-      }
+      packed(field, length, o -> {
+        for (long v : values) {
+          o.writeSInt64NoTag(v);
+        }
+      });
     }
 
     void packedDoubles(int field, double[] values) throws IOException {
       if (values.length == 0) {
         return;
       }
-      int length = values.length * 8;
-      if (out == null) {
-        size += CodedOutputStream.computeTagSize(field)
-            + CodedOutputStream.computeUInt32SizeNoTag(length) + length;
-        return;
-      }
-      out.writeTag(field, WireFormat.WIRETYPE_LENGTH_DELIMITED);
-      out.writeUInt32NoTag(length);
-      for (double v : values) {
-        out.writeDoubleNoTag(v);
-      }
+      packed(field, values.length * 8, o -> {
+        for (double v : values) {
+          o.writeDoubleNoTag(v);
+        }
+      });
     }
 
     void packedUint32(int field, int[] values) throws IOException {
@@ -530,16 +526,11 @@ final class Wire {
       for (int v : values) {
         length += CodedOutputStream.computeUInt32SizeNoTag(v);
       }
-      if (out == null) {
-        size += CodedOutputStream.computeTagSize(field)
-            + CodedOutputStream.computeUInt32SizeNoTag(length) + length;
-        return;
-      }
-      out.writeTag(field, WireFormat.WIRETYPE_LENGTH_DELIMITED);
-      out.writeUInt32NoTag(length);
-      for (int v : values) {
-        out.writeUInt32NoTag(v);
-      }
+      packed(field, length, o -> {
+        for (int v : values) {
+          o.writeUInt32NoTag(v);
+        }
+      });
     }
   }
 
