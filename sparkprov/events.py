@@ -745,7 +745,9 @@ def member_block(run_id: str, m: MemberColumns) -> MemberBlock:
 def _texts(column: lineage_pb2.StringColumn) -> list[str]:
     """A value column's entries as text: its texts, or its numbers as Spark writes them."""
     try:
-        return column_texts(column.values, column.longs, column.doubles)
+        return column_texts(
+            column.values, column.longs, column.doubles, column.decimals, column.decimal_scale
+        )
     except ValueError as error:
         raise MalformedEvent("ragged", str(error)) from None
 

@@ -13,7 +13,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["column_texts", "java_double"]
+__all__ = ["MAX_DECIMAL_SCALE", "column_texts", "java_double"]
+
+# Powers of ten up to here are exact doubles (10^22 is the last), so the writer's check and the
+# reader's division agree; the JVM taps try scales 0 to 9.
+MAX_DECIMAL_SCALE = 22
 
 
 def java_double(x: float) -> str:
@@ -38,14 +42,31 @@ def java_double(x: float) -> str:
     return f"{sign}{digits[0]}.{digits[1:] or '0'}E{point - 1}"
 
 
-def column_texts(texts: Sequence[str], longs: Sequence[int], doubles: Sequence[float]) -> list[str]:
+def column_texts(
+    texts: Sequence[str],
+    longs: Sequence[int],
+    doubles: Sequence[float],
+    decimals: Sequence[int] = (),
+    decimal_scale: int = 0,
+) -> list[str]:
     """A StringColumn's entries as text (null rows included, as whatever their entry holds):
-    its ``values``, or its numbers written as Spark writes them. More than one form is refused."""
-    forms = sum(1 for form in (texts, longs, doubles) if len(form))
+    its ``values``, or its numbers written as Spark writes them; ``decimals`` are doubles sent
+    as integers times 10^-``decimal_scale`` (Python's int division is correctly rounded, as the
+    writer's check was: the same double). More than one form is refused."""
+    forms = sum(1 for form in (texts, longs, doubles, decimals) if len(form))
     if forms > 1:
-        raise ValueError("a value column holds more than one of values, longs and doubles")
+        raise ValueError("a value column holds more than one of values, longs, doubles, decimals")
+    if decimal_scale and not len(decimals):
+        raise ValueError("a value column has a decimal scale but no decimals")
+    if decimal_scale > MAX_DECIMAL_SCALE:
+        raise ValueError(f"a decimal scale of {decimal_scale}, over {MAX_DECIMAL_SCALE}")
     if len(longs):
         return [str(v) for v in longs]
     if len(doubles):
         return [java_double(v) for v in doubles]
+    if len(decimals):
+        if any(abs(n) > 2**53 for n in decimals):
+            raise ValueError("a decimal column holds an integer over 2^53")
+        power = 10**decimal_scale
+        return [java_double(n / power) for n in decimals]
     return list(texts)

@@ -361,6 +361,8 @@ def _typed_event(**column: Any) -> bytes:
         ({"longs": [-(2**63), 0, 7], "null_rows": [1]}, [str(-(2**63)), None, "7"]),
         ({"doubles": [1e7, float("nan"), -0.0]}, ["1.0E7", "NaN", "-0.0"]),
         ({"doubles": [0.001, 1e-5, 0.0], "null_rows": [2]}, ["0.001", "1.0E-5", None]),
+        ({"decimals": [523, -1, 0], "decimal_scale": 1, "null_rows": [2]}, ["52.3", "-0.1", None]),
+        ({"decimals": [3, 10**7, 0]}, ["3.0", "1.0E7", "0.0"]),
         ({"values": ["a", "", "c"], "null_rows": [1]}, ["a", None, "c"]),
     ],
 )
@@ -384,6 +386,10 @@ def test_numbers_are_read_as_the_texts_spark_writes(
         {"values": ["a", "b", "c"], "longs": [1, 2, 3]},
         {"longs": [1, 2]},
         {"doubles": [1.0, 2.0, 3.0, 4.0]},
+        {"decimals": [1, 2, 3], "doubles": [1.0, 2.0, 3.0]},
+        {"values": ["a", "b", "c"], "decimal_scale": 2},
+        {"decimals": [1, 2, 3], "decimal_scale": 23},
+        {"decimals": [1, 2**53 + 1, 3]},
     ],
 )
 def test_ragged_number_columns_are_dead_lettered(column: dict[str, Any]) -> None:

@@ -129,6 +129,7 @@ def _typed(prov: ProvenanceSession, spark: SparkSession) -> Any:
         F.col("m").cast("decimal(12,3)").alias("m"),
         F.col("day").cast("date").alias("day"),
         F.col("at").cast("timestamp").alias("at"),
+        F.array(F.col("k"), F.col("k")).alias("ks"),  # array<bigint>: a value, not id arrays
     )
     return prov.source(df, "Typed")
 
@@ -162,10 +163,13 @@ def test_kept_values_of_every_type_are_the_texts_spark_casts(spark) -> None:  # 
 
 def test_numbers_travel_as_numbers(spark) -> None:  # type: ignore[no-untyped-def]
     """A kept value of an integral or double column is never cast to text inside the job: it
-    travels as StringColumn.longs or .doubles (schema version 4)."""
+    travels as StringColumn.longs or .doubles, or, where a chunk's doubles are all short
+    decimals, as .decimals with their scale (schema version 4)."""
     emitter = MemoryEmitter(spark)
     with ProvenanceSession(spark, "jvm-taps", emitter=emitter, capture="jvm") as prov:
         _typed(prov, spark).groupBy("ok").agg(F.sum("d"), F.max("k")).collect()
+        prices = spark.createDataFrame([(52.3,), (1.25,), (None,)], "price double")
+        prov.source(prices.coalesce(1), "Prices").collect()  # one chunk
     forms: dict[str, set[str]] = {}
     for _, value in emitter.messages():
         event = lineage_pb2.LineageEvent.FromString(value)
@@ -179,12 +183,22 @@ def test_numbers_travel_as_numbers(spark) -> None:  # type: ignore[no-untyped-de
         ]
         columns += [(f"x{i}", c) for m in event.batch.members for i, c in enumerate(m.values)]
         for name, column in columns:
-            form = "longs" if column.longs else "doubles" if column.doubles else "texts"
+            form = (
+                "longs"
+                if column.longs
+                else "doubles"
+                if column.doubles
+                else f"decimals/{column.decimal_scale}"
+                if column.decimals
+                else "texts"
+            )
             forms.setdefault(name, set()).add(form)
     assert forms["k"] == forms["i"] == forms["s"] == forms["b"] == {"longs"}
     assert forms["d"] == forms["x0"] == {"doubles"}
     assert forms["x1"] == {"longs"}
     assert forms["f"] == forms["m"] == forms["day"] == forms["t"] == forms["ok"] == {"texts"}
+    assert forms["ks"] == {"texts"}
+    assert forms["price"] == {"decimals/2"}  # 52.3 and 1.25 as 5230 and 125
 
 
 def test_outer_joins_keep_null_sides(spark) -> None:  # type: ignore[no-untyped-def]

@@ -81,30 +81,28 @@ public final class TapExpression extends Expression implements Serializable {
     return "sparkprov_tap_" + tap.plan().key();
   }
 
-  /** How Spark holds input {@code i} (resolved): the slot it takes in the tap's rows. */
+  /**
+   * How Spark holds input {@code i} (resolved): the slot it takes in the tap's rows. Ids, id
+   * arrays and flags must be what their TapPlan type says; a value ("text") is taken as a number
+   * if it is one (a boolean as a flag), as a string if it is one, else cast to text ({@link
+   * #value}): an array or a struct a relation keeps is a value, never an id array.
+   */
   private Chunk.Slot slot(int i) {
     DataType type = inputs.get(i).dataType();
     String declared = i < tap.plan().inputs().size() ? tap.plan().inputTypes().get(i) : "text";
-    Chunk.Slot slot;
-    if (type instanceof LongType || type instanceof IntegerType || type instanceof ShortType
-        || type instanceof ByteType) {
-      slot = Chunk.Slot.LONG;
-    } else if (type instanceof DoubleType) {
-      slot = Chunk.Slot.DOUBLE;
-    } else if (type instanceof BooleanType) {
-      slot = Chunk.Slot.BOOL;
-    } else if (type instanceof ArrayType array && array.elementType() instanceof LongType) {
-      slot = Chunk.Slot.ARRAY;
-    } else {
-      slot = Chunk.Slot.TEXT; // a string, or cast to one (value())
-    }
-    boolean fits = switch (declared) {
-      case "id" -> slot == Chunk.Slot.LONG;
-      case "ids" -> slot == Chunk.Slot.ARRAY;
-      case "flag" -> slot == Chunk.Slot.BOOL;
-      default -> slot != Chunk.Slot.ARRAY;
+    boolean integral = type instanceof LongType || type instanceof IntegerType
+        || type instanceof ShortType || type instanceof ByteType;
+    Chunk.Slot slot = switch (declared) {
+      case "id" -> integral ? Chunk.Slot.LONG : null;
+      case "ids" -> type instanceof ArrayType array && array.elementType() instanceof LongType
+          ? Chunk.Slot.ARRAY : null;
+      case "flag" -> type instanceof BooleanType ? Chunk.Slot.BOOL : null;
+      default -> integral ? Chunk.Slot.LONG
+          : type instanceof DoubleType ? Chunk.Slot.DOUBLE
+          : type instanceof BooleanType ? Chunk.Slot.BOOL
+          : Chunk.Slot.TEXT; // a string, or cast to one
     };
-    if (!fits) {
+    if (slot == null) {
       throw new IllegalStateException("tap " + tap.plan().key() + ": input "
           + (i < tap.plan().inputs().size() ? tap.plan().inputs().get(i) : "attribute " + i)
           + " is declared " + declared + " but Spark holds it as " + type.simpleString());

@@ -5,23 +5,74 @@ import java.nio.charset.StandardCharsets;
 /**
  * One column of kept values (a relation's attribute, a member's aggregated value), as it
  * travels (lineage.proto's StringColumn): UTF-8 texts, or the numbers Spark holds (integral
- * types as longs, doubles as doubles), which the reader writes as text (sparkprov/values.py). A
+ * types as longs, doubles as doubles or as decimal integers), which the reader writes as text
+ * (sparkprov/values.py). A
  * number column is never cast to text inside the job: that cast was a third of capture's cost.
  * Exactly one of {@code texts}, {@code longs} and {@code doubles} is set; {@code nulls} marks
  * the null rows of a number column (a text column holds null entries instead).
  */
-record ValueColumn(byte[][] texts, long[] longs, double[] doubles, boolean[] nulls) {
+record ValueColumn(
+    byte[][] texts, long[] longs, double[] doubles, long[] decimals, int scale,
+    boolean[] nulls) {
+
+  /** The largest decimal scale tried: 10^9, an exact double like every power up to 10^22. */
+  static final int MAX_DECIMAL_SCALE = 9;
+  private static final double[] POWERS = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+  private static final double MAX_EXACT = 0x1p53; // integers up to here are exact doubles
+  private static final long NONE = Long.MIN_VALUE;
 
   static ValueColumn ofTexts(byte[][] texts) {
-    return new ValueColumn(texts, null, null, null);
+    return new ValueColumn(texts, null, null, null, 0, null);
   }
 
   static ValueColumn ofLongs(long[] longs, boolean[] nulls) {
-    return new ValueColumn(null, longs, null, nulls);
+    return new ValueColumn(null, longs, null, null, 0, nulls);
   }
 
+  /**
+   * A double column; where every value is an integer times 10^-k for some k up to {@link
+   * #MAX_DECIMAL_SCALE} (the smallest such k), bit for bit, it also holds those integers
+   * ({@code decimals}, 0 where null), which travel instead of the doubles: 52.3 as 523.
+   */
   static ValueColumn ofDoubles(double[] doubles, boolean[] nulls) {
-    return new ValueColumn(null, null, doubles, nulls);
+    for (int k = 0; k <= MAX_DECIMAL_SCALE; k++) {
+      long[] decimals = decimals(doubles, nulls, k);
+      if (decimals != null) {
+        return new ValueColumn(null, null, doubles, decimals, k, nulls);
+      }
+    }
+    return new ValueColumn(null, null, doubles, null, 0, nulls);
+  }
+
+  /** Each value as n with (double) n / 10^k == the value, bit for bit; null if one has none. */
+  private static long[] decimals(double[] doubles, boolean[] nulls, int k) {
+    long[] out = new long[doubles.length];
+    for (int r = 0; r < doubles.length; r++) {
+      if (nulls[r]) {
+        continue;
+      }
+      long n = decimal(doubles[r], k);
+      if (n == NONE) {
+        return null;
+      }
+      out[r] = n;
+    }
+    return out;
+  }
+
+  /**
+   * n such that {@code (double) n / 10^k} is {@code v} bit for bit, |n| <= 2^53, else NONE. The
+   * division is IEEE's, correctly rounded, as Python's int division the reader does: the same
+   * double. NaN, infinities and -0.0 have none.
+   */
+  static long decimal(double v, int k) {
+    double scaled = v * POWERS[k];
+    if (!(Math.abs(scaled) <= MAX_EXACT)) {
+      return NONE;
+    }
+    long n = Math.round(scaled);
+    boolean exact = Double.doubleToRawLongBits(n / POWERS[k]) == Double.doubleToRawLongBits(v);
+    return exact ? n : NONE;
   }
 
   int size() {

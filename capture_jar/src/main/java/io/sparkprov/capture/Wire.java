@@ -73,6 +73,8 @@ final class Wire {
   private static final int COLUMN_NULL_ROWS = StringColumn.NULL_ROWS_FIELD_NUMBER;
   private static final int COLUMN_LONGS = StringColumn.LONGS_FIELD_NUMBER;
   private static final int COLUMN_DOUBLES = StringColumn.DOUBLES_FIELD_NUMBER;
+  private static final int COLUMN_DECIMALS = StringColumn.DECIMALS_FIELD_NUMBER;
+  private static final int COLUMN_DECIMAL_SCALE = StringColumn.DECIMAL_SCALE_FIELD_NUMBER;
   private static final int EDGE_SRC = EdgeBlock.SRC_FIELD_NUMBER;
   private static final int EDGE_DST = EdgeBlock.DST_FIELD_NUMBER;
 
@@ -287,7 +289,8 @@ final class Wire {
     }
   }
 
-  /** A StringColumn: UTF-8 texts (nulls as ""), or numbers (0 where null), plus the null rows. */
+  /** A StringColumn: UTF-8 texts (nulls as ""), or numbers (0 where null: doubles as decimal
+   * integers where they all are), plus the null rows. */
   private static void column(Writer w, ValueColumn column) throws IOException {
     int n = column.size();
     int nulls = 0;
@@ -312,6 +315,9 @@ final class Wire {
     }
     if (column.longs() != null) {
       w.packedSint64(COLUMN_LONGS, column.longs());
+    } else if (column.decimals() != null) {
+      w.packedSint64(COLUMN_DECIMALS, column.decimals());
+      w.uint32(COLUMN_DECIMAL_SCALE, column.scale());
     } else if (column.doubles() != null) {
       w.packedDoubles(COLUMN_DOUBLES, column.doubles());
     }

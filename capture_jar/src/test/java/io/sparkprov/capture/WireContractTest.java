@@ -184,9 +184,14 @@ class WireContractTest {
         c.addValues(values.isNull(r) ? "" : new String(values.texts()[r], StandardCharsets.UTF_8));
       } else if (values.longs() != null) {
         c.addLongs(values.longs()[r]);
+      } else if (values.decimals() != null) {
+        c.addDecimals(values.decimals()[r]);
       } else {
         c.addDoubles(values.doubles()[r]);
       }
+    }
+    if (values.decimals() != null) {
+      c.setDecimalScale(values.scale());
     }
     return c.build();
   }
@@ -312,9 +317,10 @@ class WireContractTest {
       case 1 -> {
         double[] doubles = new double[n];
         double[] extremes = {Double.NaN, -0.0, Double.NEGATIVE_INFINITY, Double.MIN_VALUE, 1e300};
+        boolean decimal = random.nextBoolean(); // short decimals: sent as integers
         for (int i = 0; i < n; i++) {
-          doubles[i] = nulls[i] ? 0 : random.nextBoolean() ? extremes[random.nextInt(5)]
-              : random.nextGaussian() * 1e6;
+          doubles[i] = nulls[i] ? 0 : decimal ? random.nextInt(20001) / 100.0 - 100
+              : random.nextBoolean() ? extremes[random.nextInt(5)] : random.nextGaussian() * 1e6;
         }
         return ValueColumn.ofDoubles(doubles, nulls);
       }
