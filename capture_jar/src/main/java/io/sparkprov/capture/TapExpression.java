@@ -44,7 +44,10 @@ public final class TapExpression extends Expression implements Serializable {
 
   private final List<Expression> inputs;
   private final Tap tap;
-  private transient Tap typed; // the interpreted path's tap, typed on its first row
+  // The interpreted path's tap, slots and input expressions, made on its first row.
+  private transient Tap typed;
+  private transient Chunk.Slot[] typedSlots;
+  private transient Expression[] typedValues;
 
   public TapExpression(List<Expression> inputs, Tap tap) {
     this.inputs = List.copyOf(inputs);
@@ -132,16 +135,21 @@ public final class TapExpression extends Expression implements Serializable {
   public Object eval(InternalRow input) {
     Tap t = typed;
     if (t == null) {
-      t = tap.typed(slots());
+      typedSlots = slots();
+      typedValues = new Expression[typedSlots.length];
+      for (int i = 0; i < typedSlots.length; i++) {
+        typedValues[i] = value(i, typedSlots[i]);
+      }
+      t = tap.typed(typedSlots);
       typed = t;
     }
-    Chunk.Slot[] slots = t.slots();
+    Chunk.Slot[] slots = typedSlots;
     Object[] row = (Object[]) t.get();
     long[] longs = (long[]) row[0];
     boolean[] nulls = (boolean[]) row[1];
     Object[] refs = (Object[]) row[2];
     for (int i = 0; i < slots.length; i++) {
-      Object v = value(i, slots[i]).eval(input);
+      Object v = typedValues[i].eval(input);
       nulls[i] = v == null;
       if (v == null) {
         continue;
