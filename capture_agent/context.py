@@ -83,6 +83,9 @@ class CaptureContext:
         # outputs), and where Spark read or wrote them: its OpenLineage datasets
         # (capture_agent.openlineage).
         self.datasets = RunDatasets(workflow, f"sparkprov://{query_address}")
+        # The files of each source whose rows are positioned by file and row index
+        # (capture_agent.sources): a TOKEN label's first number is an ordinal in this list.
+        self.source_files: dict[str, tuple[str, ...]] = {}
         # The run's workflow DAG as its tracked operators build it (capture_agent.workflow_dag).
         self.dag = DagBuilder()
         # The JVM capture points (capture_agent.jvm), or None for the Python ones; their sink

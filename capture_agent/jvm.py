@@ -67,7 +67,7 @@ __all__ = [
 ]
 
 ENV_JAR = ENV_CAPTURE_JAR  # read by capture_agent.settings
-PROTOCOL = 5  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
+PROTOCOL = 6  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
 # The pyspark versions (major, minor) the JVM taps are built and tested for, inclusive.
 SUPPORTED_SPARK = ((4, 0), (4, 3))
 _CLASS = "io.sparkprov.capture.Taps"
@@ -313,6 +313,19 @@ class JvmTaps:
         from pyspark.sql.classic.column import Column
 
         return Column(self._taps.nodeId(run_id, key, self._columns(cols)))
+
+    def source_position(self, path: Column, row_index: Column, files: Sequence[str]) -> Column:
+        """A file row's physical position: its file's ordinal in ``files`` (sorted) above its row
+        index (io.sparkprov.capture.SourcePosition; capture_agent.sources)."""
+        from pyspark.sql.classic.column import Column, _to_java_column
+
+        sc: Any = self.spark.sparkContext
+        names = sc._gateway.new_array(sc._jvm.java.lang.String, len(files))
+        for i, f in enumerate(files):
+            names[i] = f
+        return Column(
+            self._taps.sourcePosition(_to_java_column(path), _to_java_column(row_index), names)
+        )
 
     def column(self, plan: TapPlan, sink: Any, counts: Any, inputs: Sequence[Column]) -> Column:
         """The tap as a boolean column over ``inputs`` (always true): the plan's inputs, then its

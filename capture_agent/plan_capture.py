@@ -270,7 +270,7 @@ class _Builder:
 
         jdf = self._dataset(node)
         output = list(_seq(node.output()))
-        relation = self._relation(self._names.of(node) or "relation")
+        relation = self._relation(self._names.of(node) or _path_name(node) or "relation")
         frame = self._prov.source(DataFrame(jdf, self._spark), relation)
         assert not isinstance(frame, PlainFrame)  # the session is enabled
         return frame, self._attributes(frame, len(output))
@@ -603,6 +603,18 @@ _HANDLED = sorted(
     [*_LEAVES, *_LEAVES_V2]
     + [n[1:] for n in vars(_Builder) if n[:2] != "__" and n[0] == "_" and n[1].isupper()]
 )
+
+
+def _path_name(leaf: Any) -> str | None:
+    """A file scan's name when no view or table names it: its (first) root folder's or file's
+    name, e.g. ``orders`` for ``spark.read.parquet("/data/orders")``."""
+    if _name(leaf) != "LogicalRelation":
+        return None
+    try:
+        roots = leaf.relation().location().rootPaths()
+        return str(roots.head().getName()).split(".")[0] if roots.nonEmpty() else None
+    except Exception:  # not a file relation: py4j finds no such method
+        return None
 
 
 def _walk(expr: Any) -> Iterator[Any]:

@@ -39,12 +39,13 @@ from capture_agent.publisher import PublisherConfig
 from capture_agent.result_manifest import results_root
 from capture_agent.reuse import ResultReuse
 from capture_agent.settings import ENV_CAPTURE, CaptureSettings
+from capture_agent.sources import file_positions
 from capture_agent.taps import HIDDEN_PREFIX, ID, SourceSpec
 from capture_agent.writer import source_datasets
 from sparkprov import defaults
-from sparkprov.events import encode_run_complete, encode_run_started
+from sparkprov.events import SourceFiles, encode_run_complete, encode_run_started
 from sparkprov.kafka_security import KafkaSecurity
-from sparkprov.limits import check_name
+from sparkprov.limits import MAX_SOURCE_FILES, check_name
 from sparkprov.workflow import WorkflowDag
 
 if TYPE_CHECKING:
@@ -287,6 +288,7 @@ class ProvenanceSession:
                     finished_unix_ms=int(time.time() * 1000),
                     version=self.workflow_dag(),
                     reuses=self.reuse.reuses if self.reuse is not None else (),
+                    source_files=self._source_files(),
                 )
             )
         except PublishError as e:
@@ -328,6 +330,17 @@ class ProvenanceSession:
         jvm_nodes, jvm_edges = self.capture.jvm_counts()
         return sum(n for n, _ in values) + jvm_nodes, sum(e for _, e in values) + jvm_edges
 
+    def _source_files(self) -> list[SourceFiles]:
+        """The file lists of the sources positioned by file (capture_agent.sources), for the run
+        marker; a source of more files than the marker holds keeps its positions only."""
+        kept = []
+        for relation, files in self.capture.source_files.items():
+            if len(files) <= MAX_SOURCE_FILES:
+                kept.append(SourceFiles(relation, files))
+            else:
+                log.info("source %s: %d files, not listed in the run marker", relation, len(files))
+        return kept
+
     def _publish(self, value: bytes) -> None:
         try:
             self.capture.publish(value)
@@ -355,8 +368,14 @@ class ProvenanceSession:
             raise ValueError(f"columns {reserved} use the prefix reserved for provenance")
         key = self.capture.next_key(f"source:{relation}")
         rowno = HIDDEN_PREFIX + "rowno"
-        # Partition and offset (Titian's record id): stable when Spark re-executes a task.
-        tracked = df.withColumn(rowno, F.monotonically_increasing_id())
+        # The row's file and row index where Spark gives them (capture_agent.sources), else its
+        # partition and offset (Titian's record id); either is stable when a task re-executes.
+        physical = file_positions(self.capture, df)
+        if physical is not None:
+            tracked = df.withColumn(rowno, physical.column)
+            self.capture.source_files[relation] = physical.files
+        else:
+            tracked = df.withColumn(rowno, F.monotonically_increasing_id())
         # The row's TOKEN id: its position XOR the hash of run and key. As unique as a hash of
         # the position (the hash varies by run and source), and a position again when XORed
         # back, so taps can send positions, not ids (lineage.proto's DerivedIds).

@@ -38,7 +38,7 @@ from ingest_service import versions
 from ingest_service.levels import DEFAULT_THETA
 from sparkprov import schema
 from sparkprov.blocks import EdgeBlock, MemberBlock, NodeBlock
-from sparkprov.events import Batch, RunComplete, RunStarted, member_block
+from sparkprov.events import Batch, RunComplete, RunStarted, member_block, source_files_key
 from sparkprov.procedures import IndexedRow, WrittenRow
 from sparkprov.runtime import neo4j_driver
 
@@ -86,6 +86,7 @@ MERGE (run:Run {run_id: r.run})
                 run.created_unix_ms = timestamp()
 SET run.workflow = r.workflow, run.expected_nodes = r.nodes, run.expected_edges = r.edges,
     run.failed = r.failed, run.error = r.error, run.finished_unix_ms = r.finished
+SET run += r.files
 """
 
 _RUN_COUNTS = """
@@ -420,6 +421,7 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int, defer_ids: bo
                 "failed": c.failed,
                 "error": c.error,
                 "finished": c.finished_unix_ms,
+                "files": {source_files_key(f.relation): list(f.files) for f in c.source_files},
             }
             for c in sorted(flush.completed, key=lambda c: c.run_id)
         ]

@@ -45,6 +45,8 @@ __all__ = [
     "MemberColumns",
     "NodeColumns",
     "RunComplete",
+    "SourceFiles",
+    "source_files_key",
     "ReusedResult",
     "RunStarted",
     "decode",
@@ -208,6 +210,21 @@ class ReusedResult:
 
 
 @dataclass(frozen=True)
+class SourceFiles:
+    """A source whose rows are identified by file and row index (capture_agent.sources): its
+    TOKEN label ``<relation>#<i>.<row>`` names row ``row`` of ``files[i]``."""
+
+    relation: str
+    files: tuple[str, ...]
+
+
+def source_files_key(relation: str) -> str:
+    """The ``(:Run)`` property that lists a source's files in the store (docs/graph-schema.md):
+    ``files_<relation>``."""
+    return f"files_{relation}"
+
+
+@dataclass(frozen=True)
 class RunComplete:
     run_id: str
     workflow: str
@@ -218,6 +235,7 @@ class RunComplete:
     finished_unix_ms: int
     version: WorkflowDag | None = None  # None from writers that predate versions
     reuses: tuple[ReusedResult, ...] = ()
+    source_files: tuple[SourceFiles, ...] = ()
 
 
 Event = Batch | RunStarted | RunComplete
@@ -413,11 +431,14 @@ def encode_run_complete(
     finished_unix_ms: int = 0,
     version: WorkflowDag | None = None,
     reuses: Sequence[ReusedResult] = (),
+    source_files: Sequence[SourceFiles] = (),
 ) -> bytes:
     limits.check_envelope(run_id, workflow)
     limits.check_string("error", error, limits.MAX_TEXT_BYTES)
     for reuse in reuses:
         _check_reuse(reuse)
+    for source in source_files:
+        _check_source_files(source)
     event = _envelope(run_id, workflow)
     done = event.run_complete
     done.node_count = node_count
@@ -429,7 +450,25 @@ def encode_run_complete(
         _version_message(version, done.version)
     for reuse in reuses:
         done.reuses.add(sink=reuse.sink, version=reuse.version, run_id=reuse.run_id)
+    for source in source_files:
+        done.source_files.add(relation=source.relation, files=source.files)
     return event.SerializeToString()
+
+
+def _check_source_files(source: SourceFiles) -> None:
+    """A source's file list names a relation and at most MAX_SOURCE_FILES files, each a text
+    within the limits."""
+    if not source.relation or not source.files:
+        raise MalformedEvent("bad_source_files", "a source's file list needs a relation and files")
+    limits.check_string("source_files.relation", source.relation, limits.MAX_NAME_BYTES)
+    if len(source.files) > limits.MAX_SOURCE_FILES:
+        raise MalformedEvent(
+            "bad_source_files",
+            f"source {source.relation} lists {len(source.files)} files, over the limit of "
+            f"{limits.MAX_SOURCE_FILES}",
+        )
+    for file in source.files:
+        limits.check_string("source_files.files", file, limits.MAX_TEXT_BYTES)
 
 
 def _check_reuse(reuse: ReusedResult) -> None:
@@ -482,6 +521,12 @@ def _reuse_of(message: lineage_pb2.ReusedResult) -> ReusedResult:
     return reuse
 
 
+def _source_files_of(message: lineage_pb2.SourceFiles) -> SourceFiles:
+    source = SourceFiles(message.relation, tuple(message.files))
+    _check_source_files(source)
+    return source
+
+
 def decode(data: bytes | None) -> Event:
     """Parse and validate one Kafka message value."""
     if data is None:
@@ -529,6 +574,7 @@ def _decode_body(event: lineage_pb2.LineageEvent) -> Event:
             c.finished_unix_ms,
             _version_of(c.version) if c.HasField("version") else None,
             tuple(_reuse_of(r) for r in c.reuses),
+            tuple(_source_files_of(f) for f in c.source_files),
         )
     if body == "batch":
         return _decode_batch(event)

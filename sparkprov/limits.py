@@ -58,6 +58,9 @@ MAX_NAME_BYTES = 512
 MAX_TAP_BYTES = 1024
 # Labels, v-node values, attribute values, a failed run's error: stored, never indexed.
 MAX_TEXT_BYTES = 64 * 1024
+# Files of one source a run marker lists (lineage.proto's SourceFiles): a marker stays one
+# Kafka message; a source of more files keeps its positions, not its file list.
+MAX_SOURCE_FILES = 2_000
 # Counts per batch. The capture agent sends 2,048 rows a message (a few blocks of them); these
 # bound what one message may ask of one write transaction.
 MAX_IDS_PER_BLOCK = 100_000

@@ -18,7 +18,7 @@ import org.apache.spark.sql.types.DataTypes;
  */
 public final class Taps {
   /** The tap protocol this jar speaks; capture_agent/jvm.py refuses a jar of another. */
-  public static final int PROTOCOL = 5;
+  public static final int PROTOCOL = 6;
 
   public Taps() {}
 
@@ -50,6 +50,16 @@ public final class Taps {
    */
   public Column rebound(Expression expression, List<Expression> from, List<Expression> to) {
     return ExpressionUtils.column(Rebind.rebind(expression, from, to));
+  }
+
+  /**
+   * A file source row's physical position ({@link SourcePosition}) from its
+   * {@code _metadata.file_path} and {@code _metadata.row_index}, {@code files} being the source's
+   * files sorted. Since protocol 6.
+   */
+  public Column sourcePosition(Column path, Column rowIndex, String[] files) {
+    return ExpressionUtils.column(new SourcePosition(ExpressionUtils.expression(path),
+        ExpressionUtils.expression(rowIndex), List.of(files)));
   }
 
   /** A node id: {@code xxhash64(lit(run), lit(key), columns...)}, computed cheaper. */
