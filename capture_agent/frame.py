@@ -11,6 +11,7 @@ Operations sparkprov does not capture raise :class:`UnsupportedOperation` naming
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -36,6 +37,8 @@ from capture_agent.workflow_dag import (
 )
 from sparkprov.limits import check_name
 from sparkprov.workflow import DagBuilder
+
+_UNKEYED = itertools.count()  # keys of frames whose nodes no tap of the run made
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, DataFrameWriter, Row
@@ -101,6 +104,12 @@ class TrackedFrame:
         # The capture key of the source whose TOKEN ids the id column holds, if it holds a
         # source's rows as they are ("" if not): a join sends such a side as positions.
         self.origin = ""
+        # The capture keys of the nodes the id column may hold (a frame whose nodes no tap of
+        # this run made, such as a reused result, has a key of its own): a bag union whose sides
+        # may hold the same node gives one side fresh nodes (``union``).
+        self.id_keys: frozenset[str] = frozenset(
+            {pending.key} if pending is not None else {f"?{next(_UNKEYED)}"}
+        )
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -118,7 +127,19 @@ class TrackedFrame:
         derived = TrackedFrame(self._ctx, df)
         derived.dag_node = self.dag_node  # an operator not recorded keeps the frame's
         derived.origin = self.origin  # the same nodes
+        derived.id_keys = self.id_keys
         return derived
+
+    def _apart_from(self, other: TrackedFrame) -> TrackedFrame:
+        """This frame, or, where its id column may hold a node ``other``'s holds too, its rows as
+        fresh PLUS nodes, each fed by its row: a bag union of the two then has a node per copy
+        of a row that is on both sides, so an aggregate above has both as members (one node
+        would be one member: a count or sum of the graph would take the row once where Spark
+        takes it twice)."""
+        if not self.id_keys & other.id_keys:
+            return self
+        spec = PlusSpec(key=self._ctx.next_key("union"))
+        return self._fresh(self._materialized(), spec)
 
     def dag_builder(self) -> DagBuilder:
         return self._ctx.dag
@@ -385,11 +406,16 @@ class TrackedFrame:
 
     @recorded("union")
     def union(self, other: TrackedFrame) -> TrackedFrame:
-        """Bag union: every row keeps its provenance."""
-        left, right = self._materialized(), tracked_frame(other, "union")._materialized()
-        return self._derive(
+        """Bag union: every row keeps its provenance; where both sides may hold the same node
+        (a frame unioned with a projection of itself), the right side's rows get a PLUS node
+        each, so a row in both is two rows of the graph, as it is two rows of the result."""
+        right_frame = tracked_frame(other, "union")._apart_from(self)
+        left, right = self._materialized(), right_frame._materialized()
+        out = self._derive(
             left.select(*visible_columns(left), ID).union(right.select(*visible_columns(right), ID))
         )
+        out.id_keys = self.id_keys | right_frame.id_keys
+        return out
 
     unionAll = union
 
@@ -399,8 +425,11 @@ class TrackedFrame:
         other: TrackedFrame,
         allowMissingColumns: bool = False,  # noqa: N803
     ) -> TrackedFrame:
-        left, right = self._materialized(), tracked_frame(other, "unionByName")._materialized()
-        return self._derive(left.unionByName(right, allowMissingColumns=allowMissingColumns))
+        right_frame = tracked_frame(other, "unionByName")._apart_from(self)
+        left, right = self._materialized(), right_frame._materialized()
+        out = self._derive(left.unionByName(right, allowMissingColumns=allowMissingColumns))
+        out.id_keys = self.id_keys | right_frame.id_keys
+        return out
 
     @recorded("intersect")
     def intersect(self, other: TrackedFrame) -> TrackedFrame:
