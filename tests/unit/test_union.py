@@ -91,7 +91,8 @@ def test_union_by_name_of_a_frame_and_itself(spark: SparkSession) -> None:
     with ProvenanceSession(spark, "union", emitter=emitter) as prov:
         a = prov.source(spark.createDataFrame(ROWS, "id long, k string, v double"), "A")
         a.unionByName(a).groupBy("k").agg(F.sum("v").alias("s")).named("G").collect()
-    nodes, edges, _ = _graph(emitter)
+    nodes, edges, done = _graph(emitter)
+    assert (done.node_count, done.edge_count) == (len(nodes), len(edges))
     assert _members(nodes, edges) == {
         "a": [2.0, 2.0, 3.0, 3.0],
         "b": [0.5, 0.5, 5.0, 5.0],
