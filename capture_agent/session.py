@@ -106,6 +106,11 @@ class ProvenanceSession:
     so a cluster whose executors cannot load it fails now, not mid-job), or ``"python"``, the
     pandas UDF capture points (capture_agent.taps), which need no jar.
 
+    ``source_positions``: ``"file"`` (the default, or ``SPARKPROV_SOURCE_POSITIONS``) identifies
+    a parquet source's rows by their file and row index, the same in every run however Spark
+    splits the files (capture_agent.sources); ``"partition"`` identifies every source's rows by
+    partition and offset.
+
     ``openlineage``: OpenLineage run events (START, COMPLETE, FAIL) with the job, its input and
     output relations and a ``sparkprov`` run facet (run id, query address), through the
     openlineage-python client: ``True`` (the client as its own configuration sets it up), a
@@ -140,6 +145,7 @@ class ProvenanceSession:
         kafka_security: KafkaSecurity | None = None,
         emitter: Emitter | None = None,
         capture: str | None = None,
+        source_positions: str | None = None,
         openlineage: bool | OpenLineageClient | None = None,
         reuse: bool = False,
         results_path: str | os.PathLike[str] | None = None,
@@ -162,6 +168,7 @@ class ProvenanceSession:
             topic=topic,
             kafka_security=kafka_security,
             capture=capture,
+            source_positions=source_positions,
             results_path=os.fspath(results_path) if results_path else None,
         )
         self.spark = spark
@@ -172,6 +179,7 @@ class ProvenanceSession:
         # operator ever asks whether capture is on.
         self.enabled = settings.enabled
         self.capture_path = settings.capture
+        self._file_positions = settings.source_positions == "file"
         # actions=True: actions on plain DataFrames run captured (capture_agent.actions).
         self._actions: ActionCapture | None = None
         self.lineage_events: RunEvents = NoopRunEvents()
@@ -370,7 +378,7 @@ class ProvenanceSession:
         rowno = HIDDEN_PREFIX + "rowno"
         # The row's file and row index where Spark gives them (capture_agent.sources), else its
         # partition and offset (Titian's record id); either is stable when a task re-executes.
-        physical = file_positions(self.capture, df)
+        physical = file_positions(self.capture, df) if self._file_positions else None
         if physical is not None:
             tracked = df.withColumn(rowno, physical.column)
             self.capture.source_files[relation] = physical.files

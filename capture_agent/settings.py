@@ -29,13 +29,16 @@ __all__ = [
     "ENV_CAPTURE",
     "ENV_CAPTURE_JAR",
     "ENV_RESULTS_PATH",
+    "ENV_SOURCE_POSITIONS",
     "CaptureSettings",
 ]
 
 ENV_CAPTURE = "SPARKPROV_CAPTURE"  # "jvm" (the default) or "python": where capture points run
 ENV_CAPTURE_JAR = "SPARKPROV_CAPTURE_JAR"  # another capture jar than the package's
 ENV_RESULTS_PATH = "SPARKPROV_RESULTS_PATH"  # where reuse=True stores sink results
+ENV_SOURCE_POSITIONS = "SPARKPROV_SOURCE_POSITIONS"  # "file" (the default) or "partition"
 CAPTURE_PATHS = ("jvm", "python")
+SOURCE_POSITIONS = ("file", "partition")
 
 _ON = {"1", "true", "yes", "on"}  # as sparkprov.defaults.is_on reads a boolean setting
 _OFF = {"", "0", "false", "no", "off"}
@@ -53,6 +56,9 @@ class CaptureSettings:
     kafka_compression: str = defaults.KAFKA_COMPRESSION
     # Where the capture points run: "jvm" (the capture jar) or "python" (pandas UDFs).
     capture: str = "jvm"
+    # How source rows are identified (capture_agent.sources): "file" (parquet rows by file and
+    # row index, others by partition and offset) or "partition" (all by partition and offset).
+    source_positions: str = "file"
     # The capture jar's path; empty: the one in the package (`make setup` builds it).
     capture_jar: str = ""
     # OpenLineage run events when ProvenanceSession(openlineage=...) is not given.
@@ -70,6 +76,11 @@ class CaptureSettings:
         if self.capture not in CAPTURE_PATHS:
             raise SettingsError(
                 f"capture ({ENV_CAPTURE}) must be 'jvm' or 'python', got {self.capture!r}"
+            )
+        if self.source_positions not in SOURCE_POSITIONS:
+            raise SettingsError(
+                f"source positions ({ENV_SOURCE_POSITIONS}) must be 'file' or 'partition', "
+                f"got {self.source_positions!r}"
             )
         if self.kafka_compression not in defaults.KAFKA_COMPRESSIONS:
             raise SettingsError(
@@ -117,6 +128,7 @@ class CaptureSettings:
             ).lower(),
             capture=text(ENV_CAPTURE, cls.capture).lower(),
             capture_jar=text(ENV_CAPTURE_JAR),
+            source_positions=text(ENV_SOURCE_POSITIONS, cls.source_positions).lower(),
             openlineage=bool(
                 text("OPENLINEAGE_URL")
                 or text("OPENLINEAGE_CONFIG")

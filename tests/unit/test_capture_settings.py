@@ -31,6 +31,7 @@ EVERY = {
     "SPARKPROV_KAFKA_SSL_CAFILE": "/etc/ca.pem",
     "SPARKPROV_CAPTURE": " Python ",
     "SPARKPROV_CAPTURE_JAR": "/opt/capture.jar",
+    "SPARKPROV_SOURCE_POSITIONS": "Partition",
     "SPARKPROV_OPENLINEAGE": "yes",
     "OPENLINEAGE_PARENT_ID": "airflow/dag.task/0193b1b6",
     "SPARKPROV_RESULTS_PATH": "/shared/results",
@@ -49,6 +50,7 @@ def test_every_variable_is_read_into_one_typed_object() -> None:
         kafka_compression="gzip",
         capture="python",
         capture_jar="/opt/capture.jar",
+        source_positions="partition",
         openlineage=True,
         openlineage_parent_id="airflow/dag.task/0193b1b6",
         results_path="/shared/results",
@@ -61,6 +63,7 @@ def test_every_variable_is_read_into_one_typed_object() -> None:
     ("variable", "value"),
     [
         ("SPARKPROV_CAPTURE", "scala"),
+        ("SPARKPROV_SOURCE_POSITIONS", "row"),
         ("SPARKPROV_KAFKA_COMPRESSION", "brotli"),
         ("SPARKPROV_DISABLED", "maybe"),
         ("SPARKPROV_OPENLINEAGE", "sure"),

@@ -118,6 +118,26 @@ def test_both_capture_paths_and_both_evaluation_paths_agree(
     assert _tokens(spark, orders, "jvm", **interpreted) == jvm
 
 
+def test_partition_positions_when_the_session_says_so(spark: SparkSession, orders: str) -> None:
+    emitter = MemoryEmitter(spark)
+    with ProvenanceSession(
+        spark, "positions", emitter=emitter, source_positions="partition"
+    ) as prov:
+        prov.source(spark.read.parquet(orders), "Orders").named("Out").collect()
+    events = [decode(v) for _, v in emitter.messages()]
+    (done,) = [e for e in events if isinstance(e, RunComplete)]
+    assert done.source_files == ()
+    labels = {
+        n["label"]
+        for e in events
+        if isinstance(e, Batch)
+        for n in e.expanded().rows()
+        if n["op"] == "TOKEN"
+    }
+    ids = spark.read.parquet(orders).select(F.monotonically_increasing_id().alias("m"))
+    assert labels == {f"Orders#{r.m >> 33}.{r.m & ((1 << 33) - 1)}" for r in ids.collect()}
+
+
 def test_sources_without_a_row_index_keep_partition_and_offset(
     spark: SparkSession, orders: str, tmp_path: Path
 ) -> None:
