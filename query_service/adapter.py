@@ -15,6 +15,7 @@ from query_service.model import (
     TraceResult,
 )
 from query_service.queries import Deletion, ProvenanceAnswer
+from query_service.source_rows import SourceRowView
 from query_service.traces import TraceQuery
 from query_service.version_store import EqualRows, StoredVersion
 from query_service.versions import ComparedRow, Comparison
@@ -150,6 +151,25 @@ def runs_response(runs: list[RunView]) -> query_pb2.ListRunsResponse:
                 ],
             )
             for r in runs
+        ]
+    )
+
+
+def source_rows_response(rows: list[SourceRowView]) -> query_pb2.LocateSourceRowsResponse:
+    return query_pb2.LocateSourceRowsResponse(
+        rows=[
+            query_pb2.SourceRow(
+                node_id=str(r.node_id),
+                run_id=r.run_id,
+                relation=r.relation,
+                by_file=r.by_file,
+                file=r.file,
+                file_index=r.file_index,
+                row=r.row,
+                partition=r.partition,
+                offset=r.offset,
+            )
+            for r in rows
         ]
     )
 

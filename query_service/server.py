@@ -22,7 +22,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from ingest_service import retention
-from query_service import adapter, limits
+from query_service import adapter, limits, source_rows
 from query_service.auth import BearerTokenInterceptor
 from query_service.metrics import RpcMetrics
 from query_service.model import (
@@ -336,6 +336,15 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
                 nodes_deleted=deleted.nodes,
                 relationships_deleted=deleted.relationships,
             )
+        raise AssertionError("unreachable")
+
+    def LocateSourceRows(  # noqa: N802
+        self, request: query_pb2.LocateSourceRowsRequest, context: grpc.ServicerContext
+    ) -> query_pb2.LocateSourceRowsResponse:
+        with _errors(context):
+            limits.check(request)
+            ids = adapter.node_ids(list(request.node_ids), "node_ids")
+            return adapter.source_rows_response(source_rows.locate(self._store, ids))
         raise AssertionError("unreachable")
 
     # -- workflow versions (docs/versions.md) -----------------------------------------------

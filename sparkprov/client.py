@@ -37,6 +37,7 @@ from sparkprov.query_model import (
     Run,
     Semantics,
     Semiring,
+    SourceRow,
     Strategy,
     Trace,
     VersionDiff,
@@ -346,6 +347,13 @@ class QueryClient:
             samples=samples,
         )
         return query_adapter.provenance(self._call(self.stub.Provenance, request))
+
+    def locate_source_rows(self, node_ids: Sequence[str]) -> list[SourceRow]:
+        """LocateSourceRows: the file and row (or Spark partition and offset) of each source
+        row (TOKEN node) named, in order."""
+        request = query_pb2.LocateSourceRowsRequest(node_ids=list(node_ids))
+        reply = self._call(self.stub.LocateSourceRows, request)
+        return [query_adapter.source_row(r) for r in reply.rows]
 
     # -- workflow versions (docs/versions.md) -----------------------------------------------
 

@@ -29,6 +29,7 @@ from sparkprov.query_model import (
     RunState,
     Semantics,
     Semiring,
+    SourceRow,
     Strategy,
     Term,
     Trace,
@@ -239,6 +240,20 @@ def dag_operator(message: lineage_pb2.DagOperator) -> DagOperator:
 
 def _operators(messages: Iterable[lineage_pb2.DagOperator]) -> tuple[DagOperator, ...]:
     return tuple(dag_operator(o) for o in messages)
+
+
+def source_row(message: query_pb2.SourceRow) -> SourceRow:
+    return SourceRow(
+        node_id=message.node_id,
+        run_id=message.run_id,
+        relation=message.relation,
+        by_file=message.by_file,
+        file=message.file,
+        file_index=message.file_index,
+        row=message.row,
+        partition=message.partition,
+        offset=message.offset,
+    )
 
 
 def version_info(message: query_pb2.WorkflowVersionInfo) -> VersionInfo:

@@ -38,6 +38,7 @@ __all__ = [
     "RunState",
     "Semantics",
     "Semiring",
+    "SourceRow",
     "Strategy",
     "Term",
     "Trace",
@@ -289,6 +290,23 @@ class DagOperator:
     params: dict[str, str] = field(default_factory=dict)
     inputs: tuple[str, ...] = ()
     columns: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    """Where a source row (TOKEN node) lives (LocateSourceRows): row ``row`` (from 0) of
+    ``file``, its source's ``file_index``-th file, when ``by_file``; else Spark's
+    ``partition`` and ``offset`` (docs/queries.md, "Which file and row")."""
+
+    node_id: str
+    run_id: str
+    relation: str
+    by_file: bool
+    file: str = ""
+    file_index: int = 0
+    row: int = 0
+    partition: int = 0
+    offset: int = 0
 
 
 @dataclass(frozen=True)

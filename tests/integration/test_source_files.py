@@ -8,10 +8,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from pyspark.sql import functions as F
 
 from capture_agent import ProvenanceSession
 from capture_agent.sources import file_key
+from sparkprov.query_errors import InvalidArgument, NotFound
+from sparkprov.query_model import Op
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,9 +33,11 @@ def test_stored_source_rows_name_their_file_and_row(spark, client, neo4j_driver,
         F.col("id").alias("oid"), (F.col("id") % 3).cast("string").alias("region")
     ).write.partitionBy("region").parquet(str(lake))
     orders = spark.read.parquet(str(lake))
+    names = spark.createDataFrame([("0", "zero"), ("1", "one"), ("2", "two")], ["region", "name"])
     with ProvenanceSession(spark, "source-files") as prov:
         kept = prov.source(orders, "Orders").filter(F.col("oid") % 5 == 0)
-        kept.groupBy("region").agg(F.count("oid").alias("n")).named("Counts").collect()
+        named = kept.join(prov.source(names, "Names"), "region")
+        named.groupBy("name").agg(F.count("oid").alias("n")).named("Counts").collect()
     client.wait_for_run(prov.run_id)
     truth = {
         int(r["oid"]): (file_key(r["file_path"]), r["row_index"])
@@ -52,3 +57,23 @@ def test_stored_source_rows_name_their_file_and_row(spark, client, neo4j_driver,
     assert len(stored) == 400  # every source row, the filtered ones too
     oid = {r["id"]: int(r["oid"]) for r in oids}
     assert {oid[r["id"]]: (file_key(r["file"]), r["row"]) for r in stored} == truth
+
+    # The same through gRPC (LocateSourceRows), for every Orders row and the in-memory Names rows.
+    located = client.locate_source_rows([str(r["id"]) for r in stored])
+    assert [(int(r.node_id), r.file, r.row) for r in located] == [
+        (r["id"], r["file"], r["row"]) for r in stored
+    ]
+    assert all(r.by_file and r.relation == "Orders" and r.run_id == prov.run_id for r in located)
+    assert {r.file_index for r in located} == set(range(len(files)))
+    (counts,) = client.find_nodes(prov.run_id, "Counts", {"name": "zero"})
+    tokens = [n for n in client.backward_trace([counts.id]).nodes if n.op == Op.TOKEN]
+    names_rows = client.locate_source_rows([n.id for n in tokens if n.relation == "Names"])
+    assert [(r.by_file, r.file, f"Names#{r.partition}.{r.offset}") for r in names_rows] == [
+        (False, "", n.label) for n in tokens if n.relation == "Names"
+    ]
+    with pytest.raises(InvalidArgument, match="not source rows"):
+        client.locate_source_rows([counts.id])
+    with pytest.raises(NotFound, match="unknown node ids"):
+        client.locate_source_rows(["12345"])
+    with pytest.raises(InvalidArgument):
+        client.locate_source_rows(["not-a-number"])
