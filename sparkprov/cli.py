@@ -41,7 +41,16 @@ from sparkprov.query_errors import (
     Unauthenticated,
     Unavailable,
 )
-from sparkprov.query_model import DagOperator, Node, Semiring, Strategy, Trace, VersionInfo
+from sparkprov.query_model import (
+    DagOperator,
+    Node,
+    Op,
+    Semiring,
+    SourceRow,
+    Strategy,
+    Trace,
+    VersionInfo,
+)
 from sparkprov.trace_render import describe, plain, render_dot, render_json, render_trace
 
 __all__ = ["EXIT_CODES", "main"]
@@ -237,6 +246,38 @@ def trace(
         click.echo("\n\n".join(render_trace(result, i, backward=backward) for i in node_ids))
     else:
         click.echo(_RENDER[fmt](result))
+
+
+_LOCATED_PER_CALL = 10_000  # the query service's ids per request (query_service.limits)
+
+
+@main.command(context_settings=_IDS)
+@click.argument("node_ids", nargs=-1, required=True, metavar="NODE_ID...")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per source row")
+@click.pass_context
+def sources(ctx: click.Context, node_ids: tuple[str, ...], as_json: bool) -> None:
+    """The input rows that made NODE_IDs: every source row their backward trace reaches, with
+    the file and row it was read from (parquet), or Spark's partition and offset, and its values."""
+    with _client(ctx) as client:
+        found = client.backward_trace(list(node_ids))
+        tokens = [n for n in found.nodes if n.op == Op.TOKEN and n.relation]
+        located: list[SourceRow] = []
+        for start in range(0, len(tokens), _LOCATED_PER_CALL):
+            chunk = tokens[start : start + _LOCATED_PER_CALL]
+            located += client.locate_source_rows([n.id for n in chunk])
+    if found.truncated:
+        click.echo("the trace was truncated: some source rows are not listed", err=True)
+    for node, where in zip(tokens, located, strict=True):
+        if as_json:
+            click.echo(json.dumps({**plain(asdict(where)), "attributes": node.attributes}))
+            continue
+        at = (
+            f"{where.file}:{where.row}"
+            if where.by_file
+            else (f"partition {where.partition} offset {where.offset}")
+        )
+        values = " ".join(f"{k}={v}" for k, v in sorted(node.attributes.items()))
+        click.echo(f"{node.id}  {node.relation}  {at}" + (f"  {values}" if values else ""))
 
 
 @main.command()

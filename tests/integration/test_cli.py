@@ -180,3 +180,18 @@ def test_a_whole_run_exports_as_prov(cli, client, people) -> None:  # type: igno
     assert "Steve" in provn and "Mary" not in provn
     missing = cli("export", people["run"], "NoSuchRelation")
     assert missing.exit_code == 3 and missing.stderr.startswith("sparkprov: NOT_FOUND")
+
+
+def test_sources_lists_the_input_rows_of_a_node(cli, client, people) -> None:  # type: ignore[no-untyped-def]
+    result = cli("sources", people["ny"])
+    assert result.exit_code == 0, result.output
+    tokens = [n for n in client.backward_trace([people["ny"]]).nodes if n.op.name == "TOKEN"]
+    expected = {
+        f"{n.id}  {n.relation}  partition {n.label.split('#')[1].split('.')[0]} "
+        f"offset {n.label.split('.')[-1]}  "
+        + " ".join(f"{k}={v}" for k, v in sorted(n.attributes.items()))
+        for n in tokens
+    }
+    assert set(result.stdout.splitlines()) == expected and "Name=Steve" in result.stdout
+    bad = cli("sources", "12345")
+    assert bad.exit_code == 3 and "NOT_FOUND" in bad.output

@@ -25,16 +25,22 @@ from sparkprov.query_errors import (
 from sparkprov.query_model import (
     DagLink,
     DagOperator,
+    Edge,
+    Node,
+    Op,
     OperatorChange,
     Run,
     RunReuse,
     RunState,
+    SourceRow,
+    Trace,
     VersionDiff,
     VersionInfo,
 )
 
 COMMANDS = [
-    "runs", "find", "trace", "export", "whatif-delete", "provenance", "open", "versions", "diff",
+    "runs", "find", "trace", "sources", "export", "whatif-delete", "provenance", "open",
+    "versions", "diff",
 ]  # fmt: skip
 
 
@@ -207,3 +213,42 @@ def test_diff_as_json(fake: type[FakeVersionsClient]) -> None:
     edit = json.loads(result.stdout)
     assert edit["added"][0]["params"] == {"predicate": "(state = 'CA')"}
     assert edit["links_removed"] == [{"src": "s1", "dst": "j1"}]
+
+
+class FakeSourcesClient(FakeVersionsClient):
+    """An output row made of a parquet row, an in-memory row and a TIMES between them."""
+
+    asked: list[list[str]] = []
+
+    def backward_trace(self, node_ids: list[str], **kwargs: Any) -> Trace:
+        nodes = (
+            Node("9", "r", Op.TIMES, "⋈", "Out"),
+            Node("1", "r", Op.TOKEN, "orders#1.7", "orders", {"oid": "4", "amt": "2.5"}),
+            Node("2", "r", Op.TOKEN, "names#0.3", "names"),
+        )
+        return Trace(nodes, (Edge("1", "9"), Edge("2", "9")))
+
+    def locate_source_rows(self, node_ids: list[str]) -> list[SourceRow]:
+        FakeSourcesClient.asked.append(node_ids)
+        rows = {
+            "1": SourceRow("1", "r", "orders", True, "file:/o/p1.parquet", 1, 7),
+            "2": SourceRow("2", "r", "names", False, partition=0, offset=3),
+        }
+        return [rows[i] for i in node_ids]
+
+
+def test_sources_lists_the_input_rows_with_their_files(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cli, "QueryClient", FakeSourcesClient)
+    result = CliRunner().invoke(main, ["sources", "9"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "1  orders  file:/o/p1.parquet:7  amt=2.5 oid=4",
+        "2  names  partition 0 offset 3",
+    ]
+    assert FakeSourcesClient.asked == [["1", "2"]]  # the TOKENs only, in one call
+    rows = [
+        json.loads(x)
+        for x in CliRunner().invoke(main, ["sources", "9", "--json"]).stdout.splitlines()
+    ]
+    assert rows[0]["file"] == "file:/o/p1.parquet" and rows[0]["attributes"]["oid"] == "4"
+    assert rows[1]["by_file"] is False and rows[1]["offset"] == 3
