@@ -22,7 +22,12 @@ from capture_agent.frame import (
     materialize_with_origin,
     visible_columns,
 )
-from capture_agent.plans import composite_aggregates, describe_aggregates, distinct_aggregates
+from capture_agent.plans import (
+    aggregate_kinds,
+    composite_aggregates,
+    describe_aggregates,
+    distinct_aggregates,
+)
 from capture_agent.taps import HIDDEN_PREFIX, ID, GroupSpec, JoinSpec, MemberSpec
 from capture_agent.workflow_dag import aggregate_params, recorded
 from sparkprov.workflow import DagBuilder
@@ -87,6 +92,9 @@ class TrackedGroupedData:
         if self._sets is None:
             # Spark's analysis of the plain aggregation, once, says which rewrite applies.
             plain = materialize(self._frame).groupBy(*self._keys).agg(*exprs)
+            kinds = aggregate_kinds(plain, len(exprs))
+            if len(set(kinds)) > 1:  # distinct aggregates beside plain ones, or over others
+                return aggregate_by_kind(self._frame, list(self._keys), list(exprs), kinds)
             rewritten = self._composite(plain, list(exprs))
             names = [k for k in self._keys if isinstance(k, str)]
             if rewritten is None and len(names) == len(self._keys):
@@ -340,6 +348,49 @@ class TrackedGroupedData:
         kept = members.dropDuplicates([_GROUP])  # the group id hashes the keys
         out = kept.select(*visible_columns(kept), F.col(_GROUP).alias(ID))
         return TrackedFrame(session, out, GroupSpec(key=key))
+
+
+def aggregate_by_kind(
+    frame: TrackedFrame, keys: list[Any], aggregates: list[Column], kinds: list[str]
+) -> TrackedFrame:
+    """``groupBy(keys).agg(aggregates)`` where the aggregates are of several kinds (``kinds``:
+    plain "", or the inputs of their distinct aggregates): one tracked grouping per kind, its
+    groups' rows joined on the keys (null-safe), so each result row is TIMES of its group in
+    every grouping; the columns in the order asked."""
+    from pyspark.sql import functions as F
+
+    buckets: dict[str, list[int]] = {}
+    for i, kind in enumerate(kinds):
+        buckets.setdefault(kind, []).append(i)
+    frame = frame.localCheckpoint()  # read once per kind: its taps publish once
+    out: TrackedFrame | None = None
+    names: list[str] = []
+    key_names: list[str] = []
+    built: dict[int, str] = {}  # aggregate index -> its column in ``out``
+    for b, members in enumerate(buckets.values()):
+        part = frame.groupBy(*keys).agg(*[aggregates[i] for i in members])
+        columns = list(part.columns)
+        renamed = [f"_sparkprov_g{b}_{i}" for i in range(len(keys))]
+        values = [f"_sparkprov_a{i}" for i in members]
+        built.update(zip(members, columns[len(keys) :], strict=True))
+        part = part.select(
+            *[F.col(f"`{c}`").alias(r) for c, r in zip(columns, renamed, strict=False)],
+            *[F.col(f"`{c}`").alias(v) for c, v in zip(columns[len(keys) :], values, strict=True)],
+        )
+        if out is None:
+            out, names, key_names = part, renamed, columns[: len(keys)]
+        elif keys:
+            on = F.lit(True)
+            for mine, theirs in zip(names, renamed, strict=True):
+                on = on & F.col(f"`{mine}`").eqNullSafe(F.col(f"`{theirs}`"))
+            out = out.join(part, on=on, how="inner").drop(*renamed)
+        else:  # one row each
+            out = out.crossJoin(part)
+    assert out is not None
+    return out.select(
+        *[F.col(f"`{n}`").alias(k) for n, k in zip(names, key_names, strict=True)],
+        *[F.col(f"`_sparkprov_a{i}`").alias(built[i]) for i in range(len(aggregates))],
+    )
 
 
 def _call(function: str, column: Column) -> Column:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from capture_agent.errors import UnsupportedOperation
 from capture_agent.passthrough import PlainFrame
-from capture_agent.plans import _name, _seq
+from capture_agent.plans import _name, _seq, distinct_inputs
 from sparkprov.limits import check_name
 
 if TYPE_CHECKING:
@@ -365,38 +365,14 @@ class _Builder:
     def _grouped(
         self, frame: TrackedFrame, keys: list[Any], aggregates: list[Column], exprs: list[Any]
     ) -> TrackedFrame:
-        """``groupBy(keys).agg(aggregates)``; distinct aggregates beside plain ones (or over
-        other inputs) are aggregated apart, one grouping per kind, and the groups' rows joined
-        on the keys (null-safe): each result row is fed by its group in every grouping."""
-        from pyspark.sql import functions as F
+        """``groupBy(keys).agg(aggregates)``, distinct aggregates beside plain ones (or over
+        other inputs) aggregated apart (capture_agent.grouping.aggregate_by_kind)."""
+        from capture_agent.grouping import aggregate_by_kind
 
-        kinds: dict[str, list[Column]] = {}
-        for column, expr in zip(aggregates, exprs, strict=True):
-            kinds.setdefault(_distinct_inputs(expr), []).append(column)
-        if len(kinds) == 1:
+        kinds = [distinct_inputs(e) for e in exprs]
+        if len(set(kinds)) == 1:
             return frame.groupBy(*keys).agg(*aggregates)
-        out: TrackedFrame | None = None
-        names: list[str] = []
-        frame = frame.localCheckpoint()  # read once per kind: its taps publish once
-        for b, bucket in enumerate(kinds.values()):
-            part = frame.groupBy(*keys).agg(*bucket)
-            columns = list(part.columns)
-            renamed = [f"_sparkprov_g{b}_{i}" for i in range(len(keys))]
-            part = part.select(
-                *[F.col(f"`{c}`").alias(r) for c, r in zip(columns, renamed, strict=False)],
-                *[F.col(f"`{c}`") for c in columns[len(keys) :]],
-            )
-            if out is None:
-                out, names = part, renamed
-            elif keys:
-                on = F.lit(True)
-                for mine, theirs in zip(names, renamed, strict=True):
-                    on = on & F.col(f"`{mine}`").eqNullSafe(F.col(f"`{theirs}`"))
-                out = out.join(part, on=on, how="inner").drop(*renamed)
-            else:  # one row each
-                out = out.crossJoin(part)
-        assert out is not None
-        return out
+        return aggregate_by_kind(frame, keys, aggregates, kinds)
 
     def _key(self, group: Any, old: list[Any], new: list[Any], columns: list[str]) -> Any:
         """A grouping key: by name where it is a column of a name no other column has (the
@@ -656,21 +632,6 @@ def _orderable(attribute: Any) -> bool:
 def _aggregates(expr: Any) -> bool:
     """Whether ``expr`` holds an aggregate function (else it is computed from the keys)."""
     return any(_name(e) == "AggregateExpression" for e in _walk(expr))
-
-
-def _distinct_inputs(expr: Any) -> str:
-    """The inputs of ``expr``'s distinct aggregates (SQL text), "" when it has none."""
-    found = {
-        str(e.aggregateFunction().children().mkString(","))
-        for e in _walk(expr)
-        if _name(e) == "AggregateExpression" and e.isDistinct()
-    }
-    plain = any(_name(e) == "AggregateExpression" and not e.isDistinct() for e in _walk(expr))
-    if len(found) > 1 or (found and plain):
-        raise UnsupportedOperation(
-            f"the aggregate output {expr.sql()}", "it mixes distinct and plain aggregates"
-        )
-    return found.pop() if found else ""
 
 
 def _aliases(output: Any, group: Any) -> bool:

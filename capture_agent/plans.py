@@ -219,6 +219,29 @@ def _outermost(expr: Any, name: str) -> Iterator[Any]:
         yield from _outermost(child, name)
 
 
+def distinct_inputs(expr: Any) -> str:
+    """The inputs of ``expr``'s distinct aggregates (SQL text), "" when it has none: the kind of
+    grouping it needs (one per kind: :func:`capture_agent.grouping.aggregate_by_kind`)."""
+    found = {
+        str(e.aggregateFunction().children().mkString(","))
+        for e in _expressions(expr)
+        if _name(e) == "AggregateExpression" and e.isDistinct()
+    }
+    plain = any(
+        _name(e) == "AggregateExpression" and not e.isDistinct() for e in _expressions(expr)
+    )
+    if len(found) > 1 or (found and plain):
+        raise UnsupportedOperation(
+            f"the aggregate output {expr.sql()}", "it mixes distinct and plain aggregates"
+        )
+    return found.pop() if found else ""
+
+
+def aggregate_kinds(grouped: DataFrame, count: int) -> list[str]:
+    """:func:`distinct_inputs` of each of the last ``count`` columns of a groupBy().agg()."""
+    return [distinct_inputs(e) for e in _aggregate_expressions(grouped, count)]
+
+
 def distinct_aggregates(grouped: DataFrame, count: int) -> list[tuple[str, list[str]]] | None:
     """If the last ``count`` aggregate columns of a groupBy().agg() result are all distinct
     aggregates (``count(DISTINCT a, b)``, ``sum(DISTINCT x)``...) over the same inputs: each one's

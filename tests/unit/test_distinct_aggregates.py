@@ -70,12 +70,49 @@ def test_count_distinct_of_two_columns_counts_rows_without_nulls(spark) -> None:
         assert out.columns == df.groupBy("k").agg(F.countDistinct("x", "y")).columns
 
 
-def test_distinct_mixed_with_plain_aggregates_is_refused_by_name(spark) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("keys", [["k"], []])
+def test_distinct_beside_plain_aggregates_is_a_join_of_one_grouping_per_kind(spark, keys) -> None:  # type: ignore[no-untyped-def]
     df = spark.createDataFrame(ROWS, "pid long, k string, x long, y long")
-    with ProvenanceSession(spark, "distinct3", emitter=MemoryEmitter(spark)) as prov:
+
+    def shape(f):  # type: ignore[no-untyped-def]
+        return f.groupBy(*keys).agg(
+            F.sum("y").alias("total"),
+            F.countDistinct("x").alias("xs"),
+            F.count("pid").alias("n"),
+            F.sum_distinct(F.col("y")).alias("ys"),
+        )
+
+    plain = sorted(map(repr, shape(df).collect()))
+    emitter = MemoryEmitter(spark)
+    with ProvenanceSession(spark, "distinct3", emitter=emitter) as prov:
+        out = shape(prov.source(df, "Rows")).named("Out")
+        assert out.columns == shape(df).columns
+        assert sorted(map(repr, out.collect())) == plain
+        emitted = prov.counts()
+    nodes, graph = emitted_graph(emitter)
+    assert (graph.number_of_nodes(), graph.number_of_edges()) == emitted
+    pids = {
+        i: n["props"][ATTRIBUTE_PREFIX + "pid"]
+        for i, n in nodes.items()
+        if n["op"] == "TOKEN" and n["relation"] == "Rows"
+    }
+    outs = [(i, n) for i, n in nodes.items() if n["relation"] == "Out"]
+    assert len(outs) == len(plain)
+    for node_id, node in outs:
+        k = node["props"].get(ATTRIBUTE_PREFIX + "k")
+        lineage = {pids[a] for a in nx.ancestors(graph, node_id) if a in pids}
+        assert lineage == {str(r[0]) for r in ROWS if not keys or r[1] == k}
+        # one group per kind (plain; distinct x; distinct y), joined
+        above = nx.ancestors(graph, node_id) | {node_id}
+        assert sum(nodes[a]["op"] == "TIMES" for a in above) == 2
+
+
+def test_one_column_mixing_distinct_and_plain_is_refused_by_name(spark) -> None:  # type: ignore[no-untyped-def]
+    df = spark.createDataFrame(ROWS, "pid long, k string, x long, y long")
+    with ProvenanceSession(spark, "distinct4", emitter=MemoryEmitter(spark)) as prov:
         rows = prov.source(df, "Rows")
-        with pytest.raises(UnsupportedOperation, match="distinct and non-distinct"):
-            rows.groupBy("k").agg(F.countDistinct("x"), F.sum("y"))
+        with pytest.raises(UnsupportedOperation, match="mixes distinct and plain aggregates"):
+            rows.groupBy("k").agg((F.countDistinct("x") + F.sum("y")).alias("m"))
 
 
 def test_the_kill_switch_keeps_distinct_rows_and_subtotals_as_spark_does(spark) -> None:  # type: ignore[no-untyped-def]
