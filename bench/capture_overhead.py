@@ -23,9 +23,11 @@ batches as the broker stores them, compression included), divided by the rows of
 sources (pipeline, pipeline_scrambled and enrich: orders + customers; tpch: the eight tables'
 rows; cars and Arctic: per lineage record only). A mode may name a codec: ``jvm-none`` is
 ``jvm`` with ``SPARKPROV_KAFKA_COMPRESSION=none`` (default: zstd), so ``--modes
-plain,jvm,jvm-none`` compares both in one run. ``--topic sparkprov.lineage`` publishes where the
-local stack's ingest service consumes, for the ratios of the one-machine deployment (ingest
-competing for the cores).
+plain,jvm,jvm-none`` compares both in one run; ``jvm+partition`` identifies source rows by
+partition and offset (``SPARKPROV_SOURCE_POSITIONS=partition``) where ``jvm`` reads the parquet
+sources' file and row index (the default since 2026-11-27). ``--topic sparkprov.lineage``
+publishes where the local stack's ingest service consumes, for the ratios of the one-machine
+deployment (ingest competing for the cores).
 """
 
 from __future__ import annotations
@@ -143,7 +145,9 @@ def timed(
     spark: SparkSession, mode: str, body: Callable[[ProvenanceSession], Any], topic: str = TOPIC
 ) -> tuple[float, tuple[int, int]]:
     """One run of ``body``: ``mode`` "plain" (the kill switch), "jvm" or "python" capture, with
-    a codec after a dash ("jvm-none")."""
+    a codec after a dash ("jvm-none") and source positions after a plus ("jvm+partition":
+    every source row by partition and offset instead of a parquet row by file and row)."""
+    mode, _, positions = mode.partition("+")
     capture, _, codec = mode.partition("-")
     enabled = capture != "plain"
     saved = os.environ.get(defaults.ENV_KAFKA_COMPRESSION)
@@ -156,6 +160,7 @@ def timed(
             topic=topic,
             enabled=enabled,
             capture=capture if enabled else None,
+            source_positions=positions or None,
         ) as prov:
             body(prov)
         return time.perf_counter() - started, prov.counts()
