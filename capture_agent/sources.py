@@ -80,8 +80,11 @@ def file_positions(ctx: CaptureContext, df: DataFrame) -> FilePositions | None:
 
     if _META in df.columns:
         return None
+    jdf = getattr(df, "_jdf", None)  # Spark Connect's frames have no JVM plan here
+    if jdf is None:
+        return None
     try:
-        if not _one_scan(df._jdf.queryExecution().analyzed()):
+        if not _one_scan(jdf.queryExecution().analyzed()):
             return None
         fields = df.select(f"{_META}.*").columns
     except AnalysisException:
