@@ -8,6 +8,7 @@ Routes (all answers JSON; errors as ``{"error": message}`` with a 4xx/5xx status
 - ``GET /api/find?run=R&relation=X&where=col=value...&limit=N``: FindNodes.
 - ``GET /api/trace?node=ID...&direction=backward|forward&depth=N&nodes=N&zoomed=M...``: the
   first ``depth`` levels of a trace, at most ``nodes`` nodes, modules ``zoomed`` out.
+- ``GET /api/locate?node=ID...``: LocateSourceRows (a source row's file and row).
 - ``POST /api/deletion`` with ``{"node_ids": [...], "zoomed_out": [...]}``: PropagateDeletion.
 With a token configured, ``/api/*`` (but ``/api/config``) needs ``Authorization: Bearer <token>``.
 """
@@ -191,6 +192,11 @@ class _Handler(BaseHTTPRequestHandler):
                 _number(query, "nodes", s.default_nodes, s.max_nodes) or s.default_nodes,
                 query.get("zoomed", []),
             )
+        if path == "/api/locate":
+            nodes = query.get("node", [])
+            if not nodes:
+                raise _BadRequest("query parameter 'node' is required")
+            return gateway.locate(nodes)
         raise GatewayError(HTTPStatus.NOT_FOUND, f"no such API: {path}")
 
     def _post(self, path: str) -> Any:

@@ -133,6 +133,13 @@ class Gateway:
             "truncated": bool(truncated),
         }
 
+    def locate(self, node_ids: Sequence[str]) -> JSON:
+        """The file and row (or partition and offset) of each source row named."""
+        reply = self._call(
+            "LocateSourceRows", query_pb2.LocateSourceRowsRequest(node_ids=list(node_ids))
+        )
+        return {"rows": [payloads.source_row(r) for r in reply.rows]}
+
     def deletion(self, node_ids: Sequence[str], zoomed_out: Sequence[str] = ()) -> JSON:
         reply = self._call(
             "PropagateDeletion",

@@ -28,6 +28,15 @@ def node(message: query_pb2.Node) -> JSON:
     }
 
 
+def source_row(message: query_pb2.SourceRow) -> JSON:
+    """Where a source row lives: ``file`` and ``row`` when ``by_file``, else Spark's
+    ``partition`` and ``offset``."""
+    where: JSON = {"node_id": message.node_id, "relation": message.relation}
+    if message.by_file:
+        return {**where, "by_file": True, "file": message.file, "row": message.row}
+    return {**where, "by_file": False, "partition": message.partition, "offset": message.offset}
+
+
 def run(message: query_pb2.Run) -> JSON:
     return {
         "run_id": message.run_id,

@@ -141,6 +141,13 @@ def test_viewer_draws_the_grpc_trace_and_a_deletion(
     )
     page.click("#graph", position=_position(page, steve))  # a real mouse click on the node
     assert page.evaluate("() => window.viewer.cy.nodes(':selected').map(n => n.id())") == [steve]
+    # Its details say where it was read from (LocateSourceRows: the CSV's partition and offset).
+    page.wait_for_function("() => document.querySelector('#details').innerText.includes('offset')")
+    request = query_pb2.LocateSourceRowsRequest(node_ids=[steve])
+    (where,) = stub.LocateSourceRows(request, timeout=30).rows
+    shown = page.inner_text("#details").split()
+    assert shown[shown.index("partition") + 1] == str(where.partition)
+    assert shown[shown.index("offset") + 1] == str(where.offset)
     page.click("#delete")
     page.locator("#deletion .removed").wait_for()
     expected = stub.PropagateDeletion(query_pb2.DeletionRequest(node_ids=[steve]), timeout=30)

@@ -57,6 +57,10 @@ class FakeGateway:
         self.calls.append(("trace", (list(node_ids), backward, depth, nodes, list(zoomed))))
         return {"nodes": [], "edges": [], "truncated": False}
 
+    def locate(self, node_ids: Any) -> Any:
+        self.calls.append(("locate", list(node_ids)))
+        return {"rows": []}
+
     def deletion(self, node_ids: Any, zoomed: Any) -> Any:
         self.calls.append(("deletion", (list(node_ids), list(zoomed))))
         return {"deleted": list(node_ids), "recomputed": []}
@@ -108,9 +112,11 @@ def test_routes_pass_the_parameters_on(viewer: tuple[str, FakeGateway]) -> None:
     )
     url = "/api/trace?node=7&node=8&direction=forward&depth=3&nodes=50&zoomed=dealer"
     assert _get(base + url)[0] == 200
+    assert _get(base + "/api/locate?node=7&node=9")[1] == {"rows": []}
     assert gateway.calls[1:] == [
         ("find", ("r1", "AvgAge", {"City": "NY", "Age": "35.0"}, 50)),
         ("trace", (["7", "8"], False, 3, 50, ["dealer"])),
+        ("locate", ["7", "9"]),
     ]
     body = json.dumps({"node_ids": ["7"], "zoomed_out": []}).encode()
     request = urllib.request.Request(base + "/api/deletion", data=body, method="POST")
@@ -128,6 +134,7 @@ def test_routes_pass_the_parameters_on(viewer: tuple[str, FakeGateway]) -> None:
         ("/api/find?run=r1", 400, "'relation' is required"),
         ("/api/find?run=r1&relation=X&where=City", 400, "not column=value"),
         ("/api/find?run=missing&relation=X", 404, "unknown run"),
+        ("/api/locate", 400, "'node' is required"),
         ("/api/nothing", 404, "no such API"),
         ("/static/../secret.txt", 404, "no such file"),
     ],
@@ -235,6 +242,31 @@ class FakeStub:
                 return "unknown run 'x'"
 
         raise Missing()
+
+
+def test_gateway_locates_source_rows_by_file_or_partition() -> None:
+    from sparkprov.v1 import query_pb2
+    from viewer.gateway import Gateway
+
+    class Stub(FakeStub):
+        def LocateSourceRows(self, request: Any, timeout: float, metadata: Any) -> Any:  # noqa: N802
+            self.requests.append((request, metadata))
+            return query_pb2.LocateSourceRowsResponse(
+                rows=[
+                    query_pb2.SourceRow(
+                        node_id="7", relation="o", by_file=True, file="file:/o/p.parquet", row=3
+                    ),
+                    query_pb2.SourceRow(node_id="9", relation="n", partition=1, offset=2),
+                ]
+            )
+
+    stub = Stub()
+    rows = Gateway("127.0.0.1:1", stub=stub).locate(["7", "9"])["rows"]
+    assert list(stub.requests[-1][0].node_ids) == ["7", "9"]
+    assert rows == [
+        {"node_id": "7", "relation": "o", "by_file": True, "file": "file:/o/p.parquet", "row": 3},
+        {"node_id": "9", "relation": "n", "by_file": False, "partition": 1, "offset": 2},
+    ]
 
 
 def test_gateway_asks_one_level_more_and_returns_the_frontier() -> None:

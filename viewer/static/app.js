@@ -271,8 +271,20 @@ function showDetails(n) {
   if (n.value) rows.push(["value", n.value]);
   for (const [k, v] of Object.entries(n.attributes || {})) rows.push([k, v]);
   rows.push(["level", n.level]);
-  $("details").innerHTML = "<dl>" + rows.map(([k, v]) =>
-    `<dt>${escape(k)}</dt><dd>${escape(v)}</dd>`).join("") + "</dl>";
+  const draw = () => {
+    $("details").innerHTML = "<dl>" + rows.map(([k, v]) =>
+      `<dt>${escape(k)}</dt><dd>${escape(v)}</dd>`).join("") + "</dl>";
+  };
+  draw();
+  state.details = n.id;
+  if (n.op !== "TOKEN" || !n.relation) return;
+  // A source row: where it was read from (its parquet file and row, or Spark's partition).
+  api(`/api/locate?node=${encodeURIComponent(n.id)}`).then((answer) => {
+    const where = answer.rows[0];
+    if (where.by_file) rows.push(["file", where.file], ["row", where.row]);
+    else rows.push(["partition", where.partition], ["offset", where.offset]);
+    if (state.details === n.id) draw();  // unless another node was chosen meanwhile
+  }).catch(() => {});  // the run's marker may not be stored yet: the rest stands
 }
 
 function clearDeletion() {
