@@ -319,13 +319,15 @@ class JvmTaps:
         index (io.sparkprov.capture.SourcePosition; capture_agent.sources)."""
         from pyspark.sql.classic.column import Column, _to_java_column
 
-        sc: Any = self.spark.sparkContext
-        names = sc._gateway.new_array(sc._jvm.java.lang.String, len(files))
-        for i, f in enumerate(files):
-            names[i] = f
+        joined = "\0".join(files)
         return Column(
-            self._taps.sourcePosition(_to_java_column(path), _to_java_column(row_index), names)
+            self._taps.sourcePosition(_to_java_column(path), _to_java_column(row_index), joined)
         )
+
+    def sorted_input_files(self, jdf: Any) -> tuple[str, ...]:
+        """A (JVM) Dataset's input files in Java's order, in one py4j call."""
+        joined = str(self._taps.sortedInputFiles(jdf))
+        return tuple(joined.split("\0")) if joined else ()
 
     def column(self, plan: TapPlan, sink: Any, counts: Any, inputs: Sequence[Column]) -> Column:
         """The tap as a boolean column over ``inputs`` (always true): the plan's inputs, then its

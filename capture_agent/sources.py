@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from capture_agent.context import CaptureContext
 
-__all__ = ["FilePositions", "file_key", "file_positions", "position_in_spark"]
+__all__ = ["FilePositions", "file_key", "file_positions", "java_sorted", "position_in_spark"]
 
 # Operators whose every output row is one input row, unchanged in identity.
 _ROW_KEEPING = {"Project", "Filter", "SubqueryAlias", "Sample", "ResolvedHint", "View"}
@@ -41,6 +41,12 @@ class FilePositions:
 
     column: Column
     files: tuple[str, ...]
+
+
+def java_sorted(files: list[str]) -> tuple[str, ...]:
+    """``files`` in Java's String order (UTF-16 code units), as the capture jar sorts them, so
+    both capture paths give a file the same ordinal."""
+    return tuple(sorted(files, key=lambda f: f.encode("utf-16-be", "surrogatepass")))
 
 
 def file_key(file: str) -> str:
@@ -91,7 +97,7 @@ def file_positions(ctx: CaptureContext, df: DataFrame) -> FilePositions | None:
         return None
     if "row_index" not in fields or "file_path" not in fields:
         return None
-    files = tuple(sorted(df.inputFiles()))
+    files = ctx.jvm.sorted_input_files(jdf) if ctx.jvm is not None else java_sorted(df.inputFiles())
     if not files or len(files) > MAX_FILES:
         return None
     path, row = F.col(f"{_META}.file_path"), F.col(f"{_META}.row_index")

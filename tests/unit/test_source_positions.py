@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from capture_agent import ProvenanceSession
 from capture_agent.emitters import MemoryEmitter
-from capture_agent.sources import file_key, file_positions, position_in_spark
+from capture_agent.sources import file_key, file_positions, java_sorted, position_in_spark
 from sparkprov.events import Batch, RunComplete, decode
 
 SPARK_CONF = {"spark.sql.codegen.fallback": "false"}  # generated code must compile
@@ -211,3 +211,10 @@ def test_sql_over_files_is_positioned_and_named_by_its_path(
     assert {label for label in labels if label.startswith("orders_view#")} == {
         f"orders_view#{keys.index(file_key(p))}.{r}" for p, r in index
     }
+
+
+def test_files_are_ordered_as_java_orders_strings() -> None:
+    # UTF-16 code units: a surrogate pair (U+D83D...) sorts before U+FFFD, where code points
+    # would put U+1F600 after it; both capture paths must give a file the same ordinal.
+    assert java_sorted(["b", "a\ufffd", "a\U0001f600"]) == ("a\U0001f600", "a\ufffd", "b")
+    assert sorted(["a\ufffd", "a\U0001f600"]) == ["a\ufffd", "a\U0001f600"]

@@ -4,6 +4,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.spark.SparkContext;
 import org.apache.spark.sql.Column;
+import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.classic.ExpressionUtils;
 import org.apache.spark.sql.api.java.UDF1;
@@ -55,11 +56,21 @@ public final class Taps {
   /**
    * A file source row's physical position ({@link SourcePosition}) from its
    * {@code _metadata.file_path} and {@code _metadata.row_index}, {@code files} being the source's
-   * files sorted. Since protocol 6.
+   * files sorted, joined by NUL (one py4j call however many files). Since protocol 6.
    */
-  public Column sourcePosition(Column path, Column rowIndex, String[] files) {
+  public Column sourcePosition(Column path, Column rowIndex, String files) {
     return ExpressionUtils.column(new SourcePosition(ExpressionUtils.expression(path),
-        ExpressionUtils.expression(rowIndex), List.of(files)));
+        ExpressionUtils.expression(rowIndex), List.of(files.split("\0", -1))));
+  }
+
+  /**
+   * A Dataset's input files, sorted (String's order: UTF-16 code units), joined by NUL: one
+   * py4j call, where PySpark's {@code inputFiles()} makes one per file. Since protocol 6.
+   */
+  public String sortedInputFiles(Dataset<?> dataset) {
+    String[] files = dataset.inputFiles();
+    java.util.Arrays.sort(files);
+    return String.join("\0", files);
   }
 
   /** A node id: {@code xxhash64(lit(run), lit(key), columns...)}, computed cheaper. */
