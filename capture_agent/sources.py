@@ -70,6 +70,8 @@ def _one_scan(plan: Any) -> bool:
             return not children
         if name not in _ROW_KEEPING or len(children) != 1:
             return False
+        if name == "Sample" and node.withReplacement():  # may repeat a row
+            return False
         node = children[0]
 
 

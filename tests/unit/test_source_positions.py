@@ -145,12 +145,14 @@ def test_sources_without_a_row_index_keep_partition_and_offset(
     with ProvenanceSession(spark, "positions", emitter=emitter) as prov:
         parquet = spark.read.parquet(orders)
         assert file_positions(prov.capture, parquet.filter("oid > 3").select("amt")) is not None
+        assert file_positions(prov.capture, parquet.sample(False, 0.5, seed=1)) is not None
         spark.range(5).write.csv(str(tmp_path / "csv"))
         kept = {
             "csv (no row index)": spark.read.csv(str(tmp_path / "csv")),
             "in memory": spark.range(5),
             "a join (a file row in many rows)": parquet.join(spark.range(3).toDF("oid"), "oid"),
             "an explode": parquet.select(F.explode(F.array("oid", "amt")).alias("x")),
+            "a sample with replacement": parquet.sample(True, 0.5, seed=1),
             "a union of two scans": parquet.union(parquet),
             "an aggregate": parquet.groupBy("cust").count(),
             "a column named _metadata": parquet.withColumn("_metadata", F.lit(1)),
