@@ -11,8 +11,9 @@ ordinal in the source's sorted file list << 33 | the row's index in its file
 in every run over the same files, however they are read (docs/capture.md, "Source rows
 identified by their files").
 
-Only a plan that keeps each file row at most once (projections, filters, samples, aliases over
-one scan) may use it: after a join or an explode, two rows could share a file row's index.
+Only a plan that keeps each file row at most once (projections, filters, samples without
+replacement, repartitions, sorts, limits, aliases over one scan) may use it: after a join or an
+explode, two rows could share a file row's index.
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ if TYPE_CHECKING:
 __all__ = ["FilePositions", "file_key", "file_positions", "java_sorted", "position_in_spark"]
 
 # Operators whose every output row is one input row, unchanged in identity.
-_ROW_KEEPING = {"Project", "Filter", "SubqueryAlias", "Sample", "ResolvedHint", "View"}
+_ROW_KEEPING = {
+    *("Project", "Filter", "SubqueryAlias", "Sample", "ResolvedHint", "View"),
+    *("Repartition", "RepartitionByExpression", "Sort", "GlobalLimit", "LocalLimit", "Offset"),
+}
 _SCAN = "LogicalRelation"
 _META = "_metadata"
 ROW_BITS = 33  # io.sparkprov.capture.FileOrdinals.ROW_BITS

@@ -33,7 +33,9 @@ def orders(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> str
     return str(folder)
 
 
-def _tokens(spark: SparkSession, path: str, capture: str, **conf: str) -> dict[int, Any]:
+def _tokens(
+    spark: SparkSession, path: str, capture: str, shuffled: bool = False, **conf: str
+) -> dict[int, Any]:
     """The TOKEN nodes (by id) of a filtered, joined, grouped job over ``path``; the run
     marker's source files under the key ``"files"``."""
     before = {k: spark.conf.get(k) for k in conf}
@@ -44,7 +46,9 @@ def _tokens(spark: SparkSession, path: str, capture: str, **conf: str) -> dict[i
         with ProvenanceSession(
             spark, "positions", emitter=emitter, capture=capture, run_id="same-run"
         ) as prov:
-            orders = prov.source(spark.read.parquet(path).filter("amt % 2 = 0"), "Orders")
+            read = spark.read.parquet(path)
+            read = read.repartition(7).sortWithinPartitions("cust") if shuffled else read
+            orders = prov.source(read.filter("amt % 2 = 0"), "Orders")
             custs = prov.source(
                 spark.range(17).select(F.col("id").alias("cust"), F.lit("x").alias("c")), "Custs"
             )
@@ -77,6 +81,7 @@ def test_the_same_rows_get_the_same_labels_and_ids_however_spark_splits_the_file
     assert spark.conf.get("spark.sql.files.maxPartitionBytes") != "2000"
     assert len(whole) == 1500
     assert whole == split
+    assert whole == _orders(_tokens(spark, orders, "jvm", shuffled=True))  # before the source
     # The files split apart: the plain read has more partitions, so partition and offset
     # (monotonically_increasing_id) would have changed.
     spark.conf.set("spark.sql.files.maxPartitionBytes", "2000")
