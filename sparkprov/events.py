@@ -17,7 +17,7 @@ Both sides hold every string and count to ``sparkprov.limits``: the encoders rai
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -161,14 +161,16 @@ class Batch:
             _expand_into(self.run_id, m, blocks, edges)
         return replace(self, blocks=blocks, edges=edges, members=[])
 
-    def rows(self) -> list[dict[str, Any]]:
-        """One dict per node: id, run, op, label, relation, value, shared, split and props (the
-        non-null attributes, prefixed)."""
+    def rows(self, only: Container[int] | None = None) -> list[dict[str, Any]]:
+        """One dict per node (per node of ``only``, if given): id, run, op, label, relation,
+        value, shared, split and props (the non-null attributes, prefixed)."""
         out = []
         for b in self.blocks:
             names = [ATTRIBUTE_PREFIX + n for n in b["attribute_names"]]
             nulls = [set(rows) for rows in b["null_rows"]]
             for i, node_id in enumerate(b["ids"]):
+                if only is not None and node_id not in only:
+                    continue
                 out.append(
                     {
                         "id": node_id,
