@@ -174,6 +174,25 @@ class MemoryEmitter:
             messages.extend(zip(sink.keys(), sink.values(), strict=True))
         return messages
 
+    def values(self, spark: SparkSession) -> list[bytes]:
+        """The values of :meth:`messages`, in its order, the JVM capture points' collected as
+        a binary Dataset: py4j hands a ``byte[]`` over as one Python int per byte (30 MB of
+        lineage took 58 s that way, 6 s this way)."""
+        from pyspark.sql import DataFrame
+
+        jvm: Any = spark.sparkContext._jvm
+        binary = jvm.org.apache.spark.sql.Encoders.BINARY()
+        out = [v for _, v in self._messages.value]
+        for sink in self._jvm_sinks:
+            ds = spark._jsparkSession.createDataset(sink.values(), binary)
+            out += [bytes(r[0]) for r in DataFrame(ds.toDF(), spark).collect()]
+        return out
+
+    def clear(self) -> None:
+        """Drops what the driver's accumulator holds (PySpark keeps every accumulator for the
+        session: a bench of many runs clears it after each)."""
+        self._messages.value = []
+
 
 class _MemorySender:
     def __init__(self, messages: Any, key: bytes) -> None:

@@ -50,9 +50,11 @@ __all__ = [
     "ReusedResult",
     "RunStarted",
     "decode",
+    "derived_ids",
     "encode_batch",
     "encode_run_complete",
     "encode_run_started",
+    "member_columns",
     "op_number",
     "truncate_values",
 ]
@@ -599,7 +601,7 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
         if block.HasField("derived"):
             if ids:
                 raise MalformedEvent("ragged", "a node block has both ids and derived ids")
-            derived = _derived(block.derived, block.relation)
+            derived = derived_ids(block.derived, block.relation)
             ids = derived.ids.tolist()
             if derived.labels:
                 if labels:
@@ -660,7 +662,7 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
     for more_src, more_dst in zip(derived_src, derived_dst, strict=True):
         edges["src"] += more_src.tolist()
         edges["dst"] += more_dst.tolist()
-    members = [_member_columns(block) for block in pb.members]
+    members = [member_columns(block) for block in pb.members]
     limits.check_batch(
         pb.tap,
         len(blocks) + sum(m.block_count for m in members),
@@ -688,7 +690,7 @@ class _Derived:
 _NO_IDS = np.zeros(0, dtype=np.int64)
 
 
-def _derived(d: lineage_pb2.DerivedIds, relation: str | None) -> _Derived:
+def derived_ids(d: lineage_pb2.DerivedIds, relation: str | None) -> _Derived:
     """The ids (and source labels unless ``relation`` is None, join edges) a DerivedIds stands
     for (lineage.proto)."""
     positional = len(d.position_deltas) > 0
@@ -807,13 +809,13 @@ def _check_split(split: Sequence[str]) -> None:
         )
 
 
-def _member_columns(block: lineage_pb2.MemberBlock) -> MemberColumns:
+def member_columns(block: lineage_pb2.MemberBlock) -> MemberColumns:
     """A decoded member block, validated (limits, lengths, split), not yet expanded."""
     members = np.array(block.members, dtype=np.int64)
     if block.HasField("derived_members"):
         if len(members):
             raise MalformedEvent("ragged", "a member block has both members and derived members")
-        members = _derived(block.derived_members, None).ids
+        members = derived_ids(block.derived_members, None).ids
     n = len(members)
     value_columns = [_texts(column) for column in block.values]
     limits.check_members(

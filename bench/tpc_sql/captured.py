@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
+import resource
 import subprocess
 import sys
 import time
@@ -28,7 +30,7 @@ from typing import Any
 
 from bench.tpc_sql.compare import equal
 from bench.tpc_sql.data import generate
-from bench.tpc_sql.oracle import emitted_graph, reproduces, texts
+from bench.tpc_sql.oracle import compact, reproduces, texts
 from bench.tpc_sql.queries import COUNTS, adapt, original
 from bench.tpc_sql.run import local_session, parse_queries, spark_views
 
@@ -52,6 +54,8 @@ class Captured:
     oracle_held: int
     plain_s: float
     captured_s: float
+    oracle_s: float = 0.0  # building the compact graph and re-running the sampled rows
+    peak_rss_mb: int = 0  # the bench process's peak RSS so far (the JVM's not included)
 
 
 def capture_query(spark: Any, benchmark: str, number: int, sampled: int) -> Captured:
@@ -73,19 +77,29 @@ def capture_query(spark: Any, benchmark: str, number: int, sampled: int) -> Capt
             emitted = prov.counts()
     except UnsupportedOperation as error:
         why = f"refused: {error}"[:300]
-        return Captured(number, why, False, len(plain), False, 0, 0, plain_s, 0)
+        return Captured(number, why, False, len(plain), False, 0, 0, plain_s, 0, 0, _peak_rss_mb())
     except Exception as error:  # any other failure is this query's result, not the run's
         text = str(error).strip().splitlines()
         line = next((t for t in text if t and not t.startswith("An error occurred")), "")
-        return Captured(number, f"error: {line}"[:300], False, len(plain), False, 0, 0, plain_s, 0)
+        why = f"error: {line}"[:300]
+        return Captured(number, why, False, len(plain), False, 0, 0, plain_s, 0, 0, _peak_rss_mb())
     captured_s = round(time.monotonic() - started, 3)
-    nodes, graph = emitted_graph(emitter)
-    outputs = sorted(i for i, n in nodes.items() if n["relation"] == "Out")
-    views = [t.name for t in spark.catalog.listTables() if t.isTemporary]
+    started = time.monotonic()
+    graph = compact(emitter, spark)
+    _forget(emitter)
+    log.info(
+        "q%d: a graph of %d nodes, %d edges built in %.1f s",
+        number,
+        graph.node_count,
+        graph.edge_count,
+        time.monotonic() - started,
+    )
+    outputs = graph.of_relation("Out")
+    views = _read(sql, [t.name for t in spark.catalog.listTables() if t.isTemporary])
     held = checked = 0
     for node in outputs[:: max(1, len(outputs) // max(sampled, 1))][:sampled]:
         checked += 1
-        found, again = reproduces(spark, sql, views, nodes, graph, node, columns)
+        found, again = reproduces(spark, sql, views, graph, node, columns)
         held += found
         if not found:
             log.warning("q%d: the witness of node %d gave %s", number, node, again[:3])
@@ -94,22 +108,41 @@ def capture_query(spark: Any, benchmark: str, number: int, sampled: int) -> Capt
         "yes",
         equal(captured, plain),
         len(plain),
-        (len(nodes), graph.number_of_edges()) == tuple(emitted) and len(outputs) == len(plain),
+        (graph.node_count, graph.edge_count) == tuple(emitted) and len(outputs) == len(plain),
         checked,
         held,
         plain_s,
         captured_s,
+        round(time.monotonic() - started, 3),
+        _peak_rss_mb(),
     )
 
 
+def _read(sql: str, views: Sequence[str]) -> list[str]:
+    """The ``views`` the text names (as a word): the only ones its re-run reads, so the only
+    ones the oracle restricts (each restriction costs a few Spark calls)."""
+    return [v for v in views if re.search(rf"\b{re.escape(v)}\b", sql, re.IGNORECASE)]
+
+
+def _forget(emitter: Any) -> None:
+    """Drops the emitter's messages (the graph keeps them): PySpark's accumulator registry keeps
+    every accumulator of the session, so a run of 99 queries would otherwise hold them all."""
+    emitter.clear()  # PySpark keeps every accumulator for the whole session
+
+
+def _peak_rss_mb() -> int:
+    """This process's peak resident set size so far, in MB (ru_maxrss is in KB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
 def _table(results: Sequence[Captured]) -> str:
-    lines = ["query  captured  equal  rows  oracle  plain_s  captured_s"]
+    lines = ["query  captured  equal  rows  oracle  plain_s  captured_s  oracle_s  peak_mb"]
     for r in results:
         oracle = f"{r.oracle_held}/{r.oracle_checked}" if r.captured == "yes" else "-"
         what = "yes" if r.captured == "yes" else r.captured[:70]
         lines.append(
             f"q{r.query:<5} {what:<9} {str(r.equal):<6} {r.rows:>5}  {oracle:<6} "
-            f"{r.plain_s:>7.2f}  {r.captured_s:>9.2f}"
+            f"{r.plain_s:>7.2f}  {r.captured_s:>10.2f}  {r.oracle_s:>8.2f}  {r.peak_rss_mb:>7}"
         )
     return "\n".join(lines)
 

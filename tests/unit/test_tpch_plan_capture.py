@@ -12,7 +12,7 @@ import pytest
 
 from bench.tpc_sql.compare import equal
 from bench.tpc_sql.data import generate
-from bench.tpc_sql.oracle import emitted_graph, reproduces, texts
+from bench.tpc_sql.oracle import compact, reproduces, texts
 from bench.tpc_sql.queries import adapt, original
 from bench.tpc_sql.run import spark_views
 from capture_agent import ProvenanceSession
@@ -42,12 +42,12 @@ def test_tpch_query_as_sql_text_is_captured_with_the_oracle(tpch: Any, number: i
         columns, captured = out.columns, texts(out.df)
         emitted = prov.counts()
     assert equal(captured, plain), (captured[:5], plain[:5])
-    nodes, graph = emitted_graph(emitter)
-    assert (len(nodes), graph.number_of_edges()) == emitted
-    outputs = sorted(i for i, n in nodes.items() if n["relation"] == "Out")
+    graph = compact(emitter)
+    assert (graph.node_count, graph.edge_count) == emitted
+    outputs = graph.of_relation("Out")
     assert len(outputs) == len(plain) > 0
 
     views = [t.name for t in spark.catalog.listTables() if t.isTemporary]
     for node in outputs[:: max(1, len(outputs) // SAMPLED)][:SAMPLED]:
-        found, again = reproduces(spark, sql, views, nodes, graph, node, columns)
+        found, again = reproduces(spark, sql, views, graph, node, columns)
         assert found, f"q{number}: re-running on the witness gave {again[:5]}"
