@@ -291,32 +291,10 @@ def _node_rows(value: bytes, wanted: set[int]) -> dict[int, dict[str, Any]]:
 
 
 def _rows(batch: Batch, wanted: set[int]) -> dict[int, dict[str, Any]]:
-    """The rows (as :meth:`Batch.rows` gives them) of the ``wanted`` ids in ``batch``, the last
-    of an id's rows when it has several."""
-    out: dict[int, dict[str, Any]] = {}
-    blocks = batch.expanded().blocks if batch.members else batch.blocks
-    for b in blocks:
-        names = [ATTRIBUTE_PREFIX + n for n in b["attribute_names"]]
-        nulls = [set(rows) for rows in b["null_rows"]]
-        for i, node_id in enumerate(b["ids"]):
-            if node_id not in wanted:
-                continue
-            out[node_id] = {
-                "id": node_id,
-                "run": b["run"],
-                "op": b["op"],
-                "label": b["labels"][i] if b["labels"] else b["label"],
-                "relation": b["relation"],
-                "value": b["values"][i] if b["values"] else None,
-                "shared": b["shared"],
-                "split": b["split"],
-                "props": {
-                    name: column[i]
-                    for name, column, null in zip(names, b["attribute_values"], nulls, strict=True)
-                    if i not in null
-                },
-            }
-    return out
+    """The rows (:meth:`Batch.rows`) of the ``wanted`` ids in ``batch``, the last of an id's
+    rows when it has several."""
+    logical = batch.expanded() if batch.members else batch
+    return {row["id"]: row for row in logical.rows(wanted)}
 
 
 def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
