@@ -145,6 +145,7 @@ def components(edges: Any) -> Any:
         return df.unionByName(df.select("g", F.col("v").alias("u"), F.col("u").alias("v")))
 
     current = normal(edges).distinct().localCheckpoint()
+    before = current.count()
     for rounds in range(1, 200):
         sym = both(current)
         # Large star: every neighbour larger than u links to the smallest of u's neighbourhood.
@@ -163,8 +164,8 @@ def components(edges: Any) -> Any:
         small = small.unionByName(low.select("g", "u", "m")).withColumnRenamed("m", "v")
         small = normal(small).distinct().localCheckpoint()
         size = small.count()
-        changed = size != current.count() or not small.exceptAll(current).isEmpty()
-        current = small
+        changed = size != before or not small.exceptAll(current).isEmpty()
+        current, before = small, size
         log.debug("components: round %d, %d edges", rounds, size)
         if not changed:
             break
@@ -247,9 +248,16 @@ def _same_partition(df: Any, a: str, b: str) -> tuple[bool, int, int, int]:
 
 
 def check(spark: Any, folder: Path, theta: int | None) -> bool:
+    """Whether the stored ids and set dependencies in ``folder`` equal their recomputation."""
+    return compare(*recompute(spark, folder, theta))
+
+
+def compare(nodes: Any, edges: Any, set_deps: Any) -> bool:
+    """Whether the stored ids (``component_id``, ``set_id``) of ``nodes`` partition them as the
+    recomputed ones (``c``, ``set``) do, and ``set_deps`` are the dependencies of ``edges``
+    between sets of more than one node; prints each comparison."""
     from pyspark.sql import functions as F
 
-    nodes, edges, set_deps = recompute(spark, folder, theta)
     ok = True
     for stored, computed, what in (("component_id", "c", "components"), ("set_id", "set", "sets")):
         same, pairs, left, right = _same_partition(nodes, stored, computed)

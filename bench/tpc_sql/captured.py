@@ -95,6 +95,17 @@ def capture_query(spark: Any, benchmark: str, number: int, sampled: int) -> Capt
         time.monotonic() - started,
     )
     outputs = graph.of_relation("Out")
+    if (graph.node_count, graph.edge_count) != tuple(emitted) or len(outputs) != len(plain):
+        log.warning(
+            "q%d: the graph has %d nodes, %d edges and %d output rows; the run counted %d nodes "
+            "and %d edges, the plain query %d rows",
+            number,
+            graph.node_count,
+            graph.edge_count,
+            len(outputs),
+            *emitted,
+            len(plain),
+        )
     views = _read(sql, [t.name for t in spark.catalog.listTables() if t.isTemporary])
     held = checked = 0
     for node in outputs[:: max(1, len(outputs) // max(sampled, 1))][:sampled]:

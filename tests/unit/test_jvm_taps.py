@@ -454,3 +454,20 @@ def test_a_new_spark_context_gets_the_jar_again() -> None:
             assert rows == [(1,)] and prov.counts() == (1, 0)
         finally:
             spark.stop()
+
+
+def test_memory_emitter_values_are_the_messages_values_in_order(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``MemoryEmitter.values`` hands the JVM sinks' messages over a slice per collect: the
+    slices joined are ``messages()``'s values, in the same order."""
+    from capture_agent import emitters
+
+    monkeypatch.setattr(emitters, "_COLLECTED_PER_CALL", 4)
+    emitter = MemoryEmitter(spark)
+    with ProvenanceSession(spark, "values", emitter=emitter, rows_per_message=3) as prov:
+        df = spark.range(0, 40, 1, 2).withColumn("k", F.col("id") % 3)
+        prov.source(df, "T").groupBy("k").agg(F.sum("id").alias("s")).named("S").collect()
+    expected = [value for _, value in emitter.messages()]
+    assert len(expected) > 3 * 4, "more messages than three slices"
+    assert emitter.values(spark) == expected
