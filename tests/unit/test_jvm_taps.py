@@ -441,21 +441,6 @@ def test_the_session_loads_the_jar_and_its_protocol_matches(spark) -> None:  # t
         ProvenanceSession(spark, "jvm-taps", emitter=MemoryEmitter(spark), capture="scala")
 
 
-def test_a_new_spark_context_gets_the_jar_again() -> None:
-    """A SparkContext made after another was stopped (a new application) loads and probes the
-    jar itself: the facade is cached per application, never reused across them."""
-    from examples.spark import local_spark
-
-    for app in ("sparkprov-jvm-first", "sparkprov-jvm-second"):
-        spark = local_spark(app)
-        try:
-            with ProvenanceSession(spark, "jvm-taps", emitter=MemoryEmitter(spark)) as prov:
-                rows = prov.source(spark.createDataFrame([(1,)], ["k"]), "T").collect()
-            assert rows == [(1,)] and prov.counts() == (1, 0)
-        finally:
-            spark.stop()
-
-
 def test_memory_emitter_values_are_the_messages_values_in_order(
     spark: SparkSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -471,3 +456,18 @@ def test_memory_emitter_values_are_the_messages_values_in_order(
     expected = [value for _, value in emitter.messages()]
     assert len(expected) > 3 * 4, "more messages than three slices"
     assert emitter.values(spark) == expected
+
+
+def test_a_new_spark_context_gets_the_jar_again() -> None:
+    """A SparkContext made after another was stopped (a new application) loads and probes the
+    jar itself: the facade is cached per application, never reused across them."""
+    from examples.spark import local_spark
+
+    for app in ("sparkprov-jvm-first", "sparkprov-jvm-second"):
+        spark = local_spark(app)
+        try:
+            with ProvenanceSession(spark, "jvm-taps", emitter=MemoryEmitter(spark)) as prov:
+                rows = prov.source(spark.createDataFrame([(1,)], ["k"]), "T").collect()
+            assert rows == [(1,)] and prov.counts() == (1, 0)
+        finally:
+            spark.stop()
