@@ -42,7 +42,6 @@ __all__ = [
     "Compact",
     "compact",
     "emitted_graph",
-    "messages",
     "reproduces",
     "texts",
     "witness",
@@ -192,16 +191,11 @@ class Compact:
 
 def compact(emitter: MemoryEmitter, spark: Any = None) -> Compact:
     """The graph ``emitter`` holds, as :class:`Compact` arrays; given ``spark``, the JVM taps'
-    messages come through a Dataset (:func:`messages`)."""
+    messages come through a Dataset (:meth:`MemoryEmitter.values`: not one py4j int per
+    byte)."""
     if spark is None:
         return Compact.of(v for _, v in emitter.messages())
-    return Compact.of(messages(spark, emitter))
-
-
-def messages(spark: Any, emitter: MemoryEmitter) -> list[bytes]:
-    """``emitter.messages()``'s values, in its order (:meth:`MemoryEmitter.values`: the JVM
-    taps' collected as a binary Dataset, not one py4j int per byte)."""
-    return emitter.values(spark)
+    return Compact.of(emitter.values(spark))
 
 
 def _batch(value: bytes) -> Any:
