@@ -260,7 +260,7 @@ class TrackedFrame:
                     f"aggregate functions inside {operation}", "use .agg() or .groupBy().agg()"
                 ) from e
             raise
-        kind = inspect_projection(self._materialized(), df, operation)
+        kind = inspect_projection(self._materialized(), df, operation, self._ctx.jvm)
         session = self._ctx
         if kind.window_aggregates:
             if kind.generator or kind.python_udfs:
@@ -616,8 +616,15 @@ def _projection_params(frame: TrackedFrame, cols: list[Column | str]) -> dict[st
     expanded: list[Column | str] = []
     for c in cols:
         expanded.extend(frame.columns if isinstance(c, str) and c == "*" else [c])
-    sql = [expression_sql(df, c) for c in expanded]
-    return {"columns": json.dumps(sql), **udf_params(df, expanded)}
+    jvm = frame._ctx.jvm
+    if jvm is None:
+        sql = [expression_sql(df, c) for c in expanded]
+        return {"columns": json.dumps(sql), **udf_params(df, expanded)}
+    from pyspark.sql import functions as F
+
+    facts = jvm.projection_sql(df, [F.expr(c) if isinstance(c, str) else c for c in expanded])
+    with_udfs = [expanded[i] for i in facts["udf_columns"]]
+    return {"columns": json.dumps(facts["sql"]), **udf_params(df, with_udfs)}
 
 
 def _join_params(on: Any, how: str | None) -> dict[str, str]:

@@ -52,7 +52,7 @@ from capture_agent.taps import (
 from sparkprov import limits
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from capture_agent.publisher import PublisherConfig
 
@@ -67,10 +67,11 @@ __all__ = [
 ]
 
 ENV_JAR = ENV_CAPTURE_JAR  # read by capture_agent.settings
-PROTOCOL = 6  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
+PROTOCOL = 7  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
 # The pyspark versions (major, minor) the JVM taps are built and tested for, inclusive.
 SUPPORTED_SPARK = ((4, 0), (4, 3))
 _CLASS = "io.sparkprov.capture.Taps"
+_COLUMNS_PER_CALL = 8  # the Column parameters of Taps.columns
 
 
 class TapPlan(TypedDict):
@@ -298,14 +299,35 @@ class JvmTaps:
         return self._taps.memory(self.spark.sparkContext._jsc.sc())
 
     def _columns(self, cols: Sequence[Column]) -> Any:
-        """``cols`` as a Java ``Column[]``."""
+        """``cols`` as a Java ``Column[]``: one py4j call per eight columns (a py4j array
+        makes two per element)."""
         from pyspark.sql.classic.column import _to_java_column
 
-        sc: Any = self.spark.sparkContext
-        columns = sc._gateway.new_array(sc._jvm.org.apache.spark.sql.Column, len(cols))
-        for i, c in enumerate(cols):
-            columns[i] = _to_java_column(c)
+        java = [_to_java_column(c) for c in cols]
+        columns = None
+        for start in range(0, max(len(java), 1), _COLUMNS_PER_CALL):
+            chunk = java[start : start + _COLUMNS_PER_CALL]
+            padding = [None] * (_COLUMNS_PER_CALL - len(chunk))
+            columns = self._taps.columns(columns, *chunk, *padding)
         return columns
+
+    def projection_facts(self, before: Any, after: Any) -> dict[str, Any]:
+        """What a projection's analyzed plan ``after`` adds over ``before``: ``{"added": {node
+        kind: count}, "udfs": [Python UDF names]}`` (io.sparkprov.capture.PlanFacts; the
+        reference is capture_agent.plans)."""
+        import json
+
+        from capture_agent.taps import TAP_PREFIX
+
+        return dict(json.loads(str(self._taps.projectionFacts(before, after, TAP_PREFIX))))
+
+    def projection_sql(self, df: DataFrame, cols: Sequence[Column]) -> dict[str, Any]:
+        """Each column's analyzed SQL over ``df`` (capture_agent.workflow_dag.expression_sql)
+        and the indexes of those that call a Python UDF: ``{"sql": [...], "udf_columns":
+        [...]}``, in one call (io.sparkprov.capture.PlanFacts)."""
+        import json
+
+        return dict(json.loads(str(self._taps.projectionSql(df._jdf, self._columns(cols)))))
 
     def node_id(self, run_id: str, key: str, cols: Sequence[Column]) -> Column:
         """``xxhash64(lit(run_id), lit(key), *cols)``, with the two constants hashed once, on

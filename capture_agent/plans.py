@@ -18,6 +18,8 @@ from capture_agent.taps import TAP_PREFIX
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from capture_agent.jvm import JvmTaps
+
 __all__ = ["ProjectionKind", "WindowAggregate", "describe_aggregates", "inspect_projection"]
 
 # Window functions after which a row keeps exactly its own provenance.
@@ -65,13 +67,23 @@ class ProjectionKind:
     window_aggregates: list[WindowAggregate] = field(default_factory=list)
 
 
-def inspect_projection(before: DataFrame, after: DataFrame, operation: str) -> ProjectionKind:
-    """Classify the plan ``after`` added over ``before``; raise for what cannot be captured."""
+def inspect_projection(
+    before: DataFrame, after: DataFrame, operation: str, jvm: JvmTaps | None = None
+) -> ProjectionKind:
+    """Classify the plan ``after`` added over ``before``; raise for what cannot be captured.
+    With the capture jar (``jvm``) its facts come in one py4j call (io.sparkprov.capture
+    .PlanFacts); this module's walk over py4j is their reference."""
     old, new = _analyzed(before), _analyzed(after)
-    added = _node_counts(new)
-    for name, n in _node_counts(old).items():
-        added[name] = added.get(name, 0) - n
-    kind = ProjectionKind()
+    if jvm is not None:
+        facts = jvm.projection_facts(old, new)
+        added = dict(facts["added"])
+        udfs = list(facts["udfs"])
+    else:
+        added = _node_counts(new)
+        for name, n in _node_counts(old).items():
+            added[name] = added.get(name, 0) - n
+        udfs = _projected_udfs(new)
+    kind = ProjectionKind(python_udfs=udfs)
     if added.get("Aggregate", 0) > 0:
         raise UnsupportedOperation(
             f"aggregate functions inside {operation}", "use .agg() or .groupBy().agg()"
@@ -80,21 +92,26 @@ def inspect_projection(before: DataFrame, after: DataFrame, operation: str) -> P
         kind.generator = True
     if added.get("Window", 0) > 0:
         kind.window_aggregates = _window_aggregates(new, added["Window"], operation)
-    # Python UDFs of this projection sit in the top node's expressions (or right below a
-    # generator/window the projection added).
-    node = new
+    return kind
+
+
+def _projected_udfs(plan: Any) -> list[str]:
+    """Python UDFs of a projection: in the top node's expressions (or right below a
+    generator/window the projection added)."""
+    names: list[str] = []
+    node = plan
     for _ in range(3):
         if _name(node) not in {"Project", "Generate", "Window"}:
             break
         for expr in _seq(node.expressions()):
             for sub in _expressions(expr):
                 if _name(sub) == "PythonUDF" and not str(sub.name()).startswith(TAP_PREFIX):
-                    kind.python_udfs.append(str(sub.name()))
+                    names.append(str(sub.name()))
         children = list(_seq(node.children()))
         if len(children) != 1:
             break
         node = children[0]
-    return kind
+    return names
 
 
 @dataclass(frozen=True)

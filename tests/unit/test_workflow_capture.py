@@ -3,6 +3,7 @@ its workflow DAG, and that the same pipeline written twice is one version."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -115,3 +116,80 @@ def test_the_kill_switch_records_nothing(spark: Any) -> None:
     dag, emitter = _capture(spark, build, enabled=False)
     assert not dag.operators
     assert not emitter.messages()
+
+
+def _projections(spark: Any, prov: Any) -> None:
+    """Projections of every kind the workflow DAG records: names, ``*``, SQL text, a Python UDF
+    (twice, once nested), a generator, a ranking window, a filter and a group."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    @F.udf("int")
+    def bucket(age):  # type: ignore[no-untyped-def]
+        return age // 10
+
+    people = prov.source(_people(spark), "people")
+    people = people.select("*", (F.col("age") + 1).alias("next"))
+    people = people.selectExpr("id", "city", "age", "next", "next * 2 AS twice")
+    people = people.withColumn("b", F.coalesce(bucket(F.col("age")), F.lit(0)) + bucket("next"))
+    people = people.withColumn("r", F.rank().over(Window.partitionBy("city").orderBy("age")))
+    people = people.select("id", "b", "r", F.explode(F.array("city", "city")).alias("c"))
+    people.filter(F.col("b") > 1).groupBy("c").agg(F.sum("r").alias("s")).named("out").collect()
+
+
+def test_the_jar_records_the_workflow_the_python_reference_records(spark: Any) -> None:
+    """With the capture jar, a projection's SQL and UDFs come from io.sparkprov.capture.PlanFacts
+    in one py4j call; the Python walk (capture="python") is the reference, operator by
+    operator."""
+    reference, _ = _capture(spark, lambda prov: _projections(spark, prov))
+    emitter = MemoryEmitter(spark)
+    with ProvenanceSession(spark, "wf", emitter=emitter, capture="jvm") as prov:
+        _projections(spark, prov)
+    jar = prov.workflow_dag()
+    assert [(o.kind, o.params) for o in jar.operators] == [
+        (o.kind, o.params) for o in reference.operators
+    ]
+    assert jar.version_id == reference.version_id
+    (udf_step,) = [o for o in jar.operators if o.param("columns").startswith('["(coalesce(')]
+    assert [name for name, _ in json.loads(udf_step.param("udfs"))] == ["bucket", "bucket"]
+
+
+def test_the_jars_projection_facts_equal_the_python_walk(spark: Any) -> None:
+    """PlanFacts.projection against capture_agent.plans' walk over py4j: the nodes a projection
+    adds (a scalar subquery's plan included, as treeString prints it) and its Python UDFs."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from capture_agent.jvm import JvmTaps
+    from capture_agent.plans import _node_counts, _projected_udfs
+
+    @F.udf("int")
+    def twice(age):  # type: ignore[no-untyped-def]
+        return age * 2
+
+    people = _people(spark)
+    people.createOrReplaceTempView("wf_people")
+    projections = [
+        people.select("id"),
+        people.withColumn("t", twice("age")),
+        people.select(F.explode(F.array(twice("age"), F.col("age"))).alias("e")),
+        people.withColumn("r", F.rank().over(Window.orderBy("age"))).withColumn("u", twice("r")),
+        people.selectExpr("id", "(SELECT max(age) FROM wf_people) AS m"),
+    ]
+    jvm = JvmTaps(spark)
+    before = people._jdf.queryExecution().analyzed()
+    kinds = ("Aggregate", "Generate", "Window", "Project")
+    found = []
+    for after_df in projections:
+        after = after_df._jdf.queryExecution().analyzed()
+        facts = jvm.projection_facts(before, after)
+        counts = _node_counts(after)
+        for name, n in _node_counts(before).items():
+            counts[name] = counts.get(name, 0) - n
+        expected = {k: counts[k] for k in kinds if counts.get(k, 0) > 0}
+        assert {k: v for k, v in facts["added"].items() if k in kinds} == expected
+        assert facts["udfs"] == _projected_udfs(after)
+        found.append(facts)
+    assert [f["udfs"] for f in found] == [[], ["twice"], ["twice"], ["twice"], []]
+    assert found[2]["added"]["Generate"] == 1 and found[3]["added"]["Window"] == 1
+    assert found[4]["added"]["Aggregate"] == 1  # the subquery's, which treeString prints too

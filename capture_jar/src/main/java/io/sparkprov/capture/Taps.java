@@ -5,6 +5,8 @@ import java.util.Map;
 import org.apache.spark.SparkContext;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.classic.ExpressionUtils;
 import org.apache.spark.sql.api.java.UDF1;
@@ -19,7 +21,7 @@ import org.apache.spark.sql.types.DataTypes;
  */
 public final class Taps {
   /** The tap protocol this jar speaks; capture_agent/jvm.py refuses a jar of another. */
-  public static final int PROTOCOL = 6;
+  public static final int PROTOCOL = 7;
 
   public Taps() {}
 
@@ -71,6 +73,41 @@ public final class Taps {
     String[] files = dataset.inputFiles();
     java.util.Arrays.sort(files);
     return String.join("\0", files);
+  }
+
+  /**
+   * The facts capture_agent.plans.inspect_projection reads of a projection, in one call
+   * ({@link PlanFacts#projection}). Since protocol 7.
+   */
+  public String projectionFacts(LogicalPlan before, LogicalPlan after, String ignoredPrefix) {
+    return PlanFacts.projection(before, after, ignoredPrefix);
+  }
+
+  /**
+   * Each column's analysed SQL over {@code df} and which call Python UDFs, in one call
+   * ({@link PlanFacts#projectionSql}). Since protocol 7.
+   */
+  public String projectionSql(org.apache.spark.sql.classic.Dataset<Row> df, Column[] columns) {
+    return PlanFacts.projectionSql(df, columns);
+  }
+
+  /**
+   * {@code head} (or nothing, when null) followed by the non-null columns of {@code c0..c7}:
+   * Python builds a {@code Column[]} one call per eight columns, where py4j's array makes two
+   * round trips per element. Since protocol 7.
+   */
+  public Column[] columns(Column[] head, Column c0, Column c1, Column c2, Column c3, Column c4,
+      Column c5, Column c6, Column c7) {
+    List<Column> out = new java.util.ArrayList<>();
+    if (head != null) {
+      out.addAll(List.of(head));
+    }
+    for (Column c : new Column[] {c0, c1, c2, c3, c4, c5, c6, c7}) {
+      if (c != null) {
+        out.add(c);
+      }
+    }
+    return out.toArray(new Column[0]);
   }
 
   /** A node id: {@code xxhash64(lit(run), lit(key), columns...)}, computed cheaper. */
