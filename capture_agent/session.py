@@ -57,6 +57,10 @@ __all__ = ["ENV_CAPTURE", "ProvenanceSession"]
 log = logging.getLogger(__name__)
 
 _Counts = dict[tuple[str, int], tuple[int, int]]
+# How long a run's end waits for Spark jobs of the run still running (a broadcast or subquery
+# job the query no longer awaited), so that its marker counts what they publish.
+_JOBS_WAIT_S = 120.0
+_JOBS_POLL_S = 0.05
 
 
 class _CountsParam(AccumulatorParam):  # type: ignore[type-arg]
@@ -249,6 +253,9 @@ class ProvenanceSession:
                 edges=0,
             ) from e
         log.info("provenance run %s of workflow %s started", self.run_id, self.workflow)
+        # Spark hands a thread's job tags on to the threads that run the query's broadcast and
+        # subquery jobs, so the run's end can find them all (_await_jobs).
+        self.spark.sparkContext.addJobTag(self._job_tag)
         self.lineage_events.start()
         if self._actions is not None:
             self._actions.__enter__()
@@ -266,11 +273,13 @@ class ProvenanceSession:
             self._actions.__exit__()
         failure = exc
         try:
+            self._await_jobs()
             self._finish(exc)
         except BaseException as e:  # the run-complete marker was lost: the run failed too
             failure = e
             raise
         finally:
+            self.spark.sparkContext.removeJobTag(self._job_tag)
             if self.reuse is not None:  # only a run whose lineage is whole is reused later
                 self.reuse.finish(succeeded=failure is None)
             read, named = self.capture.datasets.inputs(), self.capture.datasets.outputs()
@@ -280,6 +289,33 @@ class ProvenanceSession:
                 error = f"{type(failure).__name__}: {failure}"[:2000]
                 self.lineage_events.fail(read, named, error)
             self.lineage_events.close()
+
+    @property
+    def _job_tag(self) -> str:
+        return f"sparkprov-run-{self.run_id}"
+
+    def _await_jobs(self) -> None:
+        """Wait (up to ``_JOBS_WAIT_S``) for the run's Spark jobs that still run. An action can
+        return before every job its query started has ended: adaptive execution may stop
+        awaiting a broadcast whose join it found empty, and that job's tasks still capture and
+        publish their rows. The run's marker counts what completed tasks published, so it is
+        written once they are all done."""
+        tracker = self.spark.sparkContext._jsc.sc().statusTracker()
+        deadline = time.monotonic() + _JOBS_WAIT_S
+        while True:
+            running = set(tracker.getActiveJobIds()) & set(tracker.getJobIdsForTag(self._job_tag))
+            if not running:
+                return
+            if time.monotonic() > deadline:
+                log.warning(
+                    "provenance run %s: Spark jobs %s of the run still run after %.0f s; the "
+                    "run's counts leave out what they publish later",
+                    self.run_id,
+                    sorted(running),
+                    _JOBS_WAIT_S,
+                )
+                return
+            time.sleep(_JOBS_POLL_S)
 
     def _finish(self, exc: BaseException | None) -> None:
         nodes, edges = self.counts()

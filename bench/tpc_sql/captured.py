@@ -74,7 +74,8 @@ def capture_query(spark: Any, benchmark: str, number: int, sampled: int) -> Capt
         with ProvenanceSession(spark, f"{benchmark}-q{number}", emitter=emitter) as prov:
             out = prov.tracked(spark.sql(sql)).named("Out")
             columns, captured = out.columns, texts(out.df)
-            emitted = prov.counts()
+        # After the block: the run's end waits for the query's jobs that outlive the action.
+        emitted = prov.counts()
     except UnsupportedOperation as error:
         why = f"refused: {error}"[:300]
         return Captured(number, why, False, len(plain), False, 0, 0, plain_s, 0, 0, _peak_rss_mb())

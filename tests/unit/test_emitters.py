@@ -154,3 +154,39 @@ def test_a_projection_after_an_operator_leaves_its_fresh_rows_to_be_named(spark)
     deltas = [n for n in nodes.values() if n["relation"] == "Totals"]
     assert len(deltas) == 2 and {n["op"] for n in deltas} == {"DELTA"}
     assert {n["props"][ATTRIBUTE_PREFIX + "double"] for n in deltas} == {"140", "150"}
+
+
+def test_the_run_marker_waits_for_the_runs_jobs_that_still_run(spark) -> None:  # type: ignore[no-untyped-def]
+    """A job of the run may outlive the action that started it (adaptive execution stops
+    awaiting a broadcast whose join came out empty; TPC-DS q96 did). Here a job runs on in a
+    thread the run started when the ``with`` block ends: the marker must count what it
+    publishes, so the run's end waits for it."""
+    import time
+
+    from pyspark import InheritableThread
+
+    @F.udf("boolean")
+    def slow(x):  # type: ignore[no-untyped-def]
+        import time
+
+        time.sleep(1.5)
+        return True
+
+    emitter = MemoryEmitter(spark)
+    tracker = spark.sparkContext.statusTracker()
+    with ProvenanceSession(spark, "emitters", emitter=emitter) as prov:
+        rows = spark.range(4, numPartitions=2).filter(slow(F.col("id")))
+        late = prov.source(rows, "Late").named("LateOut")
+        worker = InheritableThread(target=late.collect)  # the run's job tag goes along
+        worker.start()
+        deadline = time.monotonic() + 30
+        while not tracker.getActiveJobsIds() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert tracker.getActiveJobsIds(), "the job never started"
+    assert not worker.is_alive(), "the run ended while its job still ran"
+    worker.join()
+    events = [decode(value) for _, value in emitter.messages()]
+    (complete,) = [e for e in events if isinstance(e, RunComplete)]
+    nodes = {n["id"] for e in events if isinstance(e, Batch) for n in e.expanded().rows()}
+    assert len(nodes) == 8  # four source rows, four named output rows
+    assert complete.node_count == len(nodes)
