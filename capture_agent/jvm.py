@@ -321,6 +321,15 @@ class JvmTaps:
 
         return dict(json.loads(str(self._taps.projectionFacts(before, after, TAP_PREFIX))))
 
+    def visible_then_id(self, df: DataFrame) -> DataFrame:
+        """``df``'s visible columns in order, then its id column, other hidden columns left out,
+        in one py4j call (capture_agent.frame._visible_then_id is the reference)."""
+        from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
+
+        from capture_agent.taps import HIDDEN_PREFIX, ID
+
+        return ClassicFrame(self._taps.visibleThenId(df._jdf, ID, HIDDEN_PREFIX), df.sparkSession)
+
     def projection_sql(self, df: DataFrame, cols: Sequence[Column]) -> dict[str, Any]:
         """Each column's analyzed SQL over ``df`` (capture_agent.workflow_dag.expression_sql)
         and the indexes of those that call a Python UDF: ``{"sql": [...], "udf_columns":

@@ -193,3 +193,26 @@ def test_the_jars_projection_facts_equal_the_python_walk(spark: Any) -> None:
     assert [f["udfs"] for f in found] == [[], ["twice"], ["twice"], ["twice"], []]
     assert found[2]["added"]["Generate"] == 1 and found[3]["added"]["Window"] == 1
     assert found[4]["added"]["Aggregate"] == 1  # the subquery's, which treeString prints too
+
+
+def test_the_jars_visible_then_id_equals_the_python_reference(spark: Any) -> None:
+    """JvmTaps.visible_then_id against capture_agent.frame._visible_then_id: hidden columns
+    dropped, the id moved last, repeated visible names (a join's) kept in their places."""
+    from capture_agent.frame import _visible_then_id
+    from capture_agent.jvm import JvmTaps
+
+    left = spark.createDataFrame([(1, "a", 10, 7)], "k long, v string, __sp_id long, __sp_x int")
+    right = spark.createDataFrame([(1, "b")], "k long, v string")
+    frames = [
+        left,  # the id in the middle, another hidden column last
+        left.join(right, "k").select(left["v"], "__sp_id", right["v"], "k"),  # repeated names
+        left.select("k", "v", "__sp_id"),  # already in order
+    ]
+    jvm = JvmTaps(spark)
+    for df in frames:
+        expected = _visible_then_id(df)
+        got = jvm.visible_then_id(df)
+        assert got.columns == expected.columns
+        assert got.columns[-1] == "__sp_id" and "__sp_x" not in got.columns
+        assert [tuple(r) for r in got.collect()] == [tuple(r) for r in expected.collect()]
+    assert jvm.visible_then_id(frames[1]).columns == ["v", "v", "k", "__sp_id"]

@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.Set;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.PythonUDF;
@@ -18,6 +19,7 @@ import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.Window;
 import org.apache.spark.sql.catalyst.trees.TreeNode;
 import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.sql.classic.ExpressionUtils;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
@@ -131,6 +133,34 @@ public final class PlanFacts {
     facts.put("sql", sql);
     facts.put("udf_columns", udfColumns);
     return json(facts);
+  }
+
+  /** See {@link Taps#visibleThenId}. */
+  static Dataset<Row> visibleThenId(Dataset<Row> dataset, String id, String hiddenPrefix) {
+    List<Attribute> output =
+        CollectionConverters.asJava(dataset.queryExecution().analyzed().output());
+    List<Attribute> wanted = new ArrayList<>();
+    List<Attribute> ids = new ArrayList<>();
+    for (Attribute a : output) {
+      if (a.name().equals(id)) {
+        ids.add(a);
+      } else if (!a.name().startsWith(hiddenPrefix)) {
+        wanted.add(a);
+      }
+    }
+    if (ids.size() != 1) {
+      throw new IllegalArgumentException(
+          "expected one " + id + " column, found " + ids.size() + " among " + output);
+    }
+    wanted.add(ids.get(0));
+    if (wanted.equals(output)) {
+      return dataset;
+    }
+    Column[] columns = new Column[wanted.size()];
+    for (int i = 0; i < columns.length; i++) {
+      columns[i] = ExpressionUtils.column(wanted.get(i));
+    }
+    return dataset.select(columns);
   }
 
   /** The columns' analysed expressions from one projection, or null when it does not apply. */

@@ -92,6 +92,17 @@ public final class Taps {
   }
 
   /**
+   * {@code dataset}'s visible columns in order, then its id column {@code id}, the other hidden
+   * columns (named from {@code hiddenPrefix}) left out: one projection of the plan's own
+   * attributes (so names may repeat), where Python made up to five Datasets; {@code dataset}
+   * itself when it is already so. Since protocol 7.
+   */
+  public org.apache.spark.sql.classic.Dataset<Row> visibleThenId(
+      org.apache.spark.sql.classic.Dataset<Row> dataset, String id, String hiddenPrefix) {
+    return PlanFacts.visibleThenId(dataset, id, hiddenPrefix);
+  }
+
+  /**
    * {@code head} (or nothing, when null) followed by the non-null columns of {@code c0..c7}:
    * Python builds a {@code Column[]} one call per eight columns, where py4j's array makes two
    * round trips per element. Since protocol 7.
