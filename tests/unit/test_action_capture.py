@@ -31,7 +31,7 @@ def test_an_unchanged_job_is_captured_by_the_with_block_alone(spark, files, tmp_
     emitter = MemoryEmitter(spark)
     with ProvenanceSession(spark, "unchanged", emitter=emitter, actions=True) as prov:
         captured = job(spark, orders, customers, str(tmp_path / "enriched"))
-        emitted = prov.counts()
+    emitted = prov.counts()
     assert captured == plain == [("LA", 4.0), ("NY", 21.5)]
     written = sorted(tuple(r) for r in spark.read.parquet(str(tmp_path / "enriched")).collect())
     assert written == sorted(

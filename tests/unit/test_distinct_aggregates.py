@@ -40,7 +40,7 @@ def test_count_distinct_is_captured_over_the_distinct_rows(spark) -> None:  # ty
             F.countDistinct("x").alias("n"), F.sum_distinct(F.col("x")).alias("s")
         )
         captured = sorted(tuple(r) for r in out.named("Out").collect())
-        emitted = prov.counts()
+    emitted = prov.counts()
     assert captured == plain == [("a", 2, 3), ("b", 1, 3), ("c", 0, None)]
 
     nodes, graph = emitted_graph(emitter)
@@ -88,7 +88,7 @@ def test_distinct_beside_plain_aggregates_is_a_join_of_one_grouping_per_kind(spa
         out = shape(prov.source(df, "Rows")).named("Out")
         assert out.columns == shape(df).columns
         assert sorted(map(repr, out.collect())) == plain
-        emitted = prov.counts()
+    emitted = prov.counts()
     nodes, graph = emitted_graph(emitter)
     assert (graph.number_of_nodes(), graph.number_of_edges()) == emitted
     pids = {

@@ -40,7 +40,7 @@ def test_a_captured_job_through_the_memory_emitter_gives_the_whole_graph(spark) 
     emitter = MemoryEmitter(spark)
     with ProvenanceSession(spark, "emitters", emitter=emitter) as prov:
         rows = _pipeline(prov, spark)
-        emitted = prov.counts()
+    emitted = prov.counts()
     assert rows == [("east", 70), ("west", 75)]
 
     events = [decode(value) for _, value in emitter.messages()]
@@ -127,7 +127,7 @@ def test_a_projection_after_an_operator_leaves_its_fresh_rows_to_be_named(spark)
             .named("Totals")
         )
         assert sorted(tuple(r) for r in totals.collect()) == [("east", 70, 140), ("west", 75, 150)]
-        emitted = prov.counts()
+    emitted = prov.counts()
     nodes, graph = emitted_graph(emitter)
     assert (len(nodes), graph.number_of_edges()) == emitted
     assert not [n for n in nodes.values() if n["op"] == "PLUS"]

@@ -41,7 +41,7 @@ def _captured(spark: SparkSession, capture: str, job: Job) -> tuple[list[Any], A
         spark, "jvm-taps", emitter=emitter, capture=capture, run_id="same-run", rows_per_message=3
     ) as prov:
         rows = job(prov, spark)
-        counts = prov.counts()
+    counts = prov.counts()
     events = [decode(value) for _, value in emitter.messages()]
     (complete,) = [e for e in events if isinstance(e, RunComplete)]
     assert (complete.node_count, complete.edge_count) == counts

@@ -106,7 +106,7 @@ def test_a_captured_query_gives_the_plain_result(views, name: str) -> None:  # t
         tracked = prov.tracked(spark.sql(QUERIES[name]))
         assert tracked.columns == plain.columns
         rows = tracked.named("Out").collect()
-        emitted = prov.counts()
+    emitted = prov.counts()
     if "LIMIT" in QUERIES[name]:  # ORDER BY decides which rows survive
         assert list(map(tuple, rows)) == list(map(tuple, plain.collect()))
     assert sorted(map(tuple, rows), key=repr) == expected

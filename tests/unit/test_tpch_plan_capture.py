@@ -40,7 +40,7 @@ def test_tpch_query_as_sql_text_is_captured_with_the_oracle(tpch: Any, number: i
     with ProvenanceSession(spark, f"tpch-q{number}", emitter=emitter) as prov:
         out = prov.tracked(spark.sql(sql)).named("Out")
         columns, captured = out.columns, texts(out.df)
-        emitted = prov.counts()
+    emitted = prov.counts()
     assert equal(captured, plain), (captured[:5], plain[:5])
     graph = compact(emitter)
     assert (graph.node_count, graph.edge_count) == emitted
