@@ -29,7 +29,7 @@ from sparkprov.blocks import MAX_MEMBER_AGGREGATES, EdgeBlock, MemberBlock, Node
 from sparkprov.derived import MemberColumns, position_labels, xxhash64_longs
 from sparkprov.limits import LimitExceeded
 from sparkprov.v1 import lineage_pb2
-from sparkprov.values import column_texts
+from sparkprov.values import string_column_texts
 from sparkprov.workflow import Operator, WorkflowDag
 
 __all__ = [
@@ -68,7 +68,8 @@ SCHEMA_VERSION = 2
 # What this reader decodes: versions 1 (no member blocks) and 2 too, from older capture agents.
 # 4: value columns may hold numbers (StringColumn.longs, doubles), written as text on reading
 # (sparkprov.values): sent by the JVM taps.
-READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3, 4})
+# 5: value columns may hold dates and decimals as numbers (StringColumn.dates, unscaled).
+READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3, 4, 5})
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 # Levels of split paths (split, sub-split, sub-sub-split): connected sets are kept per level.
 # lineage.proto's SplitDepth carries it, for the plugin's Schema.LEVELS too.
@@ -795,9 +796,7 @@ def member_block(run_id: str, m: MemberColumns) -> MemberBlock:
 def _texts(column: lineage_pb2.StringColumn) -> list[str]:
     """A value column's entries as text: its texts, or its numbers as Spark writes them."""
     try:
-        return column_texts(
-            column.values, column.longs, column.doubles, column.decimals, column.decimal_scale
-        )
+        return string_column_texts(column)
     except ValueError as error:
         raise MalformedEvent("ragged", str(error)) from None
 

@@ -36,7 +36,7 @@ from sparkprov.events import (  # derived_ids, member_columns: decode's parts, w
     op_number,
 )
 from sparkprov.v1 import lineage_pb2
-from sparkprov.values import column_texts
+from sparkprov.values import string_column_texts
 
 __all__ = [
     "Compact",
@@ -259,10 +259,7 @@ def _node_rows(value: bytes, wanted: set[int]) -> dict[int, dict[str, Any]]:
         if not hits:
             continue
         names = [ATTRIBUTE_PREFIX + n for n in block.attribute_names]
-        columns = [
-            column_texts(c.values, c.longs, c.doubles, c.decimals, c.decimal_scale)
-            for c in block.attribute_values
-        ]
+        columns = [string_column_texts(c) for c in block.attribute_values]
         nulls = [set(c.null_rows) for c in block.attribute_values]
         for i in hits:
             node_id = int(block_ids[i])

@@ -224,7 +224,7 @@ def test_malformed_derived_ids_name_their_reason(derived: dict[str, Any], reason
     [
         (None, "empty"),
         (b"\xff\xff\xff", "undecodable"),
-        (_event(schema_version=5, run_id="r"), "schema_version"),
+        (_event(schema_version=6, run_id="r"), "schema_version"),
         (_event(schema_version=0, run_id="r"), "schema_version"),
         (_event(schema_version=1), "no_run_id"),
         (_event(schema_version=1, run_id="r"), "no_body"),
@@ -249,7 +249,7 @@ def test_version_1_events_from_older_capture_agents_are_still_read() -> None:
     batch = events.decode(event.SerializeToString())
     assert isinstance(batch, events.Batch) and list(batch.blocks[0]["ids"]) == [5, 6]
     assert events.SCHEMA_VERSION == 2
-    assert sorted(events.READABLE_SCHEMA_VERSIONS) == [1, 2, 3, 4]
+    assert sorted(events.READABLE_SCHEMA_VERSIONS) == [1, 2, 3, 4, 5]
 
 
 _TEXT = st.text(alphabet=st.sampled_from(["a", "Z", "é", "北", "🙂", " ", "0", "\x00"]), max_size=6)
@@ -364,12 +364,19 @@ def _typed_event(**column: Any) -> bytes:
         ({"decimals": [523, -1, 0], "decimal_scale": 1, "null_rows": [2]}, ["52.3", "-0.1", None]),
         ({"decimals": [3, 10**7, 0]}, ["3.0", "1.0E7", "0.0"]),
         ({"values": ["a", "", "c"], "null_rows": [1]}, ["a", None, "c"]),
+        ({"dates": [0, -719_529, 2_932_897]}, ["1970-01-01", "-0001-12-31", "+10000-01-01"]),
+        (
+            {"unscaled": [-150, 0, 7], "unscaled_scale": 4, "null_rows": [1]},
+            ["-0.0150", None, "0.0007"],
+        ),
+        ({"unscaled": [10**18 - 1, -5, 0]}, [str(10**18 - 1), "-5", "0"]),
     ],
 )
 def test_numbers_are_read_as_the_texts_spark_writes(
     column: dict[str, Any], texts: list[Any]
 ) -> None:
-    """Schema version 4: a value column of numbers is stored as Spark's text of each number."""
+    """Schema versions 4 and 5: a value column of numbers, dates or decimals is stored as Spark's
+    text of each value."""
     batch = events.decode(_typed_event(**column))
     (row_block,) = batch.blocks
     nulls = set(row_block["null_rows"][0])
@@ -390,6 +397,12 @@ def test_numbers_are_read_as_the_texts_spark_writes(
         {"values": ["a", "b", "c"], "decimal_scale": 2},
         {"decimals": [1, 2, 3], "decimal_scale": 23},
         {"decimals": [1, 2**53 + 1, 3]},
+        {"dates": [1, 2, 3], "longs": [1, 2, 3]},
+        {"dates": [1, 2]},
+        {"unscaled": [1, 2, 3], "dates": [1, 2, 3]},
+        {"values": ["a", "b", "c"], "unscaled_scale": 2},
+        {"unscaled": [1, 2, 3], "unscaled_scale": 19},
+        {"unscaled": [1, 10**18, 3]},
     ],
 )
 def test_ragged_number_columns_are_dead_lettered(column: dict[str, Any]) -> None:

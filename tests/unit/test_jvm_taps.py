@@ -161,21 +161,64 @@ def test_kept_values_of_every_type_are_the_texts_spark_casts(spark) -> None:  # 
     assert {"1.0E7", "NaN", "-Infinity", "12.500", "127", str(2**31 - 1)} <= values
 
 
+def test_dates_and_decimals_at_their_edges_are_the_texts_spark_casts(spark) -> None:  # type: ignore[no-untyped-def]
+    """Dates travel as days and decimals of up to 18 digits as unscaled longs; ingest writes the
+    text Spark's cast gives (the Python taps' texts), at the edges of both: years 0, negative
+    and past 9999, the Gregorian switch, 18 digits, scale 0 and the whole precision."""
+    days = [0, -1, -719_162, -719_163, -719_529, -141_428, -141_427, 2_932_896, 2_932_897]
+    days += [100_000_000, -100_000_000, 11_016]
+
+    def job(prov: ProvenanceSession, spark: SparkSession) -> list[Any]:
+        df = spark.range(len(days)).select(
+            F.col("id"),
+            F.element_at(F.array(*[F.lit(d) for d in days]), (F.col("id") + 1).cast("int"))
+            .cast("long")
+            .alias("n"),
+        )
+        df = df.select(
+            "id",
+            F.date_from_unix_date("n").alias("day"),
+            (F.col("n") * 1_000_000_007).cast("decimal(18,0)").alias("whole"),
+            (F.col("n") / F.lit(10**9)).cast("decimal(18,9)").alias("fine"),
+            (F.col("n") % 7 - 3).cast("decimal(1,0)").alias("digit"),
+            F.when(F.col("n") % 2 == 0, None)
+            .otherwise((F.col("n") % 997 / 1e18).cast("decimal(18,18)"))
+            .alias("tiny"),
+            F.col("n").cast("decimal(20,2)").alias("wide"),  # over 18 digits: cast in the job
+        )
+        tracked = prov.source(df, "Edges")
+        groups = tracked.groupBy("digit").agg(F.max("day").alias("mx"), F.min("fine").alias("mn"))
+        # Python's dates stop at year 1: the result's dates come back as text.
+        return groups.named("G").select("digit", F.col("mx").cast("string"), "mn").collect()
+
+    nodes, _ = _same_both_ways(spark, job)
+    edges = [n["props"] for n in nodes.values() if n["relation"] == "Edges"]
+    dates = {props[ATTRIBUTE_PREFIX + "day"] for props in edges}
+    assert {"0000-12-31", "-0001-12-31", "+10000-01-01", "1582-10-14", "2000-02-29"} <= dates
+    tiny = {props.get(ATTRIBUTE_PREFIX + "tiny") for props in edges}
+    assert None in tiny and "-0.000000000000000001" in tiny  # n = -1: Java's -1 % 997 is -1
+
+
 def test_numbers_travel_as_numbers(spark) -> None:  # type: ignore[no-untyped-def]
-    """A kept value of an integral or double column is never cast to text inside the job: it
-    travels as StringColumn.longs or .doubles, or, where a chunk's doubles are all short
-    decimals, as .decimals with their scale (schema version 4)."""
+    """A kept value of an integral, double, date or decimal (up to 18 digits) column is never
+    cast to text inside the job: it travels as StringColumn.longs or .doubles, or, where a
+    chunk's doubles are all short decimals, as .decimals with their scale (schema version 4), a
+    date as .dates and a decimal as .unscaled with its scale (schema version 5)."""
     emitter = MemoryEmitter(spark)
     with ProvenanceSession(spark, "jvm-taps", emitter=emitter, capture="jvm") as prov:
         _typed(prov, spark).groupBy("ok").agg(F.sum("d"), F.max("k")).collect()
         prices = spark.createDataFrame([(52.3,), (1.25,), (None,)], "price double")
         prov.source(prices.coalesce(1), "Prices").collect()  # one chunk
+        wide = spark.createDataFrame([("1.5",)], "w string").select(
+            F.col("w").cast("decimal(30,2)").alias("w")
+        )
+        prov.source(wide, "Wide").collect()
     forms: dict[str, set[str]] = {}
     for _, value in emitter.messages():
         event = lineage_pb2.LineageEvent.FromString(value)
         if not event.HasField("batch"):
             continue
-        assert event.schema_version == 4
+        assert event.schema_version == 5
         columns = [
             (name, column)
             for block in event.batch.nodes
@@ -190,13 +233,18 @@ def test_numbers_travel_as_numbers(spark) -> None:  # type: ignore[no-untyped-de
                 if column.doubles
                 else f"decimals/{column.decimal_scale}"
                 if column.decimals
+                else "dates"
+                if column.dates
+                else f"unscaled/{column.unscaled_scale}"
+                if column.unscaled
                 else "texts"
             )
             forms.setdefault(name, set()).add(form)
     assert forms["k"] == forms["i"] == forms["s"] == forms["b"] == {"longs"}
     assert forms["d"] == forms["x0"] == {"doubles"}
     assert forms["x1"] == {"longs"}
-    assert forms["f"] == forms["m"] == forms["day"] == forms["t"] == forms["ok"] == {"texts"}
+    assert forms["m"] == {"unscaled/3"} and forms["day"] == {"dates"}
+    assert forms["f"] == forms["at"] == forms["t"] == forms["ok"] == forms["w"] == {"texts"}
     assert forms["ks"] == {"texts"}
     assert forms["price"] == {"decimals/2"}  # 52.3 and 1.25 as 5230 and 125
 
@@ -220,7 +268,7 @@ def test_source_and_join_ids_travel_as_their_inputs(spark) -> None:  # type: ign
     for _, value in emitter.messages():
         event = lineage_pb2.LineageEvent.FromString(value)
         if event.HasField("batch"):
-            assert event.schema_version == 4
+            assert event.schema_version == 5
             blocks += [(event.batch.tap, b) for b in event.batch.nodes]
             assert not event.batch.edges.src, "join edges are implied by the pairs"
     # Both join sides hold source rows as they are: they travel as positions, not ids.

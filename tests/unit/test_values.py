@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 import random
 import re
+from decimal import Decimal
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparkprov.values import column_texts, java_double
+from sparkprov.values import column_texts, java_date, java_double, plain_decimal
 
 # Java's Double.toString (what Spark's cast prints), on the JVM the tests run.
 KNOWN = [
@@ -80,3 +82,43 @@ def test_a_column_holds_one_form() -> None:
     assert column_texts(["a"], [], []) == ["a"]
     with pytest.raises(ValueError, match="more than one"):
         column_texts(["a"], [1], [])
+
+
+# java.time.LocalDate.toString, which Spark's cast of a date to text gives (read off Spark 4).
+KNOWN_DATES = [
+    (0, "1970-01-01"),
+    (-719_162, "0001-01-01"),
+    (-719_163, "0000-12-31"),
+    (-719_528, "0000-01-01"),
+    (-719_529, "-0001-12-31"),
+    (-800_000, "-0221-09-04"),
+    (-1_000_000, "-0768-02-04"),
+    (2_932_896, "9999-12-31"),
+    (2_932_897, "+10000-01-01"),
+    (-141_428, "1582-10-14"),  # proleptic Gregorian: no Julian switch
+    (100_000_000, "+275760-09-13"),
+]
+
+
+@pytest.mark.parametrize(("days", "text"), KNOWN_DATES)
+def test_known_dates(days: int, text: str) -> None:
+    assert java_date(days) == text
+
+
+@given(st.dates())
+def test_dates_python_can_hold_are_iso(day: datetime.date) -> None:
+    assert java_date((day - datetime.date(1970, 1, 1)).days) == day.isoformat()
+
+
+@given(st.integers(-(10**18) + 1, 10**18 - 1), st.integers(0, 18))
+def test_decimals_are_written_plainly_with_every_digit_of_their_scale(n: int, scale: int) -> None:
+    assert plain_decimal(n, scale) == format(Decimal(n).scaleb(-scale), "f")
+
+
+def test_a_column_of_dates_or_decimals() -> None:
+    assert column_texts([], [], [], dates=[0, -1]) == ["1970-01-01", "1969-12-31"]
+    assert column_texts([], [], [], unscaled=[-1, 1000], unscaled_scale=3) == ["-0.001", "1.000"]
+    with pytest.raises(ValueError, match="more than one"):
+        column_texts([], [1], [], dates=[1])
+    with pytest.raises(ValueError, match="18 digits"):
+        column_texts([], [], [], unscaled=[10**18])

@@ -15,7 +15,9 @@ import org.apache.spark.unsafe.types.UTF8String;
 final class Chunk {
   /** How Spark hands a tap one input: the physical side of a TapPlan input type. */
   enum Slot {
-    LONG, DOUBLE, BOOL, TEXT, ARRAY;
+    /** A number held as a long; a date as its days since 1970-01-01 (DATE); a decimal of up to
+     * 18 digits as its unscaled long (DECIMAL, its scale kept beside the slots). */
+    LONG, DOUBLE, BOOL, TEXT, ARRAY, DATE, DECIMAL;
 
     /** The slot an input of TapPlan type {@code type} takes when Spark holds it as text. */
     static Slot of(String type) {
@@ -31,6 +33,7 @@ final class Chunk {
 
   private final TapPlan plan;
   private final Slot[] slots;
+  private final int[] scales; // a DECIMAL column's scale
   private final long[][] longs;
   private final boolean[][] nulls;
   private final byte[][][] texts; // UTF-8, as Spark holds them
@@ -43,10 +46,16 @@ final class Chunk {
   }
 
   Chunk(TapPlan plan, Slot[] slots) {
+    this(plan, slots, new int[slots.length]);
+  }
+
+  /** A chunk whose inputs Spark holds in {@code slots}, a DECIMAL one at {@code scales[i]}. */
+  Chunk(TapPlan plan, Slot[] slots, int[] scales) {
     this.plan = plan;
     this.slots = slots;
+    this.scales = scales;
     int width = plan.width();
-    if (slots.length != width) {
+    if (slots.length != width || scales.length != width) {
       throw new IllegalArgumentException(
           "tap " + plan.key() + " has " + width + " inputs, its rows " + slots.length);
     }
@@ -57,7 +66,7 @@ final class Chunk {
     arrays = new long[width][][];
     for (int i = 0; i < width; i++) {
       switch (slots[i]) {
-        case LONG, DOUBLE, BOOL -> {
+        case LONG, DOUBLE, BOOL, DATE, DECIMAL -> {
           longs[i] = new long[capacity];
           nulls[i] = new boolean[capacity];
         }
@@ -98,7 +107,7 @@ final class Chunk {
     int r = size;
     for (int i = 0; i < slots.length; i++) {
       switch (slots[i]) {
-        case LONG, DOUBLE, BOOL -> {
+        case LONG, DOUBLE, BOOL, DATE, DECIMAL -> {
           nulls[i][r] = isNull[i];
           longs[i][r] = isNull[i] ? 0L : values[i];
         }
@@ -120,6 +129,9 @@ final class Chunk {
         case DOUBLE -> put(i, r, isNull,
             isNull ? 0L : Double.doubleToRawLongBits(row.getDouble(i)));
         case BOOL -> put(i, r, isNull, !isNull && row.getBoolean(i) ? 1L : 0L);
+        case DATE -> put(i, r, isNull, isNull ? 0L : row.getInt(i));
+        case DECIMAL -> put(i, r, isNull,
+            isNull ? 0L : row.getDecimal(i, MAX_LONG_DIGITS, scales[i]).toUnscaledLong());
         case TEXT -> texts[i][r] = isNull ? null : row.getUTF8String(i).getBytes();
         case ARRAY -> arrays[i][r] = isNull ? null : longs(row.getArray(i));
         default -> throw new IllegalStateException();
@@ -184,6 +196,9 @@ final class Chunk {
     return switch (slots[i]) {
       case TEXT -> ValueColumn.ofTexts(Arrays.copyOf(texts[i], size));
       case LONG -> ValueColumn.ofLongs(Arrays.copyOf(longs[i], size), Arrays.copyOf(nulls[i], size));
+      case DATE -> ValueColumn.ofDates(Arrays.copyOf(longs[i], size), Arrays.copyOf(nulls[i], size));
+      case DECIMAL -> ValueColumn.ofUnscaled(
+          Arrays.copyOf(longs[i], size), scales[i], Arrays.copyOf(nulls[i], size));
       case DOUBLE -> {
         double[] doubles = new double[size];
         for (int r = 0; r < size; r++) {
@@ -202,6 +217,9 @@ final class Chunk {
           "input " + i + " of tap " + plan.key() + " is an id array, not a value");
     };
   }
+
+  /** The most digits a decimal held as its unscaled long has (Spark's Decimal.MAX_LONG_DIGITS). */
+  static final int MAX_LONG_DIGITS = 18;
 
   private static final byte[] TRUE = "true".getBytes(StandardCharsets.UTF_8);
   private static final byte[] FALSE = "false".getBytes(StandardCharsets.UTF_8);

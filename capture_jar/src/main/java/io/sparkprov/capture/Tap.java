@@ -26,32 +26,41 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
   private final Sink sink;
   private final Counts counts;
   private final Chunk.Slot[] slots; // how Spark holds each input; null: as the plan's types say
+  private final int[] scales; // a DECIMAL input's scale
   // Spark deserializes the plan, and so this tap, once per task; the state is the task's.
   private transient TaskState state;
   private transient Object[] row;
 
   public Tap(TapPlan plan, Sink sink, Counts counts) {
-    this(plan, sink, counts, null);
+    this(plan, sink, counts, null, null);
   }
 
-  private Tap(TapPlan plan, Sink sink, Counts counts, Chunk.Slot[] slots) {
+  private Tap(TapPlan plan, Sink sink, Counts counts, Chunk.Slot[] slots, int[] scales) {
     this.plan = plan;
     this.sink = sink;
     this.counts = counts;
     this.slots = slots;
+    this.scales = scales;
   }
 
   public TapPlan plan() {
     return plan;
   }
 
-  /** This tap for inputs Spark holds in {@code slots} (known once the plan is resolved). */
-  Tap typed(Chunk.Slot[] slots) {
-    if (slots.length != plan.width()) {
+  /**
+   * This tap for inputs Spark holds in {@code slots} (known once the plan is resolved), a
+   * DECIMAL one at {@code scales[i]}.
+   */
+  Tap typed(Chunk.Slot[] slots, int[] scales) {
+    if (slots.length != plan.width() || scales.length != plan.width()) {
       throw new IllegalStateException("tap " + plan.key() + " has " + plan.width()
           + " inputs, its expression " + slots.length);
     }
-    return new Tap(plan, sink, counts, slots.clone());
+    return new Tap(plan, sink, counts, slots.clone(), scales.clone());
+  }
+
+  int[] scales() {
+    return scales != null ? scales.clone() : new int[plan.width()];
   }
 
   Chunk.Slot[] slots() {
@@ -110,7 +119,7 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
 
   /** The messages of this tap in one task. */
   private final class TaskState {
-    final Chunk chunk = new Chunk(plan, slots());
+    final Chunk chunk = new Chunk(plan, slots(), scales());
     final byte[] key;
     final int partition;
     final DiscardSink.Step stopAfter =

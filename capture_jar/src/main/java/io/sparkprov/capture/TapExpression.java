@@ -19,6 +19,8 @@ import org.apache.spark.sql.types.BooleanType;
 import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.DateType;
+import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.DoubleType;
 import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.LongType;
@@ -103,6 +105,8 @@ public final class TapExpression extends Expression implements Serializable {
       default -> integral ? Chunk.Slot.LONG
           : type instanceof DoubleType ? Chunk.Slot.DOUBLE
           : type instanceof BooleanType ? Chunk.Slot.BOOL
+          : type instanceof DateType ? Chunk.Slot.DATE
+          : unscaled(type) ? Chunk.Slot.DECIMAL
           : Chunk.Slot.TEXT; // a string, or cast to one
     };
     if (slot == null) {
@@ -111,6 +115,25 @@ public final class TapExpression extends Expression implements Serializable {
           + " is declared " + declared + " but Spark holds it as " + type.simpleString());
     }
     return slot;
+  }
+
+  /**
+   * Whether a decimal of {@code type} travels as its unscaled long: up to 18 digits, and only
+   * where Spark's cast writes decimals plainly (ANSI mode), which is the text the reader writes.
+   */
+  private static boolean unscaled(DataType type) {
+    return type instanceof DecimalType d && d.precision() <= Chunk.MAX_LONG_DIGITS
+        && SQLConf.get().ansiEnabled();
+  }
+
+  private int[] scales(Chunk.Slot[] slots) {
+    int[] scales = new int[slots.length];
+    for (int i = 0; i < slots.length; i++) {
+      if (slots[i] == Chunk.Slot.DECIMAL) {
+        scales[i] = ((DecimalType) inputs.get(i).dataType()).scale();
+      }
+    }
+    return scales;
   }
 
   private Chunk.Slot[] slots() {
@@ -140,7 +163,7 @@ public final class TapExpression extends Expression implements Serializable {
       for (int i = 0; i < typedSlots.length; i++) {
         typedValues[i] = value(i, typedSlots[i]);
       }
-      t = tap.typed(typedSlots);
+      t = tap.typed(typedSlots, scales(typedSlots));
       typed = t;
     }
     Chunk.Slot[] slots = typedSlots;
@@ -155,7 +178,8 @@ public final class TapExpression extends Expression implements Serializable {
         continue;
       }
       switch (slots[i]) {
-        case LONG -> longs[i] = ((Number) v).longValue();
+        case LONG, DATE -> longs[i] = ((Number) v).longValue();
+        case DECIMAL -> longs[i] = ((org.apache.spark.sql.types.Decimal) v).toUnscaledLong();
         case DOUBLE -> longs[i] = Double.doubleToRawLongBits((Double) v);
         case BOOL -> longs[i] = ((Boolean) v) ? 1L : 0L;
         case TEXT, ARRAY -> refs[i] = v;
@@ -171,7 +195,7 @@ public final class TapExpression extends Expression implements Serializable {
     Chunk.Slot[] slots = slots();
     // Typed as JDK interfaces: Spark compiles the generated code with a class loader that need
     // not see this jar's classes (the driver loads them with a loader of their own).
-    String ref = ctx.addReferenceObj("sparkprovTap", tap.typed(slots),
+    String ref = ctx.addReferenceObj("sparkprovTap", tap.typed(slots, scales(slots)),
         "java.util.function.Supplier");
     String row = ctx.freshName("sparkprovRow");
     String longs = ctx.freshName("sparkprovLongs");
@@ -190,7 +214,8 @@ public final class TapExpression extends Expression implements Serializable {
       ExprCode input = value(i, slots[i]).genCode(ctx);
       block = block.$plus(input.code());
       String store = switch (slots[i]) {
-        case LONG -> longs + "[" + i + "] = (long) ";
+        case LONG, DATE -> longs + "[" + i + "] = (long) ";
+        case DECIMAL -> longs + "[" + i + "] = (";
         case DOUBLE -> longs + "[" + i + "] = java.lang.Double.doubleToRawLongBits(";
         case BOOL -> longs + "[" + i + "] = (";
         case TEXT, ARRAY -> refs + "[" + i + "] = ";
@@ -198,6 +223,7 @@ public final class TapExpression extends Expression implements Serializable {
       String end = switch (slots[i]) {
         case DOUBLE -> ");\n";
         case BOOL -> ") ? 1L : 0L;\n";
+        case DECIMAL -> ").toUnscaledLong();\n";
         default -> ";\n";
       };
       parts.clear();

@@ -1,19 +1,28 @@
 package io.sparkprov.capture;
 
+import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
+import java.time.LocalDate;
 
 /**
  * One column of kept values (a relation's attribute, a member's aggregated value), as it
  * travels (lineage.proto's StringColumn): UTF-8 texts, or the numbers Spark holds (integral
- * types as longs, doubles as doubles or as decimal integers), which the reader writes as text
- * (sparkprov/values.py). A
- * number column is never cast to text inside the job: that cast was a third of capture's cost.
- * Exactly one of {@code texts}, {@code longs} and {@code doubles} is set; {@code nulls} marks
- * the null rows of a number column (a text column holds null entries instead).
+ * types as longs, doubles as doubles or as decimal integers, dates as their days since
+ * 1970-01-01, decimals of up to 18 digits as their unscaled longs), which the reader writes as
+ * text (sparkprov/values.py). A number or date column is never cast to text inside the job:
+ * those casts were a third of capture's cost. Exactly one of {@code texts}, {@code longs} and
+ * {@code doubles} is set; {@code longs} hold what {@code kind} says; {@code scale} is the
+ * decimal digits of a DECIMAL column or of a double column's {@code decimals}; {@code nulls}
+ * marks the null rows of a number column (a text column holds null entries instead).
  */
 record ValueColumn(
     byte[][] texts, long[] longs, double[] doubles, long[] decimals, int scale,
-    boolean[] nulls) {
+    boolean[] nulls, Kind kind) {
+
+  /** What a column's longs hold. */
+  enum Kind {
+    INTEGER, DATE, DECIMAL
+  }
 
   /** The largest decimal scale tried: 10^9, an exact double like every power up to 10^22. */
   static final int MAX_DECIMAL_SCALE = 9;
@@ -22,11 +31,21 @@ record ValueColumn(
   private static final long NONE = Long.MIN_VALUE;
 
   static ValueColumn ofTexts(byte[][] texts) {
-    return new ValueColumn(texts, null, null, null, 0, null);
+    return new ValueColumn(texts, null, null, null, 0, null, Kind.INTEGER);
   }
 
   static ValueColumn ofLongs(long[] longs, boolean[] nulls) {
-    return new ValueColumn(null, longs, null, null, 0, nulls);
+    return new ValueColumn(null, longs, null, null, 0, nulls, Kind.INTEGER);
+  }
+
+  /** A date column: each value's days since 1970-01-01. */
+  static ValueColumn ofDates(long[] days, boolean[] nulls) {
+    return new ValueColumn(null, days, null, null, 0, nulls, Kind.DATE);
+  }
+
+  /** A decimal column of up to 18 digits: each value's unscaled long, at {@code scale}. */
+  static ValueColumn ofUnscaled(long[] unscaled, int scale, boolean[] nulls) {
+    return new ValueColumn(null, unscaled, null, null, scale, nulls, Kind.DECIMAL);
   }
 
   /**
@@ -38,10 +57,10 @@ record ValueColumn(
     for (int k = 0; k <= MAX_DECIMAL_SCALE; k++) {
       long[] decimals = decimals(doubles, nulls, k);
       if (decimals != null) {
-        return new ValueColumn(null, null, doubles, decimals, k, nulls);
+        return new ValueColumn(null, null, doubles, decimals, k, nulls, Kind.INTEGER);
       }
     }
-    return new ValueColumn(null, null, doubles, null, 0, nulls);
+    return new ValueColumn(null, null, doubles, null, 0, nulls, Kind.INTEGER);
   }
 
   /** Each value as n with (double) n / 10^k == the value, bit for bit; null if one has none. */
@@ -100,7 +119,12 @@ record ValueColumn(
     return this;
   }
 
-  /** Each value as the text Spark's cast to string gives on this JVM (null stays null). */
+  /**
+   * Each value as the text Spark's cast to string gives on this JVM (null stays null): a date
+   * proleptic Gregorian, {@code yyyy-MM-dd} (a year past 9999 with a sign), a decimal plainly
+   * with all its scale's digits (ANSI's cast; the taps cast decimals to text themselves
+   * otherwise).
+   */
   String[] strings() {
     String[] out = new String[size()];
     for (int r = 0; r < out.length; r++) {
@@ -110,7 +134,11 @@ record ValueColumn(
       if (texts != null) {
         out[r] = new String(texts[r], StandardCharsets.UTF_8);
       } else if (longs != null) {
-        out[r] = Long.toString(longs[r]);
+        out[r] = switch (kind) {
+          case INTEGER -> Long.toString(longs[r]);
+          case DATE -> LocalDate.ofEpochDay(longs[r]).toString();
+          case DECIMAL -> BigDecimal.valueOf(longs[r], scale).toPlainString();
+        };
       } else {
         out[r] = Double.toString(doubles[r]);
       }

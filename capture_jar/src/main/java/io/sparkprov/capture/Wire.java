@@ -20,7 +20,7 @@ import java.util.List;
  */
 final class Wire {
   /** 3: node blocks may carry their ids as the inputs they derive from ({@link Derived}). */
-  static final int SCHEMA_VERSION = 4;
+  static final int SCHEMA_VERSION = 5;
 
   // Field numbers: the generated classes' (proto/sparkprov/v1/lineage.proto), never typed here.
   private static final int EVENT_SCHEMA_VERSION = LineageEvent.SCHEMA_VERSION_FIELD_NUMBER;
@@ -75,6 +75,9 @@ final class Wire {
   private static final int COLUMN_DOUBLES = StringColumn.DOUBLES_FIELD_NUMBER;
   private static final int COLUMN_DECIMALS = StringColumn.DECIMALS_FIELD_NUMBER;
   private static final int COLUMN_DECIMAL_SCALE = StringColumn.DECIMAL_SCALE_FIELD_NUMBER;
+  private static final int COLUMN_DATES = StringColumn.DATES_FIELD_NUMBER;
+  private static final int COLUMN_UNSCALED = StringColumn.UNSCALED_FIELD_NUMBER;
+  private static final int COLUMN_UNSCALED_SCALE = StringColumn.UNSCALED_SCALE_FIELD_NUMBER;
   private static final int EDGE_SRC = EdgeBlock.SRC_FIELD_NUMBER;
   private static final int EDGE_DST = EdgeBlock.DST_FIELD_NUMBER;
 
@@ -314,7 +317,15 @@ final class Wire {
       w.packedUint32(COLUMN_NULL_ROWS, rows);
     }
     if (column.longs() != null) {
-      w.packedSint64(COLUMN_LONGS, column.longs());
+      switch (column.kind()) {
+        case INTEGER -> w.packedSint64(COLUMN_LONGS, column.longs());
+        case DATE -> w.packedSint64(COLUMN_DATES, column.longs());
+        case DECIMAL -> {
+          w.packedSint64(COLUMN_UNSCALED, column.longs());
+          w.uint32(COLUMN_UNSCALED_SCALE, column.scale());
+        }
+        default -> throw new IllegalStateException();
+      }
     } else if (column.decimals() != null) {
       w.packedSint64(COLUMN_DECIMALS, column.decimals());
       w.uint32(COLUMN_DECIMAL_SCALE, column.scale());

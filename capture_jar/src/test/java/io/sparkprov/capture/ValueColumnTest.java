@@ -39,6 +39,17 @@ class ValueColumnTest {
     }
   }
 
+  /** Dates and decimals read as the text Spark's (ANSI) cast gives, which the reader writes. */
+  @Test
+  void datesAndDecimalsReadAsSparksCast() {
+    ValueColumn dates = ValueColumn.ofDates(
+        new long[] {0, -719_163, -719_529, 2_932_897, 0}, new boolean[] {false, false, false, false, true});
+    assertArrayEquals(new String[] {"1970-01-01", "0000-12-31", "-0001-12-31", "+10000-01-01", null},
+        dates.strings());
+    ValueColumn decimals = ValueColumn.ofUnscaled(new long[] {-150, 0, 5}, 4, new boolean[3]);
+    assertArrayEquals(new String[] {"-0.0150", "0.0000", "0.0005"}, decimals.strings());
+  }
+
   /** Whatever the scale, the integer divided by 10^scale is the value, bit for bit. */
   @Test
   void decimalsReadBackBitForBit() {

@@ -183,7 +183,12 @@ class WireContractTest {
       if (values.texts() != null) {
         c.addValues(values.isNull(r) ? "" : new String(values.texts()[r], StandardCharsets.UTF_8));
       } else if (values.longs() != null) {
-        c.addLongs(values.longs()[r]);
+        switch (values.kind()) {
+          case INTEGER -> c.addLongs(values.longs()[r]);
+          case DATE -> c.addDates(values.longs()[r]);
+          case DECIMAL -> c.addUnscaled(values.longs()[r]);
+          default -> throw new IllegalStateException();
+        }
       } else if (values.decimals() != null) {
         c.addDecimals(values.decimals()[r]);
       } else {
@@ -192,6 +197,9 @@ class WireContractTest {
     }
     if (values.decimals() != null) {
       c.setDecimalScale(values.scale());
+    }
+    if (values.kind() == ValueColumn.Kind.DECIMAL) {
+      c.setUnscaledScale(values.scale());
     }
     return c.build();
   }
@@ -298,13 +306,27 @@ class WireContractTest {
     return out;
   }
 
-  /** Texts, longs or doubles (extremes, NaN, -0.0 among them), with null rows. */
+  /** Texts, longs, doubles (extremes, NaN, -0.0 among them), dates or decimals, with null rows. */
   private static ValueColumn valueColumn(Random random, int n) {
     boolean[] nulls = new boolean[n];
     for (int i = 0; i < n; i++) {
       nulls[i] = random.nextInt(4) == 0;
     }
-    switch (random.nextInt(3)) {
+    switch (random.nextInt(5)) {
+      case 3 -> {
+        long[] days = new long[n];
+        for (int i = 0; i < n; i++) {
+          days[i] = nulls[i] ? 0 : random.nextInt(6_000_000) - 3_000_000;
+        }
+        return ValueColumn.ofDates(days, nulls);
+      }
+      case 4 -> {
+        long[] unscaled = new long[n];
+        for (int i = 0; i < n; i++) {
+          unscaled[i] = nulls[i] ? 0 : random.nextLong() % 1_000_000_000_000_000_000L;
+        }
+        return ValueColumn.ofUnscaled(unscaled, random.nextInt(19), nulls);
+      }
       case 0 -> {
         long[] longs = new long[n];
         long[] extremes = {Long.MIN_VALUE, Long.MAX_VALUE, -1, 0, 1};
