@@ -56,6 +56,7 @@ __all__ = [
     "same_nodes",
     "tracked_frame",
     "visible_columns",
+    "visible_then_id",
 ]
 
 _JOINS = {
@@ -121,7 +122,7 @@ class TrackedFrame:
             if self._pending is not None:
                 df = self._ctx.apply_tap(df, self._pending, self._hidden, self._split)
             jvm = self._ctx.jvm
-            self._done = _visible_then_id(df) if jvm is None else jvm.visible_then_id(df)
+            self._done = visible_then_id(df) if jvm is None else jvm.visible_then_id(df)
         return self._done
 
     def _derive(self, df: DataFrame) -> TrackedFrame:
@@ -660,7 +661,7 @@ def _hidden(df: DataFrame) -> list[str]:
     return [c for c in df.columns if c.startswith(HIDDEN_PREFIX)]
 
 
-def _visible_then_id(df: DataFrame) -> DataFrame:
+def visible_then_id(df: DataFrame) -> DataFrame:
     """Visible columns in order, then ``__sp_id``; works with repeated visible names too (the
     reference of capture_agent.jvm.JvmTaps.visible_then_id, which does it in one call)."""
     extra = [c for c in df.columns if c.startswith(HIDDEN_PREFIX) and c != ID]

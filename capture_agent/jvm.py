@@ -323,7 +323,7 @@ class JvmTaps:
 
     def visible_then_id(self, df: DataFrame) -> DataFrame:
         """``df``'s visible columns in order, then its id column, other hidden columns left out,
-        in one py4j call (capture_agent.frame._visible_then_id is the reference)."""
+        in one py4j call (capture_agent.frame.visible_then_id is the reference)."""
         from pyspark.sql.classic.dataframe import DataFrame as ClassicFrame
 
         from capture_agent.taps import HIDDEN_PREFIX, ID

@@ -20,7 +20,13 @@ if TYPE_CHECKING:
 
     from capture_agent.jvm import JvmTaps
 
-__all__ = ["ProjectionKind", "WindowAggregate", "describe_aggregates", "inspect_projection"]
+__all__ = [
+    "ProjectionKind",
+    "WindowAggregate",
+    "describe_aggregates",
+    "inspect_projection",
+    "projection_facts",
+]
 
 # Window functions after which a row keeps exactly its own provenance.
 _RANKING = {"Rank", "DenseRank", "RowNumber", "PercentRank", "NTile", "CumeDist"}
@@ -74,15 +80,9 @@ def inspect_projection(
     With the capture jar (``jvm``) its facts come in one py4j call (io.sparkprov.capture
     .PlanFacts); this module's walk over py4j is their reference."""
     old, new = _analyzed(before), _analyzed(after)
-    if jvm is not None:
-        facts = jvm.projection_facts(old, new)
-        added = dict(facts["added"])
-        udfs = list(facts["udfs"])
-    else:
-        added = _node_counts(new)
-        for name, n in _node_counts(old).items():
-            added[name] = added.get(name, 0) - n
-        udfs = _projected_udfs(new)
+    facts = projection_facts(old, new) if jvm is None else jvm.projection_facts(old, new)
+    added = dict(facts["added"])
+    udfs = list(facts["udfs"])
     kind = ProjectionKind(python_udfs=udfs)
     if added.get("Aggregate", 0) > 0:
         raise UnsupportedOperation(
@@ -93,6 +93,17 @@ def inspect_projection(
     if added.get("Window", 0) > 0:
         kind.window_aggregates = _window_aggregates(new, added["Window"], operation)
     return kind
+
+
+def projection_facts(old: Any, new: Any) -> dict[str, Any]:
+    """What analysed plan ``new`` adds over ``old``, by walking both over py4j: ``added``, the
+    count of each plan node name more in ``new`` (subqueries' plans included, as ``treeString``
+    prints them), and ``udfs``, the Python UDFs the projection calls. The reference of
+    capture_agent.jvm.JvmTaps.projection_facts, which answers in one call."""
+    added = _node_counts(new)
+    for name, n in _node_counts(old).items():
+        added[name] = added.get(name, 0) - n
+    return {"added": added, "udfs": _projected_udfs(new)}
 
 
 def _projected_udfs(plan: Any) -> list[str]:

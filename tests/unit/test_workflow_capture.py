@@ -161,7 +161,7 @@ def test_the_jars_projection_facts_equal_the_python_walk(spark: Any) -> None:
     from pyspark.sql import functions as F
 
     from capture_agent.jvm import JvmTaps
-    from capture_agent.plans import _node_counts, _projected_udfs
+    from capture_agent.plans import projection_facts
 
     @F.udf("int")
     def twice(age):  # type: ignore[no-untyped-def]
@@ -182,13 +182,11 @@ def test_the_jars_projection_facts_equal_the_python_walk(spark: Any) -> None:
     found = []
     for after_df in projections:
         after = after_df._jdf.queryExecution().analyzed()
-        facts = jvm.projection_facts(before, after)
-        counts = _node_counts(after)
-        for name, n in _node_counts(before).items():
-            counts[name] = counts.get(name, 0) - n
+        facts, reference = jvm.projection_facts(before, after), projection_facts(before, after)
+        counts = reference["added"]
         expected = {k: counts[k] for k in kinds if counts.get(k, 0) > 0}
         assert {k: v for k, v in facts["added"].items() if k in kinds} == expected
-        assert facts["udfs"] == _projected_udfs(after)
+        assert facts["udfs"] == reference["udfs"]
         found.append(facts)
     assert [f["udfs"] for f in found] == [[], ["twice"], ["twice"], ["twice"], []]
     assert found[2]["added"]["Generate"] == 1 and found[3]["added"]["Window"] == 1
@@ -196,9 +194,9 @@ def test_the_jars_projection_facts_equal_the_python_walk(spark: Any) -> None:
 
 
 def test_the_jars_visible_then_id_equals_the_python_reference(spark: Any) -> None:
-    """JvmTaps.visible_then_id against capture_agent.frame._visible_then_id: hidden columns
+    """JvmTaps.visible_then_id against capture_agent.frame.visible_then_id: hidden columns
     dropped, the id moved last, repeated visible names (a join's) kept in their places."""
-    from capture_agent.frame import _visible_then_id
+    from capture_agent.frame import visible_then_id
     from capture_agent.jvm import JvmTaps
 
     left = spark.createDataFrame([(1, "a", 10, 7)], "k long, v string, __sp_id long, __sp_x int")
@@ -210,7 +208,7 @@ def test_the_jars_visible_then_id_equals_the_python_reference(spark: Any) -> Non
     ]
     jvm = JvmTaps(spark)
     for df in frames:
-        expected = _visible_then_id(df)
+        expected = visible_then_id(df)
         got = jvm.visible_then_id(df)
         assert got.columns == expected.columns
         assert got.columns[-1] == "__sp_id" and "__sp_x" not in got.columns
