@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.types.Decimal;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
@@ -57,7 +58,8 @@ final class Chunk {
     int width = plan.width();
     if (slots.length != width || scales.length != width) {
       throw new IllegalArgumentException(
-          "tap " + plan.key() + " has " + width + " inputs, its rows " + slots.length);
+          "tap " + plan.key() + " has " + width + " inputs, its rows " + slots.length
+              + " slots and " + scales.length + " scales");
     }
     int capacity = plan.rowsPerMessage();
     longs = new long[width][];
@@ -131,7 +133,7 @@ final class Chunk {
         case BOOL -> put(i, r, isNull, !isNull && row.getBoolean(i) ? 1L : 0L);
         case DATE -> put(i, r, isNull, isNull ? 0L : row.getInt(i));
         case DECIMAL -> put(i, r, isNull,
-            isNull ? 0L : row.getDecimal(i, MAX_LONG_DIGITS, scales[i]).toUnscaledLong());
+            isNull ? 0L : row.getDecimal(i, Decimal.MAX_LONG_DIGITS(), scales[i]).toUnscaledLong());
         case TEXT -> texts[i][r] = isNull ? null : row.getUTF8String(i).getBytes();
         case ARRAY -> arrays[i][r] = isNull ? null : longs(row.getArray(i));
         default -> throw new IllegalStateException();
@@ -217,9 +219,6 @@ final class Chunk {
           "input " + i + " of tap " + plan.key() + " is an id array, not a value");
     };
   }
-
-  /** The most digits a decimal held as its unscaled long has (Spark's Decimal.MAX_LONG_DIGITS). */
-  static final int MAX_LONG_DIGITS = 18;
 
   private static final byte[] TRUE = "true".getBytes(StandardCharsets.UTF_8);
   private static final byte[] FALSE = "false".getBytes(StandardCharsets.UTF_8);

@@ -20,6 +20,7 @@ import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.DateType;
+import org.apache.spark.sql.types.Decimal;
 import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.DoubleType;
 import org.apache.spark.sql.types.IntegerType;
@@ -122,7 +123,7 @@ public final class TapExpression extends Expression implements Serializable {
    * where Spark's cast writes decimals plainly (ANSI mode), which is the text the reader writes.
    */
   private static boolean unscaled(DataType type) {
-    return type instanceof DecimalType d && d.precision() <= Chunk.MAX_LONG_DIGITS
+    return type instanceof DecimalType d && d.precision() <= Decimal.MAX_LONG_DIGITS()
         && SQLConf.get().ansiEnabled();
   }
 
@@ -179,7 +180,7 @@ public final class TapExpression extends Expression implements Serializable {
       }
       switch (slots[i]) {
         case LONG, DATE -> longs[i] = ((Number) v).longValue();
-        case DECIMAL -> longs[i] = ((org.apache.spark.sql.types.Decimal) v).toUnscaledLong();
+        case DECIMAL -> longs[i] = ((Decimal) v).toUnscaledLong();
         case DOUBLE -> longs[i] = Double.doubleToRawLongBits((Double) v);
         case BOOL -> longs[i] = ((Boolean) v) ? 1L : 0L;
         case TEXT, ARRAY -> refs[i] = v;
