@@ -231,13 +231,16 @@ class TrackedFrame:
         # named a second time, gets a PLUS node per row instead.
         if self._pending is not None and not self._pending.relation and not self._named:
             self._named = True
-            spec = replace(self._pending, relation=relation, attributes=attributes)
+            spec = replace(
+                self._pending, relation=relation, attributes=attributes, values_read=reads(values)
+            )
             renamed = TrackedFrame(self._ctx, self._df, spec, self._hidden)
             renamed.dag_node = self.dag_node
             return renamed
         key = self._ctx.next_key(f"named:{relation}")
         return self._fresh(
-            self._materialized(), PlusSpec(key=key, relation=relation, attributes=attributes)
+            self._materialized(),
+            PlusSpec(key=key, relation=relation, attributes=attributes, values_read=reads(values)),
         )
 
     # -- row-preserving operators ---------------------------------------------------------
@@ -679,17 +682,23 @@ Values = str | Sequence[str] | None
 
 
 def chosen(columns: list[str], values: Values) -> tuple[str, ...]:
-    """The attribute names a relation's nodes keep: all columns, the listed ones, or none."""
+    """The attribute names a relation's nodes keep: all columns, the listed ones, or none. For
+    "read" all columns too, of which the JVM taps keep those the query reads (:func:`reads`)."""
     if values is None:
         return ()
-    if values == "all":
+    if values in ("all", "read"):
         return unique_names(columns)
     if isinstance(values, str):
-        raise ValueError(f'values must be "all", a list of columns or None, not {values!r}')
+        raise ValueError(f'values must be "read", "all", a list of columns or None, not {values!r}')
     missing = [v for v in values if v not in columns]
     if missing:
         raise ValueError(f"values {missing} are not columns of the relation ({columns})")
     return tuple(dict.fromkeys(values))
+
+
+def reads(values: Values) -> bool:
+    """Whether the policy ``values`` keeps only the columns the query reads ("read")."""
+    return isinstance(values, str) and values == "read"
 
 
 def unique_names(names: list[str]) -> tuple[str, ...]:

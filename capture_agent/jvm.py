@@ -67,7 +67,7 @@ __all__ = [
 ]
 
 ENV_JAR = ENV_CAPTURE_JAR  # read by capture_agent.settings
-PROTOCOL = 7  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
+PROTOCOL = 8  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
 # The pyspark versions (major, minor) the JVM taps are built and tested for, inclusive.
 SUPPORTED_SPARK = ((4, 0), (4, 3))
 _CLASS = "io.sparkprov.capture.Taps"
@@ -97,6 +97,7 @@ class TapPlan(TypedDict):
     pair_key: str  # members of a join's rows: that join's key
     rows_per_message: int
     max_text_bytes: int
+    values_read: bool  # keep only the attributes the query reads after the tap (values="read")
 
 
 # Exact types: BlackBoxSpec is a PlusSpec.
@@ -167,6 +168,7 @@ def plan_of(spec: TapSpec, ctx: TapContext, split: tuple[str, ...]) -> TapPlan:
         pair_key=str(getattr(spec, "pair_key", "")),
         rows_per_message=ctx.rows_per_message,
         max_text_bytes=limits.MAX_TEXT_BYTES,
+        values_read=spec.values_read,
     )
 
 
@@ -236,6 +238,9 @@ class JvmTaps:
         """``jar``: the capture jar's path where the job did not ship it (:func:`jar_path`)."""
         self.spark = spark
         self._taps = self._facade(spark, jar)
+        # values="read" (capture_agent.frame.chosen): the session's optimizer drops the values
+        # the query does not read from the taps, and so from the scans (once per session).
+        self._taps.pruneReadValues(spark._jsparkSession)
 
     @classmethod
     def _facade(cls, spark: SparkSession, jar: str) -> Any:

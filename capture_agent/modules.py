@@ -15,7 +15,15 @@ import hashlib
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from capture_agent.frame import TrackedFrame, Values, chosen, fresh, materialize, tracked_frame
+from capture_agent.frame import (
+    TrackedFrame,
+    Values,
+    chosen,
+    fresh,
+    materialize,
+    reads,
+    tracked_frame,
+)
 from capture_agent.openlineage import schema_fields
 from capture_agent.origin import internal_calls
 from capture_agent.taps import HIDDEN_PREFIX, ID, ModuleRowSpec, StateSpec
@@ -72,7 +80,13 @@ class Invocation:
     ) -> TrackedFrame:
         key = self._ctx.next_key(f"{self.key}:{role}:{relation}")
         attributes = chosen(frame.columns, values)
-        spec = ModuleRowSpec(key=key, relation=relation, attributes=attributes, module=self.node_id)
+        spec = ModuleRowSpec(
+            key=key,
+            relation=relation,
+            attributes=attributes,
+            module=self.node_id,
+            values_read=reads(values),
+        )
         out = fresh(frame, materialize(frame), spec)
         out.dag_node = self._ctx.dag.add(
             f"module_{role}",

@@ -26,7 +26,7 @@ from sparkprov.limits import check_name
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-    from capture_agent.frame import TrackedFrame
+    from capture_agent.frame import TrackedFrame, Values
     from capture_agent.session import ProvenanceSession
 
 __all__ = ["capture_plan"]
@@ -45,15 +45,16 @@ _JOIN_TYPES = {
 }
 
 
-def capture_plan(prov: ProvenanceSession, df: DataFrame) -> TrackedFrame:
-    """``df`` as a tracked frame with the same rows and columns, captured from its plan."""
+def capture_plan(prov: ProvenanceSession, df: DataFrame, values: Values = "read") -> TrackedFrame:
+    """``df`` as a tracked frame with the same rows and columns, captured from its plan; its
+    sources keep the values ``values`` says (``ProvenanceSession.source``)."""
     try:
         execution = df._jdf.queryExecution()
     except Exception as e:  # Spark Connect has no _jdf
         raise UnsupportedOperation(
             "this DataFrame", "plan capture needs classic (non-Connect) PySpark"
         ) from e
-    builder = _Builder(prov, df, _Names(execution.analyzed()))
+    builder = _Builder(prov, df, _Names(execution.analyzed()), values)
     plan = _optimized(df, execution.analyzed())
     frame, attributes = builder.build(plan)
     output = list(_seq(plan.output()))
@@ -125,8 +126,11 @@ class _Names:
 
 
 class _Builder:
-    def __init__(self, prov: ProvenanceSession, df: DataFrame, names: _Names) -> None:
+    def __init__(
+        self, prov: ProvenanceSession, df: DataFrame, names: _Names, values: Values
+    ) -> None:
         self._prov = prov
+        self._values = values
         self._spark = df.sparkSession
         jvm = self._spark._jvm
         assert jvm is not None  # classic PySpark (checked by capture_plan)
@@ -271,7 +275,7 @@ class _Builder:
         jdf = self._dataset(node)
         output = list(_seq(node.output()))
         relation = self._relation(self._names.of(node) or _path_name(node) or "relation")
-        frame = self._prov.source(DataFrame(jdf, self._spark), relation)
+        frame = self._prov.source(DataFrame(jdf, self._spark), relation, self._values)
         assert not isinstance(frame, PlainFrame)  # the session is enabled
         return frame, self._attributes(frame, len(output))
 

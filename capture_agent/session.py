@@ -22,7 +22,7 @@ from capture_agent.actions import ActionCapture
 from capture_agent.context import CaptureContext
 from capture_agent.emitters import Emitter, KafkaEmitter, NoopEmitter
 from capture_agent.errors import PublishError
-from capture_agent.frame import TrackedFrame, Values, chosen
+from capture_agent.frame import TrackedFrame, Values, chosen, reads
 from capture_agent.jvm import JvmTaps
 from capture_agent.modules import Invocation
 from capture_agent.openlineage import (
@@ -395,11 +395,13 @@ class ProvenanceSession:
 
     @internal_calls
     def source(
-        self, df: DataFrame, relation: str, values: Values = "all"
+        self, df: DataFrame, relation: str, values: Values = "read"
     ) -> TrackedFrame | PlainFrame:
         """Track ``df`` as source relation ``relation``: every row becomes a TOKEN node that keeps
-        the row's values (``values``: "all" columns, a list of columns, or None). Under the kill
-        switch: ``df`` itself, in a :class:`~capture_agent.passthrough.PlainFrame`."""
+        the row's values (``values``: "read", the columns the query reads, the default; "all"
+        columns; a list of columns; or None; docs/capture.md, "Value capture per relation").
+        Under the kill switch: ``df`` itself, in a
+        :class:`~capture_agent.passthrough.PlainFrame`."""
         from pyspark.sql import functions as F
 
         if not self.enabled:
@@ -432,7 +434,12 @@ class ProvenanceSession:
             self.capture.datasets.physical(relation, source_datasets(df), fields)
         if self.reuse is not None:
             self.reuse.register_source(relation, df)
-        spec = SourceSpec(key=key, relation=relation, attributes=chosen(df.columns, values))
+        spec = SourceSpec(
+            key=key,
+            relation=relation,
+            attributes=chosen(df.columns, values),
+            values_read=reads(values),
+        )
         frame = TrackedFrame(self.capture, tracked, spec, {"rowno": F.col(rowno)})
         frame.origin = key
         frame.dag_node = self.capture.dag.add(
@@ -441,17 +448,17 @@ class ProvenanceSession:
         return frame
 
     @internal_calls
-    def tracked(self, df: DataFrame) -> TrackedFrame | PlainFrame:
+    def tracked(self, df: DataFrame, values: Values = "read") -> TrackedFrame | PlainFrame:
         """Capture any DataFrame from its plan: SQL text over views or tables, or DataFrame code
         written without ``source``. Its leaves become sources named by their view or table, and
-        the plan is rebuilt with the tracked operators (capture_agent.plan_capture). An operator
-        that cannot be rebuilt raises :class:`UnsupportedOperation` naming it. Under the kill
-        switch: ``df`` itself."""
+        the plan is rebuilt with the tracked operators (capture_agent.plan_capture); ``values``
+        is the sources' values policy (as :meth:`source`'s). An operator that cannot be rebuilt
+        raises :class:`UnsupportedOperation` naming it. Under the kill switch: ``df`` itself."""
         if not self.enabled:
             return PlainFrame(df)
         from capture_agent.plan_capture import capture_plan
 
-        return capture_plan(self, df)
+        return capture_plan(self, df, values)
 
     def module(self, name: str) -> Invocation | PlainInvocation:
         """``with prov.module("dealer1") as m:`` -- one invocation of module ``name``."""

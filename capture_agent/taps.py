@@ -144,6 +144,9 @@ class TapSpec:
     key: str
     relation: str = ""
     attributes: tuple[str, ...] = ()
+    # values="read": the JVM taps keep only the attributes the query reads after the tap
+    # (io.sparkprov.capture.ValuesPruning); the Python taps keep them all.
+    values_read: bool = False
 
     def hidden_inputs(self) -> tuple[str, ...]:
         raise NotImplementedError

@@ -59,6 +59,11 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
     return new Tap(plan, sink, counts, slots.clone(), scales.clone());
   }
 
+  /** This tap keeping only the attributes {@code kept} (their names, in the plan's order). */
+  Tap keeping(java.util.List<String> kept) {
+    return new Tap(plan.keeping(kept), sink, counts);
+  }
+
   int[] scales() {
     return scales != null ? scales.clone() : new int[plan.width()];
   }

@@ -57,6 +57,38 @@ public final class TapExpression extends Expression implements Serializable {
     this.tap = tap;
   }
 
+  /** Whether this tap keeps only the attributes the query reads ({@link ValuesPruning}). */
+  boolean keepsReadValues() {
+    return tap.plan().valuesRead() && !tap.plan().attributes().isEmpty();
+  }
+
+  /** The tap's id inputs (its hidden columns), without the attribute values after them. */
+  List<Expression> idInputs() {
+    return inputs.subList(0, tap.plan().inputs().size());
+  }
+
+  /** Attribute {@code i}'s value expression. */
+  Expression attributeValue(int i) {
+    return inputs.get(tap.plan().attribute(i));
+  }
+
+  int attributeCount() {
+    return tap.plan().attributes().size();
+  }
+
+  /** This tap keeping only the attributes whose {@code keep} flag is set: this one if all are. */
+  TapExpression keeping(boolean[] keep) {
+    List<String> names = new ArrayList<>();
+    List<Expression> kept = new ArrayList<>(idInputs());
+    for (int i = 0; i < keep.length; i++) {
+      if (keep[i]) {
+        names.add(tap.plan().attributes().get(i));
+        kept.add(attributeValue(i));
+      }
+    }
+    return kept.size() == inputs.size() ? this : new TapExpression(kept, tap.keeping(names));
+  }
+
   @Override
   public Seq<Expression> children() {
     return scalaSeq(inputs);

@@ -23,6 +23,9 @@ import java.util.List;
  *     those of the join whose rows the members are, or the one source whose rows they are
  * @param pairKey a member tap's over a join's rows: the join's key (its inputs "left" and
  *     "right" hold the pairs), else ""
+ * @param valuesRead the relation keeps only the attributes the query reads after the tap
+ *     ({@code values="read"}): {@link ValuesPruning} drops the others from the optimized plan,
+ *     so the scan does not read them for the tap alone
  */
 @JsonIgnoreProperties(ignoreUnknown = false)
 public record TapPlan(
@@ -45,7 +48,8 @@ public record TapPlan(
     @JsonProperty("origins") List<String> origins,
     @JsonProperty("pair_key") String pairKey,
     @JsonProperty("rows_per_message") int rowsPerMessage,
-    @JsonProperty("max_text_bytes") int maxTextBytes)
+    @JsonProperty("max_text_bytes") int maxTextBytes,
+    @JsonProperty("values_read") boolean valuesRead)
     implements Serializable {
 
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -58,6 +62,16 @@ public record TapPlan(
       throw new IllegalArgumentException("tap " + key + ": rows_per_message must be positive");
     }
     Emission.Kind.of(kind); // refuses an unknown kind here, on the driver
+  }
+
+  /** This plan keeping only {@code kept} of its attributes (in their order). */
+  TapPlan keeping(List<String> kept) {
+    if (!attributes.containsAll(kept)) {
+      throw new IllegalArgumentException("tap " + key + " has no attributes " + kept);
+    }
+    return new TapPlan(kind, key, runId, workflow, relation, List.copyOf(kept), inputs, inputTypes,
+        split, label, module, functions, groupKey, delta, aggregates, salts, origins, pairKey,
+        rowsPerMessage, maxTextBytes, valuesRead);
   }
 
   public static TapPlan parse(String json) {

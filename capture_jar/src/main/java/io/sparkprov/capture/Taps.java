@@ -21,7 +21,7 @@ import org.apache.spark.sql.types.DataTypes;
  */
 public final class Taps {
   /** The tap protocol this jar speaks; capture_agent/jvm.py refuses a jar of another. */
-  public static final int PROTOCOL = 7;
+  public static final int PROTOCOL = 8;
 
   public Taps() {}
 
@@ -119,6 +119,14 @@ public final class Taps {
       }
     }
     return out.toArray(new Column[0]);
+  }
+
+  /**
+   * Installs {@link ValuesPruning} in {@code session}'s optimizer (once): taps of relations that
+   * keep the values the query reads keep no others. Since protocol 8.
+   */
+  public void pruneReadValues(org.apache.spark.sql.classic.SparkSession session) {
+    ValuesPruning.install(session.experimental());
   }
 
   /** A node id: {@code xxhash64(lit(run), lit(key), columns...)}, computed cheaper. */

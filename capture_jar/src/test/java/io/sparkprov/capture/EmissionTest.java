@@ -25,7 +25,7 @@ class EmissionTest {
   private static TapPlan plan(String kind, List<String> inputs, List<String> types,
       List<String> attributes, List<Long> salts, List<String> origins) {
     return new TapPlan(kind, "k#1", "run", "wf", "R", attributes, inputs, types, List.of("main"),
-        "", 0, List.of(), "", false, 0, salts, origins, "", 4, 16);
+        "", 0, List.of(), "", false, 0, salts, origins, "", 4, 16, false);
   }
 
   /** An id array column as the codegen tap sees it: Spark's internal array. */
@@ -155,7 +155,7 @@ class EmissionTest {
     TapPlan overJoin = new TapPlan("member", "g#1:members", "run", "wf", "", List.of(),
         List.of("id", "group", "left", "right"), List.of("id", "id", "id", "id"),
         List.of("main"), "", 0, List.of(), "g#1", true, 0, List.of(), List.of("source:A#0", ""),
-        "join#2", 4, 16);
+        "join#2", 4, 16, false);
     long joinSeed = NodeIds.seed("run", "join#2");
     long mask = NodeIds.seed("run", "source:A#0");
     long id = XXH64.hashLong(3L, XXH64.hashLong(7L ^ mask, joinSeed));
@@ -174,7 +174,7 @@ class EmissionTest {
 
     TapPlan overSource = new TapPlan("member", "g#1:members", "run", "wf", "", List.of(),
         List.of("id", "group"), List.of("id", "id"), List.of("main"), "", 0, List.of(), "g#1",
-        true, 0, List.of(), List.of("source:A#0"), "", 4, 16);
+        true, 0, List.of(), List.of("source:A#0"), "", 4, 16, false);
     Chunk tokens = new Chunk(overSource);
     tokens.add(row(12L ^ mask, 99L));
     Wire.MemberBlock t = Emission.of(overSource, tokens).members().get(0);
@@ -247,7 +247,7 @@ class EmissionTest {
   void aValueOverTheLimitTravelsTruncatedAndMarked() {
     TapPlan source = new TapPlan("source", "k#1", "run", "wf", "R", List.of("name"),
         List.of("id", "rowno"), List.of("id", "id"), List.of("main"), "", 0, List.of(), "", false,
-        0, List.of(), List.of(), "", 4, 40);
+        0, List.of(), List.of(), "", 4, 40, false);
     Chunk chunk = new Chunk(source);
     chunk.add(row(10L, 0L, "x".repeat(100)));
     chunk.add(row(11L, 1L, "short"));
@@ -263,7 +263,7 @@ class EmissionTest {
   void aPlanLabelOverTheLimitIsRefused() {
     TapPlan box = new TapPlan("black_box", "k#1", "run", "wf", "R", List.of(),
         List.of("id", "parent"), List.of("id", "id"), List.of("main"), "f".repeat(50), 0,
-        List.of(), "", false, 0, List.of(), List.of(), "", 4, 40);
+        List.of(), "", false, 0, List.of(), List.of(), "", 4, 40, false);
     Chunk chunk = new Chunk(box);
     chunk.add(row(10L, 1L));
     IllegalArgumentException e =

@@ -14,7 +14,7 @@ class TapTest {
   @Test
   void aTapTravelsWithItsTask() throws Exception {
     TapPlan plan = new TapPlan("source", "k#1", "run", "wf", "R", List.of(), List.of("id"),
-        List.of("id"), List.of("main"), "", 0, List.of(), "", false, 0, List.of(), List.of(), "", 4, 16);
+        List.of("id"), List.of("main"), "", 0, List.of(), "", false, 0, List.of(), List.of(), "", 4, 16, false);
     Tap tap = new Tap(plan, new DiscardSink("ENCODE"), null);
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {

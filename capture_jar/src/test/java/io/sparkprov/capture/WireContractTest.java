@@ -217,7 +217,7 @@ class WireContractTest {
     }
     return new TapPlan("source", "Orders#" + random.nextInt(9), "run-" + random.nextInt(99),
         random.nextInt(5) == 0 ? "" : "wf-é", "R", List.of(), List.of(), List.of(), split, "", 0,
-        List.of(), "", false, 0, List.of(), List.of(), "", 16, 64);
+        List.of(), "", false, 0, List.of(), List.of(), "", 16, 64, false);
   }
 
   private static Wire.NodeBlock nodeBlock(Random random) {
