@@ -1,14 +1,15 @@
 """What kept values cost: the 22 TPC-H queries one by one, plain and captured, per values policy.
 
-    python -m bench.tpch_values [--sf 0.1] [--values all,none]
+    python -m bench.tpch_values [--sf 0.1] [--values read,all,none]
 
 Each query runs plain (the kill switch) then captured, once, over sources tracked with the
-policy (``values="all"``: every column; ``none``: no values, the rows still identified), after
-one untimed captured pass over all 22. The emitter is a no-op: the taps build and encode every
-message and send nothing, so the times say what Spark and the taps cost, not Kafka
-(``bench.capture_overhead`` measures with Kafka). To compare two builds of the capture jar, run
-it twice with ``SPARKPROV_CAPTURE_JAR`` pointing at each. Prints each query's times and ratio and
-the totals; writes bench/results/tpch_values-<timestamp>.json with the load averages.
+policy (``read``, the sources' default: the columns the query reads; ``all``: every column;
+``none``: no values, the rows still identified), after one untimed captured pass over all 22.
+The emitter is a no-op: the taps build and encode every message and send nothing, so the times say
+what Spark and the taps cost, not Kafka (``bench.capture_overhead`` measures with Kafka). To compare
+two builds of the capture jar, run it twice with ``SPARKPROV_CAPTURE_JAR`` pointing at each. Prints
+each query's times and ratio and the totals; writes bench/results/tpch_values-<timestamp>.json with
+the load averages.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def _timed(
     from capture_agent.emitters import NoopEmitter
 
     with ProvenanceSession(spark, "tpch-values", emitter=NoopEmitter(), enabled=enabled) as prov:
-        kept = "all" if values == "all" else None
+        kept = None if values == "none" else values
         sources = {n: prov.source(spark.read.parquet(p), n, values=kept) for n, p in paths.items()}
         started = time.perf_counter()
         query(sources).collect()
@@ -49,7 +50,9 @@ def _timed(
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sf", type=float, default=0.1)
-    parser.add_argument("--values", default="all", help="policies, comma-separated: all, none")
+    parser.add_argument(
+        "--values", default="read,all,none", help="policies, comma-separated: read, all, none"
+    )
     parser.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "sparkprov-bench"))
     args = parser.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -679,6 +679,8 @@ def visible_then_id(df: DataFrame) -> DataFrame:
 
 
 Values = str | Sequence[str] | None
+# ProvenanceSession.source's and .tracked's default: the session's own policy (its ``values``).
+SESSION_VALUES = "session"
 
 
 def chosen(columns: list[str], values: Values) -> tuple[str, ...]:

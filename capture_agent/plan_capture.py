@@ -45,7 +45,7 @@ _JOIN_TYPES = {
 }
 
 
-def capture_plan(prov: ProvenanceSession, df: DataFrame, values: Values = "read") -> TrackedFrame:
+def capture_plan(prov: ProvenanceSession, df: DataFrame, values: Values) -> TrackedFrame:
     """``df`` as a tracked frame with the same rows and columns, captured from its plan; its
     sources keep the values ``values`` says (``ProvenanceSession.source``)."""
     try:

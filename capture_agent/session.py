@@ -22,7 +22,7 @@ from capture_agent.actions import ActionCapture
 from capture_agent.context import CaptureContext
 from capture_agent.emitters import Emitter, KafkaEmitter, NoopEmitter
 from capture_agent.errors import PublishError
-from capture_agent.frame import TrackedFrame, Values, chosen, reads
+from capture_agent.frame import SESSION_VALUES, TrackedFrame, Values, chosen, reads
 from capture_agent.jvm import JvmTaps
 from capture_agent.modules import Invocation
 from capture_agent.openlineage import (
@@ -132,6 +132,10 @@ class ProvenanceSession:
     DataFrame (from ``spark.sql`` text, DataFrame calls, or both) runs captured from its plan,
     its result named ``result<N>`` or by the path or table it is written to
     (capture_agent.actions). :meth:`tracked` does the same for one DataFrame.
+
+    ``values``: the sources' values policy where :meth:`source` or :meth:`tracked` do not say
+    one: ``"read"`` (the default: the columns each query reads), ``"all"``, a list of columns or
+    ``None`` (docs/capture.md, "Value capture per relation").
     """
 
     def __init__(
@@ -155,9 +159,13 @@ class ProvenanceSession:
         results_path: str | os.PathLike[str] | None = None,
         settings: CaptureSettings | None = None,
         actions: bool = False,
+        values: Values = "read",
     ) -> None:
         if not workflow:
             raise ValueError("workflow must be a non-empty name")
+        if isinstance(values, str):
+            chosen([], values)  # an unknown policy is refused here, by name
+        self.values = values
         # Names travel in every event and Neo4j indexes them: refused here, before any work,
         # rather than in a task (sparkprov.limits; LimitExceeded is a ValueError).
         check_name("workflow", workflow)
@@ -395,11 +403,12 @@ class ProvenanceSession:
 
     @internal_calls
     def source(
-        self, df: DataFrame, relation: str, values: Values = "read"
+        self, df: DataFrame, relation: str, values: Values = SESSION_VALUES
     ) -> TrackedFrame | PlainFrame:
         """Track ``df`` as source relation ``relation``: every row becomes a TOKEN node that keeps
-        the row's values (``values``: "read", the columns the query reads, the default; "all"
-        columns; a list of columns; or None; docs/capture.md, "Value capture per relation").
+        the row's values (``values``: "read", the columns the query reads; "all" columns; a list
+        of columns; None; or, by default, the session's policy: docs/capture.md, "Value capture
+        per relation").
         Under the kill switch: ``df`` itself, in a
         :class:`~capture_agent.passthrough.PlainFrame`."""
         from pyspark.sql import functions as F
@@ -412,6 +421,8 @@ class ProvenanceSession:
         reserved = [c for c in df.columns if c.startswith(HIDDEN_PREFIX)]
         if reserved:
             raise ValueError(f"columns {reserved} use the prefix reserved for provenance")
+        if values == SESSION_VALUES:
+            values = self.values
         key = self.capture.next_key(f"source:{relation}")
         rowno = HIDDEN_PREFIX + "rowno"
         # The row's file and row index where Spark gives them (capture_agent.sources), else its
@@ -448,7 +459,7 @@ class ProvenanceSession:
         return frame
 
     @internal_calls
-    def tracked(self, df: DataFrame, values: Values = "read") -> TrackedFrame | PlainFrame:
+    def tracked(self, df: DataFrame, values: Values = SESSION_VALUES) -> TrackedFrame | PlainFrame:
         """Capture any DataFrame from its plan: SQL text over views or tables, or DataFrame code
         written without ``source``. Its leaves become sources named by their view or table, and
         the plan is rebuilt with the tracked operators (capture_agent.plan_capture); ``values``

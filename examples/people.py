@@ -29,7 +29,9 @@ def run_workflow(spark: object, path: Path = DATA) -> tuple[str, list[object]]:
     """Runs the workflow under capture; returns the run id and the AvgAge rows."""
     people = spark.read.csv(str(path), header=True, inferSchema=True)  # type: ignore[attr-defined]
     with ProvenanceSession(spark, workflow="people") as prov:  # type: ignore[arg-type]
-        person1 = prov.source(people, "Person1")
+        # Every column, read by the workflow or not (the default, "read", keeps Age and City):
+        # the trace below shows each person by name.
+        person1 = prov.source(people, "Person1", values="all")
         person2 = person1.filter(F.col("Age") >= 25).named("Person2")
         avg_age = person2.groupBy("City").agg(F.avg("Age").alias("Age")).named("AvgAge")
         rows = avg_age.collect()

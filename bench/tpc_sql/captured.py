@@ -72,7 +72,9 @@ def capture_query(spark: Any, benchmark: str, number: int, sampled: int) -> Capt
     started = time.monotonic()
     try:
         with ProvenanceSession(spark, f"{benchmark}-q{number}", emitter=emitter) as prov:
-            out = prov.tracked(spark.sql(sql)).named("Out")
+            # values="all": the oracle restricts each view to its witness rows by their whole
+            # values (bench/tpc_sql/oracle.py); "read" keeps only the columns the query reads.
+            out = prov.tracked(spark.sql(sql), values="all").named("Out")
             columns, captured = out.columns, texts(out.df)
         # After the block: the run's end waits for the query's jobs that outlive the action.
         emitted = prov.counts()

@@ -1,7 +1,11 @@
 """Distinct aggregates (count(DISTINCT x), sum(DISTINCT x)...) are captured as their definition:
 the distinct (keys, inputs) rows, a DELTA node each, aggregated plainly. Checked through the
 in-memory emitter (no broker): results equal Spark's, and each group's lineage holds exactly
-its input rows."""
+its input rows.
+
+Its sessions keep every source column (values="all"): the tests find source rows by values
+the queries need not read.
+"""
 
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ def test_count_distinct_is_captured_over_the_distinct_rows(spark) -> None:  # ty
         .collect()
     )
     emitter = MemoryEmitter(spark)
-    with ProvenanceSession(spark, "distinct", emitter=emitter) as prov:
+    with ProvenanceSession(spark, "distinct", values="all", emitter=emitter) as prov:
         rows = prov.source(df, "Rows")
         out = rows.groupBy("k").agg(
             F.countDistinct("x").alias("n"), F.sum_distinct(F.col("x")).alias("s")
@@ -64,7 +68,7 @@ def test_count_distinct_is_captured_over_the_distinct_rows(spark) -> None:  # ty
 def test_count_distinct_of_two_columns_counts_rows_without_nulls(spark) -> None:  # type: ignore[no-untyped-def]
     df = spark.createDataFrame(ROWS, "pid long, k string, x long, y long")
     plain = sorted(tuple(r) for r in df.groupBy("k").agg(F.countDistinct("x", "y")).collect())
-    with ProvenanceSession(spark, "distinct2", emitter=MemoryEmitter(spark)) as prov:
+    with ProvenanceSession(spark, "distinct2", values="all", emitter=MemoryEmitter(spark)) as prov:
         out = prov.source(df, "Rows").groupBy("k").agg(F.countDistinct("x", "y"))
         assert sorted(tuple(r) for r in out.collect()) == plain
         assert out.columns == df.groupBy("k").agg(F.countDistinct("x", "y")).columns
@@ -84,7 +88,7 @@ def test_distinct_beside_plain_aggregates_is_a_join_of_one_grouping_per_kind(spa
 
     plain = sorted(map(repr, shape(df).collect()))
     emitter = MemoryEmitter(spark)
-    with ProvenanceSession(spark, "distinct3", emitter=emitter) as prov:
+    with ProvenanceSession(spark, "distinct3", values="all", emitter=emitter) as prov:
         out = shape(prov.source(df, "Rows")).named("Out")
         assert out.columns == shape(df).columns
         assert sorted(map(repr, out.collect())) == plain
@@ -109,7 +113,7 @@ def test_distinct_beside_plain_aggregates_is_a_join_of_one_grouping_per_kind(spa
 
 def test_one_column_mixing_distinct_and_plain_is_refused_by_name(spark) -> None:  # type: ignore[no-untyped-def]
     df = spark.createDataFrame(ROWS, "pid long, k string, x long, y long")
-    with ProvenanceSession(spark, "distinct4", emitter=MemoryEmitter(spark)) as prov:
+    with ProvenanceSession(spark, "distinct4", values="all", emitter=MemoryEmitter(spark)) as prov:
         rows = prov.source(df, "Rows")
         with pytest.raises(UnsupportedOperation, match="mixes distinct and plain aggregates"):
             rows.groupBy("k").agg((F.countDistinct("x") + F.sum("y")).alias("m"))
@@ -146,7 +150,7 @@ def test_columns_computed_on_aggregates_are_captured(spark) -> None:  # type: ig
 
     plain = sorted(map(repr, shape(df).collect()))
     emitter = MemoryEmitter(spark)
-    with ProvenanceSession(spark, "composite", emitter=emitter) as prov:
+    with ProvenanceSession(spark, "composite", values="all", emitter=emitter) as prov:
         out = shape(prov.source(df, "Rows"))
         assert out.columns == shape(df).columns
         assert sorted(map(repr, out.named("Out").collect())) == plain
@@ -169,6 +173,6 @@ def test_a_column_computed_on_a_distinct_aggregate_is_captured(spark) -> None:  
     def shape(f):  # type: ignore[no-untyped-def]
         return f.groupBy("k").agg((F.countDistinct("x") + 1).alias("kinds"))
 
-    with ProvenanceSession(spark, "composite2", emitter=MemoryEmitter(spark)) as prov:
+    with ProvenanceSession(spark, "composite2", values="all", emitter=MemoryEmitter(spark)) as prov:
         got = sorted(map(repr, shape(prov.source(df, "Rows")).collect()))
     assert got == sorted(map(repr, shape(df).collect()))

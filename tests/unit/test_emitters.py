@@ -1,5 +1,9 @@
 """The emission seam (capture_agent.emitters): a captured job's lineage through the in-memory
-emitter, no broker; the kill switch; the emitters' contract."""
+emitter, no broker; the kill switch; the emitters' contract.
+
+Its sessions keep every source column (values="all"): the tests find source rows by values
+the queries need not read.
+"""
 
 from __future__ import annotations
 
@@ -38,7 +42,7 @@ def _pipeline(prov: ProvenanceSession, spark: SparkSession) -> list[tuple[Any, .
 
 def test_a_captured_job_through_the_memory_emitter_gives_the_whole_graph(spark) -> None:  # type: ignore[no-untyped-def]
     emitter = MemoryEmitter(spark)
-    with ProvenanceSession(spark, "emitters", emitter=emitter) as prov:
+    with ProvenanceSession(spark, "emitters", values="all", emitter=emitter) as prov:
         rows = _pipeline(prov, spark)
     emitted = prov.counts()
     assert rows == [("east", 70), ("west", 75)]
@@ -106,7 +110,7 @@ def test_a_projection_after_an_operator_leaves_its_fresh_rows_to_be_named(spark)
     """join -> withColumn -> select -> named: the join's TIMES rows carry the name and the
     projected values (no PLUS per row); groupBy -> withColumn -> named: the DELTA rows do."""
     emitter = MemoryEmitter(spark)
-    with ProvenanceSession(spark, "named-after-projection", emitter=emitter) as prov:
+    with ProvenanceSession(spark, "named-after-projection", values="all", emitter=emitter) as prov:
         people = prov.source(
             spark.createDataFrame(PEOPLE, ["pid", "name", "age", "city"]), "People"
         )
@@ -174,7 +178,7 @@ def test_the_run_marker_waits_for_the_runs_jobs_that_still_run(spark) -> None:  
 
     emitter = MemoryEmitter(spark)
     tracker = spark.sparkContext.statusTracker()
-    with ProvenanceSession(spark, "emitters", emitter=emitter) as prov:
+    with ProvenanceSession(spark, "emitters", values="all", emitter=emitter) as prov:
         rows = spark.range(4, numPartitions=2).filter(slow(F.col("id")))
         late = prov.source(rows, "Late").named("LateOut")
         worker = InheritableThread(target=late.collect)  # the run's job tag goes along

@@ -2,6 +2,9 @@
 (capture_agent.taps): for every kind of capture point, the same job captured both ways emits the
 same nodes (ids, ops, labels, values, attributes, splits), the same edges and the same counts.
 Both emit through the in-memory emitter: no broker. Also the plan contract and the loading checks.
+
+Its sessions keep every source column (values="all"): the Python taps, the reference, keep
+every column under "read".
 """
 
 from __future__ import annotations
@@ -38,7 +41,13 @@ SPARK_CONF = {
 def _captured(spark: SparkSession, capture: str, job: Job) -> tuple[list[Any], Any, Any, Any]:
     emitter = MemoryEmitter(spark)
     with ProvenanceSession(
-        spark, "jvm-taps", emitter=emitter, capture=capture, run_id="same-run", rows_per_message=3
+        spark,
+        "jvm-taps",
+        values="all",
+        emitter=emitter,
+        capture=capture,
+        run_id="same-run",
+        rows_per_message=3,
     ) as prov:
         rows = job(prov, spark)
     counts = prov.counts()
@@ -205,7 +214,7 @@ def test_numbers_travel_as_numbers(spark) -> None:  # type: ignore[no-untyped-de
     chunk's doubles are all short decimals, as .decimals with their scale (schema version 4), a
     date as .dates and a decimal as .unscaled with its scale (schema version 5)."""
     emitter = MemoryEmitter(spark)
-    with ProvenanceSession(spark, "jvm-taps", emitter=emitter, capture="jvm") as prov:
+    with ProvenanceSession(spark, "jvm-taps", values="all", emitter=emitter, capture="jvm") as prov:
         _typed(prov, spark).groupBy("ok").agg(F.sum("d"), F.max("k")).collect()
         prices = spark.createDataFrame([(52.3,), (1.25,), (None,)], "price double")
         prov.source(prices.coalesce(1), "Prices").collect()  # one chunk
@@ -261,7 +270,7 @@ def test_source_and_join_ids_travel_as_their_inputs(spark) -> None:  # type: ign
     ids (lineage.proto's DerivedIds): the comparisons above hold over these derived ids."""
     emitter = MemoryEmitter(spark)
     with ProvenanceSession(
-        spark, "jvm-taps", emitter=emitter, capture="jvm", rows_per_message=3
+        spark, "jvm-taps", values="all", emitter=emitter, capture="jvm", rows_per_message=3
     ) as prov:
         _people(prov, spark).join(_depts(prov, spark), "city", "full").collect()
     blocks = []
@@ -304,7 +313,7 @@ def test_members_of_joined_or_source_rows_travel_as_positions(spark) -> None:  #
     _same_both_ways(spark, job)
     emitter = MemoryEmitter(spark)
     with ProvenanceSession(
-        spark, "jvm-taps", emitter=emitter, capture="jvm", rows_per_message=3
+        spark, "jvm-taps", values="all", emitter=emitter, capture="jvm", rows_per_message=3
     ) as prov:
         job(prov, spark)
     forms = Counter()
@@ -368,7 +377,7 @@ def test_named_rows_travel_as_their_parents(spark) -> None:  # type: ignore[no-u
     assert sum(1 for n in nodes.values() if n["op"] == "PLUS") == len(PEOPLE) - 1
     emitter = MemoryEmitter(spark)
     with ProvenanceSession(
-        spark, "jvm-taps", emitter=emitter, capture="jvm", rows_per_message=3
+        spark, "jvm-taps", values="all", emitter=emitter, capture="jvm", rows_per_message=3
     ) as prov:
         job(prov, spark)
     pluses = []
@@ -498,7 +507,9 @@ def test_memory_emitter_values_are_the_messages_values_in_order(
 
     monkeypatch.setattr(emitters, "_COLLECTED_PER_CALL", 4)
     emitter = MemoryEmitter(spark)
-    with ProvenanceSession(spark, "values", emitter=emitter, rows_per_message=3) as prov:
+    with ProvenanceSession(
+        spark, "values", values="all", emitter=emitter, rows_per_message=3
+    ) as prov:
         df = spark.range(0, 40, 1, 2).withColumn("k", F.col("id") % 3)
         prov.source(df, "T").groupBy("k").agg(F.sum("id").alias("s")).named("S").collect()
     expected = [value for _, value in emitter.messages()]

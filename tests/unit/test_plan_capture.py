@@ -1,6 +1,10 @@
 """Capture from the plan (capture_agent.plan_capture): SQL text over views, rebuilt with the
 tracked operators. Results equal the plain query's; each output row's lineage reaches exactly
-the input rows that made it; what cannot be rebuilt is refused by name."""
+the input rows that made it; what cannot be rebuilt is refused by name.
+
+Its sessions keep every source column (values="all"): the tests find source rows by values
+the queries need not read.
+"""
 
 from __future__ import annotations
 
@@ -102,7 +106,7 @@ def test_a_captured_query_gives_the_plain_result(views, name: str) -> None:  # t
     plain = spark.sql(QUERIES[name])
     expected = sorted(map(tuple, plain.collect()), key=repr)
     emitter = MemoryEmitter(spark)
-    with ProvenanceSession(spark, "plan-capture", emitter=emitter) as prov:
+    with ProvenanceSession(spark, "plan-capture", values="all", emitter=emitter) as prov:
         tracked = prov.tracked(spark.sql(QUERIES[name]))
         assert tracked.columns == plain.columns
         rows = tracked.named("Out").collect()
@@ -119,7 +123,9 @@ def _captured(spark, query: str, relation: str, column: str):  # type: ignore[no
     """The graph ``query`` emits with its result named ``relation``, and the result's nodes by
     their ``column`` value."""
     emitter = MemoryEmitter(spark)
-    with ProvenanceSession(spark, f"plan-capture-{relation}", emitter=emitter) as prov:
+    with ProvenanceSession(
+        spark, f"plan-capture-{relation}", values="all", emitter=emitter
+    ) as prov:
         prov.tracked(spark.sql(QUERIES[query])).named(relation).collect()
     nodes, graph = emitted_graph(emitter)
     rows = {

@@ -3,7 +3,11 @@ io.sparkprov.capture.SourcePosition): a parquet source's rows get the same TOKEN
 however Spark splits the files, the label's numbers are the file's ordinal and the row's index
 in it, both capture paths and both of Spark's evaluation paths agree, a source Spark gives no row
 index for keeps the partition and offset, and the run marker lists each source's files. Through
-the in-memory emitter: no broker."""
+the in-memory emitter: no broker.
+
+Its sessions keep every source column (values="all"): the tests find source rows by values
+the queries need not read.
+"""
 
 from __future__ import annotations
 
@@ -44,7 +48,7 @@ def _tokens(
     try:
         emitter = MemoryEmitter(spark)
         with ProvenanceSession(
-            spark, "positions", emitter=emitter, capture=capture, run_id="same-run"
+            spark, "positions", values="all", emitter=emitter, capture=capture, run_id="same-run"
         ) as prov:
             read = spark.read.parquet(path)
             read = read.repartition(7).sortWithinPartitions("cust") if shuffled else read
@@ -126,7 +130,7 @@ def test_both_capture_paths_and_both_evaluation_paths_agree(
 def test_partition_positions_when_the_session_says_so(spark: SparkSession, orders: str) -> None:
     emitter = MemoryEmitter(spark)
     with ProvenanceSession(
-        spark, "positions", emitter=emitter, source_positions="partition"
+        spark, "positions", values="all", emitter=emitter, source_positions="partition"
     ) as prov:
         prov.source(spark.read.parquet(orders), "Orders").named("Out").collect()
     events = [decode(v) for _, v in emitter.messages()]
@@ -147,7 +151,7 @@ def test_sources_without_a_row_index_keep_partition_and_offset(
     spark: SparkSession, orders: str, tmp_path: Path
 ) -> None:
     emitter = MemoryEmitter(spark)
-    with ProvenanceSession(spark, "positions", emitter=emitter) as prov:
+    with ProvenanceSession(spark, "positions", values="all", emitter=emitter) as prov:
         parquet = spark.read.parquet(orders)
         assert file_positions(prov.capture, parquet.filter("oid > 3").select("amt")) is not None
         assert file_positions(prov.capture, parquet.sample(False, 0.5, seed=1)) is not None
@@ -189,7 +193,7 @@ def test_sql_over_files_is_positioned_and_named_by_its_path(
     )
     spark.read.parquet(orders).createOrReplaceTempView("orders_view")
     emitter = MemoryEmitter(spark)
-    with ProvenanceSession(spark, "positions", emitter=emitter) as prov:
+    with ProvenanceSession(spark, "positions", values="all", emitter=emitter) as prov:
         query = spark.sql("SELECT cust, count(*) AS n FROM orders_view GROUP BY cust").join(
             spark.read.parquet(str(folder)), "cust"
         )
