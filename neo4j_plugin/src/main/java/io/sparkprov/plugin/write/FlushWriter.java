@@ -189,6 +189,8 @@ final class FlushWriter {
         if (differs(n, block.run(), block.op(), label, relation, block.shared())) {
           conflicts.computeIfAbsent(block.run(), r -> new ArrayList<>())
               .add(new Conflict(position, id));
+        } else {
+          addMissingAttributes(n, block, i);
         }
         continue;
       }
@@ -196,6 +198,21 @@ final class FlushWriter {
       fill(n, block, i, label, splitPath);
       if (!block.shared()) {
         counts.nodes++;
+      }
+    }
+  }
+
+  /**
+   * A node stored before, sent again with attributes it lacks, gets them; those it has keep
+   * their stored values. Two actions of a run may keep different columns of the same source
+   * row (the values policy "read": the columns each query reads), so a source row keeps the
+   * union of what its run read; an at-least-once duplicate adds nothing.
+   */
+  private static void addMissingAttributes(Node n, NodeBlock block, int i) {
+    for (int a = 0; a < block.attributeNames().size(); a++) {
+      String key = "a_" + block.attributeNames().get(a);
+      if (!block.isNull(a, i) && !n.hasProperty(key)) {
+        n.setProperty(key, block.attributeValues().get(a).get(i));
       }
     }
   }

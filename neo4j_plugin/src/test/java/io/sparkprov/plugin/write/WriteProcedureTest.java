@@ -118,6 +118,38 @@ class WriteProcedureTest {
     assertEquals(3L, count("MATCH (c:Component) RETURN c.size"));
   }
 
+  /** A TOKEN block of node 5 keeping {@code attributes} (name to value; "" for a null). */
+  private static Map<String, Object> tokenWith(Map<String, String> attributes) {
+    Map<String, Object> block = new HashMap<>(nodes("TOKEN", List.of(5L)));
+    List<String> names = new ArrayList<>(attributes.keySet());
+    List<List<String>> values = new ArrayList<>();
+    List<List<Long>> nulls = new ArrayList<>();
+    for (String name : names) {
+      String value = attributes.get(name);
+      values.add(List.of(value));
+      nulls.add(value.isEmpty() ? List.of(0L) : List.of());
+    }
+    block.put("attribute_names", names);
+    block.put("attribute_values", values);
+    block.put("null_rows", nulls);
+    return block;
+  }
+
+  @Test
+  void aNodeSentAgainWithMoreAttributesGetsThoseItLacks() {
+    // Two actions of a run read different columns of one source row (values="read").
+    neo4j.write(List.of(tokenWith(Map.of("k", "1", "x", ""))), List.of(), THETA);
+    List<Map<String, Object>> again = neo4j.write(
+        List.of(tokenWith(Map.of("k", "9", "x", "7", "y", "2"))), List.of(), THETA);
+
+    assertEquals(0L, again.get(0).get("nodes")); // stored before: not counted again
+    assertEquals(List.of(), again.get(0).get("conflict_ids"));
+    assertEquals("1", prop(5, "a_k")); // the stored value stays
+    assertEquals("7", prop(5, "a_x")); // null when first stored, now known
+    assertEquals("2", prop(5, "a_y")); // not kept the first time
+    assertEquals(1L, count("MATCH (n:Node) RETURN count(n)"));
+  }
+
   @Test
   void aPlaceholderBecomesTheNodeWhenItsRecordArrives() {
     // The edge arrives first: both ends are placeholders, pending for the edge's run.
