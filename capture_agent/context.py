@@ -209,6 +209,10 @@ class CaptureContext:
         plan = plan_of(spec, self.tap, split)
         return self.jvm.column(plan, self._jvm_sink, self._jvm_counts, inputs)
 
+    def select(self, df: DataFrame, items: list[Column | str]) -> DataFrame:
+        """``df.select(*items)``, in fewer py4j calls through the JVM taps where loaded."""
+        return df.select(*items) if self.jvm is None else self.jvm.select(df, items)
+
     def apply_tap(
         self,
         df: DataFrame,
@@ -235,8 +239,10 @@ class CaptureContext:
             df = df.toDF(*[c if c.startswith(HIDDEN_PREFIX) else next(numbered) for c in original])
         for i, name in enumerate(spec.attributes):
             # The JVM taps take a number as it is and cast any other type to text themselves.
-            value = F.col(f"`{name}`")
-            fields.append(value if self.jvm is not None else value.cast("string").alias(f"a{i}"))
+            if self.jvm is not None:
+                fields.append(self.jvm.col(f"`{name}`"))
+            else:
+                fields.append(F.col(f"`{name}`").cast("string").alias(f"a{i}"))
         path = self.split_for(spec.relation) if split is None else split
         if self.jvm is not None:
             tap = self._jvm_tap(spec, path, fields)

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
     from capture_agent.context import CaptureContext
     from capture_agent.grouping import TrackedGroupedData
+    from capture_agent.jvm import JvmList, JvmTaps
 
 __all__ = [
     "TrackedFrame",
@@ -332,7 +333,7 @@ class TrackedFrame:
                 if isinstance(c, str):
                     _check_name(c)
                 expanded.append(c)
-        return self._project(lambda df: df.select(*expanded, *_hidden(df)), "select")
+        return self._project(lambda df: self._ctx.select(df, [*expanded, *_hidden(df)]), "select")
 
     @recorded("project", lambda self, *exprs: _projection_params(self, list(exprs)))
     def selectExpr(self, *exprs: str) -> TrackedFrame:  # noqa: N802 - Spark's name
@@ -749,12 +750,10 @@ def materialize_with_origin(frame: TrackedFrame) -> tuple[DataFrame, JoinSpec | 
     return kept, pending, ""
 
 
-def visible_attributes(frame: TrackedFrame) -> list[Any]:
+def visible_attributes(frame: TrackedFrame, taps: JvmTaps) -> JvmList:
     """The JVM attributes of the frame's visible columns, in order (capture_agent.plan_capture
     moves a plan's expressions onto them)."""
-    output = frame._materialized()._jdf.queryExecution().analyzed().output()
-    attributes = [output.apply(i) for i in range(output.size())]
-    return [a for a in attributes if not str(a.name()).startswith(HIDDEN_PREFIX)]
+    return taps.visible_attributes(frame._materialized(), HIDDEN_PREFIX)
 
 
 def same_nodes(frame: TrackedFrame, df: DataFrame) -> TrackedFrame:

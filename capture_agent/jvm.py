@@ -23,7 +23,7 @@ the classpath and not added again.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -60,6 +60,8 @@ __all__ = [
     "ENV_JAR",
     "PROTOCOL",
     "SUPPORTED_SPARK",
+    "class_name",
+    "JvmList",
     "JvmTaps",
     "TapPlan",
     "jar_path",
@@ -67,7 +69,8 @@ __all__ = [
 ]
 
 ENV_JAR = ENV_CAPTURE_JAR  # read by capture_agent.settings
-PROTOCOL = 8  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
+_ITEMS_PER_CALL = 8  # JvmList.of: elements per py4j call
+PROTOCOL = 9  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
 # The pyspark versions (major, minor) the JVM taps are built and tested for, inclusive.
 SUPPORTED_SPARK = ((4, 0), (4, 3))
 _CLASS = "io.sparkprov.capture.Taps"
@@ -222,6 +225,68 @@ def kafka_settings(config: PublisherConfig) -> dict[str, str]:
     return settings
 
 
+class JvmList(Sequence[Any]):
+    """A java.util.List of JVM objects (a plan's attributes, expressions) held by the JVM: its
+    size, slices and concatenations cost one py4j call each, and its elements come over only
+    when Python reads them (one call each; a proxy is one more to free). Plan capture passes
+    whole attribute lists to the JVM for every expression it moves onto a rebuilt child."""
+
+    def __init__(self, taps: Any, java: Any, items: list[Any] | None = None) -> None:
+        self._taps = taps
+        self.java = java
+        self._items = items
+        self._size = len(items) if items is not None else None
+
+    @classmethod
+    def of(cls, taps: Any, items: list[Any]) -> JvmList:
+        """Python's proxies as a list the JVM holds (io.sparkprov.capture.Taps.listOf: eight
+        elements per call)."""
+        java = None
+        for start in range(0, max(len(items), 1), _ITEMS_PER_CALL):
+            chunk = items[start : start + _ITEMS_PER_CALL]
+            java = taps.listOf(java, *chunk, *([None] * (_ITEMS_PER_CALL - len(chunk))), len(chunk))
+        return cls(taps, java, items)
+
+    def __len__(self) -> int:
+        if self._size is None:
+            self._size = int(self.java.size())
+        return self._size
+
+    def _all(self) -> list[Any]:
+        if self._items is None:
+            # By index: py4j's iterator ends on a Java exception, which PySpark converts slowly.
+            self._items = [self.java.get(i) for i in range(len(self))]
+        return self._items
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                return self._all()[index]
+            items = None if self._items is None else self._items[start:stop]
+            return JvmList(self._taps, self._taps.slice(self.java, start, max(start, stop)), items)
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._all())
+
+    def __add__(self, other: Sequence[Any]) -> JvmList:
+        right = other if isinstance(other, JvmList) else JvmList.of(self._taps, list(other))
+        items = (
+            None if self._items is None or right._items is None else [*self._items, *right._items]
+        )
+        return JvmList(self._taps, self._taps.concat(self.java, right.java), items)
+
+
+def class_name(obj: Any) -> str:
+    """A JVM object's class's simple name (Catalyst's node kinds): one py4j call through the
+    capture jar once it is loaded, else two (and a Class proxy to free)."""
+    loaded = JvmTaps._facade_of_jvm
+    if loaded is not None:
+        return str(loaded[0].kind(obj))
+    return str(obj.getClass().getSimpleName())
+
+
 class JvmTaps:
     """The JVM taps of one SparkContext: the jar loaded on the driver and the executors."""
 
@@ -238,6 +303,7 @@ class JvmTaps:
         """``jar``: the capture jar's path where the job did not ship it (:func:`jar_path`)."""
         self.spark = spark
         self._taps = self._facade(spark, jar)
+        self._empty: JvmList | None = None  # an empty java.util.List, made on first use
         # values="read" (capture_agent.frame.chosen): the session's optimizer drops the values
         # the query does not read from the taps, and so from the scans (once per session).
         self._taps.pruneReadValues(spark._jsparkSession)
@@ -271,18 +337,80 @@ class JvmTaps:
         """The tap protocol of the loaded jar."""
         return int(self._taps.protocol())
 
-    def rebound(self, expression: Any, old: list[Any], new: list[Any]) -> Column:
+    def rebound(self, expression: Any, old: Sequence[Any], new: Sequence[Any]) -> Column:
         """A plan's (JVM) expression as a Column, its references to the attributes ``old`` moved
         onto ``new`` (io.sparkprov.capture.Rebind): capture_agent.plan_capture."""
         from pyspark.sql import Column
 
-        jvm = self.spark._jvm
-        assert jvm is not None  # classic PySpark: JvmTaps exists only there
-        olds, news = jvm.java.util.ArrayList(), jvm.java.util.ArrayList()
-        for o, n in zip(old, new, strict=True):
-            olds.add(o)
-            news.add(n)
-        return Column(self._taps.rebound(expression, olds, news))
+        if len(old) != len(new):
+            raise ValueError(f"rebinding {len(old)} attributes onto {len(new)}")
+        return Column(self._taps.rebound(expression, self._java(old), self._java(new)))
+
+    def stray_subquery(self, expression: Any, joined: Sequence[Any]) -> str | None:
+        """The kind of the first subquery expression in ``expression`` other than the scalar
+        subqueries among ``joined``, or None (io.sparkprov.capture.Rebind)."""
+        kind = self._taps.straySubquery(expression, self._java(joined))
+        return None if kind is None else str(kind)
+
+    def visible_attributes(self, df: DataFrame, hidden_prefix: str) -> JvmList:
+        """The JVM attributes of ``df``'s columns not named from ``hidden_prefix``, in order."""
+        return JvmList(self._taps, self._taps.visibleAttributes(df._jdf, hidden_prefix))
+
+    def output(self, plan: Any) -> JvmList:
+        """A logical plan's output attributes, in order."""
+        return JvmList(self._taps, self._taps.output(plan))
+
+    def scalar_subqueries(self, expressions: Sequence[Any]) -> JvmList:
+        """The distinct scalar subqueries of ``expressions`` (JVM expressions), in the order a
+        pre-order walk meets them (io.sparkprov.capture.PlanNames)."""
+        return JvmList(self._taps, self._taps.scalarSubqueries(self._java(expressions)))
+
+    def plan_names(self, analyzed: Any) -> Any:
+        """The names the analyzed plan's leaves were read through: ``.of(leaf)`` gives a leaf's
+        (a str or None; io.sparkprov.capture.PlanNames)."""
+        return self._taps.planNames(analyzed)
+
+    def kind(self, obj: Any) -> str:
+        """A JVM object's class's simple name, in one round trip."""
+        return str(self._taps.kind(obj))
+
+    def index_of_attribute(self, attributes: Sequence[Any], attribute: Any) -> int:
+        """The position in ``attributes`` of the attribute with ``attribute``'s expression id,
+        or -1 (also when ``attribute`` is no attribute)."""
+        return int(self._taps.indexOfAttribute(self._java(attributes), attribute))
+
+    def select(self, df: DataFrame, items: Sequence[Column | str]) -> DataFrame:
+        """``df.select(*items)`` in a call per eight Columns and one for all the names (PySpark
+        makes a call or two per name and per list element)."""
+        from pyspark.sql import Column, DataFrame
+
+        names = [c for c in items if isinstance(c, str)]
+        if any("\0" in n for n in names):
+            return df.select(*items)
+        columns = [c for c in items if isinstance(c, Column)]
+        layout = "".join("n" if isinstance(c, str) else "c" for c in items)
+        jdf = self._taps.select(df._jdf, self._columns(columns), "\0".join(names), layout)
+        return DataFrame(jdf, df.sparkSession)
+
+    def col(self, name: str) -> Column:
+        """``functions.col(name)`` in one call (PySpark looks ``functions`` up in another)."""
+        from pyspark.sql import Column
+
+        return Column(self._taps.col(name))
+
+    def jvm_list(self, objects: Sequence[Any]) -> JvmList:
+        """``objects`` (py4j proxies) as a list the JVM holds: a :class:`JvmList` as it is, else
+        made in a call per eight elements (the empty list once)."""
+        if isinstance(objects, JvmList):
+            return objects
+        if not objects:
+            if self._empty is None:
+                self._empty = JvmList.of(self._taps, [])
+            return self._empty
+        return JvmList.of(self._taps, list(objects))
+
+    def _java(self, objects: Sequence[Any]) -> Any:
+        return self.jvm_list(objects).java
 
     def counts(self) -> Any:
         """A fresh counts accumulator (io.sparkprov.capture.Counts) for one run."""

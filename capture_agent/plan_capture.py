@@ -15,7 +15,7 @@ Leaves become sources, named by the view or table they were read through (the an
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from capture_agent.errors import UnsupportedOperation
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
     from capture_agent.frame import TrackedFrame, Values
+    from capture_agent.jvm import JvmList
     from capture_agent.session import ProvenanceSession
 
 __all__ = ["capture_plan"]
@@ -54,10 +55,10 @@ def capture_plan(prov: ProvenanceSession, df: DataFrame, values: Values) -> Trac
         raise UnsupportedOperation(
             "this DataFrame", "plan capture needs classic (non-Connect) PySpark"
         ) from e
-    builder = _Builder(prov, df, _Names(execution.analyzed()), values)
+    builder = _Builder(prov, df, execution.analyzed(), values)
     plan = _optimized(df, execution.analyzed())
     frame, attributes = builder.build(plan)
-    output = list(_seq(plan.output()))
+    output = builder.output(plan)
     return frame.select(*[builder.column(a, output, attributes, alias=True) for a in output])
 
 
@@ -86,48 +87,9 @@ def _optimized(df: DataFrame, analyzed: Any) -> Any:
             conf.unset(_EXCLUDED)
 
 
-class _Names:
-    """The view or table name each leaf of the analyzed plan was read through (the innermost
-    alias above it), found for a leaf of the optimized plan by its first attribute, else (a CTE
-    inlined anew, with fresh attributes) by the analyzed leaf it gives the same result as."""
-
-    def __init__(self, analyzed: Any) -> None:
-        self._by_id: dict[int, str] = {}
-        self._leaves: list[tuple[Any, str]] = []
-        self._walk(analyzed, "")
-
-    def _walk(self, node: Any, alias: str) -> None:
-        kind = _name(node)
-        if kind == "SubqueryAlias":
-            alias = str(node.identifier().name())
-        elif kind in ("View",):
-            alias = str(node.desc().identifier().table())
-        children = list(_seq(node.children()))
-        if not children and alias:
-            output = list(_seq(node.output()))
-            if output:
-                self._by_id.setdefault(int(output[0].exprId().id()), alias)
-                self._leaves.append((node, alias))
-        for child in children:
-            self._walk(child, alias)
-        for expr in _seq(node.expressions()):  # IN, EXISTS and scalar subqueries' plans
-            for sub in _walk(expr):
-                if _name(sub) in _SUBQUERIES:
-                    self._walk(sub.plan(), "")
-
-    def of(self, leaf: Any) -> str | None:
-        output = list(_seq(leaf.output()))
-        if not output:
-            return None
-        found = self._by_id.get(int(output[0].exprId().id()))
-        if found is None:
-            found = next((alias for node, alias in self._leaves if node.sameResult(leaf)), None)
-        return found
-
-
 class _Builder:
     def __init__(
-        self, prov: ProvenanceSession, df: DataFrame, names: _Names, values: Values
+        self, prov: ProvenanceSession, df: DataFrame, analyzed: Any, values: Values
     ) -> None:
         self._prov = prov
         self._values = values
@@ -135,7 +97,8 @@ class _Builder:
         jvm = self._spark._jvm
         assert jvm is not None  # classic PySpark (checked by capture_plan)
         self._jvm = jvm
-        self._names = names
+        # Looked up once: py4j resolves each package and class name in a round trip of its own.
+        self._datasets = jvm.org.apache.spark.sql.classic.Dataset
         self._used: dict[str, int] = {}
         taps = prov.capture.jvm
         if taps is None:
@@ -143,54 +106,50 @@ class _Builder:
                 "a query from its plan with the Python taps", "use the JVM taps (capture='jvm')"
             )
         self._taps = taps
+        # The view or table name each leaf was read through (io.sparkprov.capture.PlanNames):
+        # the innermost alias above it in the analyzed plan, found for a leaf of the optimized
+        # plan by its first attribute, else (a CTE inlined anew, with fresh attributes) by the
+        # analyzed leaf it gives the same result as.
+        self._names = taps.plan_names(analyzed)
 
     # -- expressions ------------------------------------------------------------------------
 
-    def column(self, expr: Any, old: list[Any], new: list[Any], alias: bool = False) -> Column:
+    def column(self, expr: Any, old: JvmList, new: JvmList, alias: bool = False) -> Column:
         """The plan's expression as a Column over the rebuilt attributes ``new`` (the rebuilt
         counterparts of ``old``, scalar subqueries joined by :meth:`_subqueries` among them).
         ``alias``: keep the attribute's name (a top-level output)."""
-        joined = {int(o.exprId().id()) for o in old if _name(o) == "ScalarSubquery"}
-        for sub in _walk(expr):
-            kind = _name(sub)
-            if kind in _SUBQUERIES or kind == "InSubquery":
-                if kind == "ScalarSubquery" and int(sub.exprId().id()) in joined:
-                    continue
-                raise UnsupportedOperation(
-                    f"a {kind} expression left in the optimized plan",
-                    "its rows' lineage would not reach the result",
-                )
+        kind = self._taps.stray_subquery(expr, old)  # _SUBQUERIES or InSubquery, not joined
+        if kind is not None:
+            raise UnsupportedOperation(
+                f"a {kind} expression left in the optimized plan",
+                "its rows' lineage would not reach the result",
+            )
         column = self._taps.rebound(expr, old, new)
         return column.alias(str(expr.name())) if alias else column
 
     def _subqueries(
-        self, frame: TrackedFrame, old: list[Any], new: list[Any], exprs: list[Any]
-    ) -> tuple[TrackedFrame, list[Any], list[Any]]:
+        self, frame: TrackedFrame, old: JvmList, new: JvmList, exprs: list[Any]
+    ) -> tuple[TrackedFrame, JvmList, JvmList]:
         """The uncorrelated scalar subqueries of ``exprs`` (``x > (SELECT avg(x) ...)``), each
         rebuilt and its one row joined to every row of ``frame`` (a left join: no row gives
         NULL, as Spark does), so a row's lineage reaches the rows the value was computed from.
         The frame, with ``old`` and ``new`` extended by each subquery and its column."""
         from pyspark.sql import functions as F
 
-        seen: set[int] = set()
-        for expr in exprs:
-            for sub in _walk(expr):
-                if _name(sub) != "ScalarSubquery" or int(sub.exprId().id()) in seen:
-                    continue
-                seen.add(int(sub.exprId().id()))
-                plan = sub.plan()
-                if list(_seq(sub.outerAttrs())):
-                    raise UnsupportedOperation(
-                        f"the correlated scalar subquery {sub.sql()}",
-                        "plan capture joins uncorrelated scalar subqueries only",
-                    )
-                self._one_row_at_most(sub)
-                value, _ = self.build(plan)
-                name = f"_sparkprov_subquery{sub.exprId().id()}"
-                value = value.select(F.col(f"`{value.columns[0]}`").alias(name))
-                frame = frame.join(value, on=F.lit(True), how="left")
-                attributes = self._attributes(frame, len(old) + 1)
-                old, new = [*old, sub], attributes
+        for sub in self._taps.scalar_subqueries(exprs):
+            plan = sub.plan()
+            if list(_seq(sub.outerAttrs())):
+                raise UnsupportedOperation(
+                    f"the correlated scalar subquery {sub.sql()}",
+                    "plan capture joins uncorrelated scalar subqueries only",
+                )
+            self._one_row_at_most(sub)
+            value, _ = self.build(plan)
+            name = f"_sparkprov_subquery{sub.exprId().id()}"
+            value = value.select(F.col(f"`{value.columns[0]}`").alias(name))
+            frame = frame.join(value, on=F.lit(True), how="left")
+            attributes = self._attributes(frame, len(old) + 1)
+            old, new = old + [sub], attributes
         return frame, old, new
 
     def _one_row_at_most(self, sub: Any) -> None:
@@ -208,7 +167,7 @@ class _Builder:
 
     # -- operators --------------------------------------------------------------------------
 
-    def build(self, node: Any) -> tuple[TrackedFrame, list[Any]]:
+    def build(self, node: Any) -> tuple[TrackedFrame, JvmList]:
         """The node rebuilt, with the rebuilt attributes of the node's output, in order."""
         kind = _name(node)
         if kind in _LEAVES or kind in _LEAVES_V2:
@@ -219,23 +178,23 @@ class _Builder:
                 f"the plan operator {kind}", "plan capture rebuilds " + ", ".join(_HANDLED)
             )
         frame: TrackedFrame = handler(node)
-        return frame, self._attributes(frame, len(list(_seq(node.output()))))
+        return frame, self._attributes(frame, int(node.output().size()))
 
-    def _attributes(self, frame: TrackedFrame, count: int) -> list[Any]:
+    def _attributes(self, frame: TrackedFrame, count: int) -> JvmList:
         """The frame's visible attributes, in order (as many as the node has)."""
         from capture_agent.frame import visible_attributes
 
-        attributes = visible_attributes(frame)
+        attributes = visible_attributes(frame, self._taps)
         if len(attributes) != count:
             raise UnsupportedOperation(
                 "this plan", f"rebuilt {len(attributes)} columns where the plan has {count}"
             )
         return attributes
 
-    def _child(self, node: Any, i: int = 0) -> tuple[TrackedFrame, list[Any], list[Any]]:
-        child = list(_seq(node.children()))[i]
+    def _child(self, node: Any, i: int = 0) -> tuple[TrackedFrame, JvmList, JvmList]:
+        child = node.children().apply(i)
         frame, new = self.build(child)
-        old = list(_seq(child.output()))
+        old = self.output(child)
         names = list(frame.columns)
         if len(set(names)) < len(names):  # tracked operators find columns by name
             taken: dict[str, int] = {}
@@ -249,18 +208,20 @@ class _Builder:
             new = self._attributes(frame, len(old))
         return frame, old, new
 
+    def output(self, plan: Any) -> JvmList:
+        """A plan's output attributes, in order."""
+        return self._taps.output(plan)
+
     def _dataset(self, plan: Any) -> Any:
         """The (JVM) Dataset of a logical plan, as it is: no tap."""
-        return self._jvm.org.apache.spark.sql.classic.Dataset.ofRows(
-            self._spark._jsparkSession, plan
-        )
+        return self._datasets.ofRows(self._spark._jsparkSession, plan)
 
-    def _columns(self, attributes: list[Any], old: list[Any], new: list[Any]) -> list[Column]:
+    def _columns(self, attributes: Sequence[Any], old: JvmList, new: JvmList) -> list[Column]:
         """``attributes`` (of ``old``) as Columns over their rebuilt counterparts ``new``."""
         return [self.column(a, old, new) for a in attributes]
 
     def _window(
-        self, node: Any, old: list[Any], new: list[Any]
+        self, node: Any, old: JvmList, new: JvmList
     ) -> tuple[list[Column], list[Column], Any]:
         """A Window or WindowGroupLimit node's partition columns, sort orders and WindowSpec."""
         from pyspark.sql import Window
@@ -269,15 +230,17 @@ class _Builder:
         orders = [self._sort(o, old, new) for o in _seq(node.orderSpec())]
         return parts, orders, Window.partitionBy(*parts).orderBy(*orders)
 
-    def _leaf(self, node: Any) -> tuple[TrackedFrame, list[Any]]:
+    def _leaf(self, node: Any) -> tuple[TrackedFrame, JvmList]:
         from pyspark.sql import DataFrame
 
         jdf = self._dataset(node)
-        output = list(_seq(node.output()))
-        relation = self._relation(self._names.of(node) or _path_name(node) or "relation")
+        read_as = self._names.of(node)
+        relation = self._relation(
+            (None if read_as is None else str(read_as)) or _path_name(node) or "relation"
+        )
         frame = self._prov.source(DataFrame(jdf, self._spark), relation, self._values)
         assert not isinstance(frame, PlainFrame)  # the session is enabled
-        return frame, self._attributes(frame, len(output))
+        return frame, self._attributes(frame, int(node.output().size()))
 
     def _relation(self, name: str) -> str:
         """A valid relation name, numbered when the same one is read twice (a self-join)."""
@@ -320,7 +283,7 @@ class _Builder:
         return left.join(right, on=on, how=how)
 
     def _existence(
-        self, node: Any, left: TrackedFrame, right: TrackedFrame, old: list[Any], new: list[Any]
+        self, node: Any, left: TrackedFrame, right: TrackedFrame, old: JvmList, new: JvmList
     ) -> TrackedFrame:
         """``EXISTS`` under ``OR``: each left row with a flag saying whether a right row
         matches it. The rows with a match as a semi join (each fed by its matches), those without
@@ -378,15 +341,14 @@ class _Builder:
             return frame.groupBy(*keys).agg(*aggregates)
         return aggregate_by_kind(frame, keys, aggregates, kinds)
 
-    def _key(self, group: Any, old: list[Any], new: list[Any], columns: list[str]) -> Any:
+    def _key(self, group: Any, old: JvmList, new: JvmList, columns: list[str]) -> Any:
         """A grouping key: by name where it is a column of a name no other column has (the
         tracked grouping then also rewrites distinct aggregates), else as a Column."""
-        if _name(group) == "AttributeReference":
-            for o, n in zip(old, new, strict=True):
-                if o.exprId().id() == group.exprId().id():
-                    name = str(n.name())
-                    if columns.count(name) == 1:
-                        return name
+        at = self._taps.index_of_attribute(old, group)
+        if at >= 0 and _name(group) == "AttributeReference":
+            name = str(new[at].name())
+            if columns.count(name) == 1:
+                return name
         return self.column(group, old, new)
 
     def _Window(self, node: Any) -> TrackedFrame:  # noqa: N802
@@ -413,8 +375,8 @@ class _Builder:
         self,
         node: Any,
         frame: TrackedFrame,
-        old: list[Any],
-        new: list[Any],
+        old: JvmList,
+        new: JvmList,
         exprs: list[Any],
         rows: bool,
     ) -> TrackedFrame:
@@ -463,7 +425,7 @@ class _Builder:
         keys = [f"_sparkprov_row{i}" for i in range(position - k - v + 1)]
         values = [f"_sparkprov_member{i}" for i in range(k)]
 
-        def members(row: list[Any], member: list[Any]) -> list[Column]:
+        def members(row: Sequence[Any], member: Sequence[Any]) -> list[Column]:
             return [
                 *[col(a).alias(c) for a, c in zip(row[k + v : position + 1], keys, strict=True)],
                 *[col(a).alias(c) for a, c in zip(member[:k], values, strict=True)],
@@ -494,7 +456,7 @@ class _Builder:
             *[col(a) for a in done[:k]], *[col(computed[id(e)]).alias(str(e.name())) for e in exprs]
         )
 
-    def _sort(self, order: Any, old: list[Any], new: list[Any]) -> Column:
+    def _sort(self, order: Any, old: JvmList, new: JvmList) -> Column:
         """A plan's SortOrder as a sorted Column (a window's orderBy evaluates a bare one)."""
         column = self.column(order.child(), old, new)
         ascending = _name(order.direction()).startswith("Ascending")

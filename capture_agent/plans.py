@@ -48,7 +48,9 @@ def _seq(scala_seq: Any) -> Iterator[Any]:
 
 
 def _name(obj: Any) -> str:
-    return str(obj.getClass().getSimpleName())
+    from capture_agent.jvm import class_name
+
+    return class_name(obj)
 
 
 def _node_counts(plan: Any) -> dict[str, int]:

@@ -651,6 +651,76 @@ def test_an_unknown_policy_is_refused_by_name(spark: SparkSession, tables: Path)
         prov.source(spark.read.parquet(str(tables / "t")), "T", values="some")
 
 
+# -- the facade's plan helpers (plan capture's py4j round trips) ----------------------------
+
+
+def test_jvm_lists_slice_and_concatenate_in_the_jvm_as_python_lists_do(
+    spark: SparkSession,
+) -> None:
+    """capture_agent.jvm.JvmList against the Python list of the same elements."""
+    df = spark.range(1).select(*[F.lit(i).alias(f"c{i}") for i in range(11)])
+    with ProvenanceSession(spark, "jvm-lists", emitter=MemoryEmitter(spark)) as prov:
+        taps = prov.capture.jvm
+        assert taps is not None
+        attributes = taps.output(df._jdf.queryExecution().analyzed())
+        names = [str(a.name()) for a in attributes]
+        assert names == [f"c{i}" for i in range(11)] and len(attributes) == 11
+
+        def named(xs: Any) -> list[str]:
+            return [str(xs.java.get(i).name()) for i in range(int(xs.java.size()))]
+
+        for a, b in [(0, 11), (2, 9), (3, 3), (5, 100), (-4, -1)]:
+            part = attributes[a:b]
+            assert named(part) == names[a:b] and [str(x.name()) for x in part] == names[a:b]
+        made = taps.jvm_list(list(attributes)[:9])  # two calls: eight, then one
+        assert named(made) == names[:9]
+        both = attributes[:2] + made[7:]
+        assert named(both) == [*names[:2], *names[7:9]] and len(both) == 4
+        assert taps.index_of_attribute(attributes, list(attributes)[4]) == 4
+        assert taps.index_of_attribute(attributes[:3], list(attributes)[4]) == -1
+
+
+def test_select_through_the_jvm_keeps_the_order_of_columns_and_names(
+    spark: SparkSession,
+) -> None:
+    df = spark.createDataFrame([(1, "x", 2.5)], ["a", "b", "c"])
+    with ProvenanceSession(spark, "jvm-select", emitter=MemoryEmitter(spark)) as prov:
+        taps = prov.capture.jvm
+        assert taps is not None
+        items: list[Any] = ["c", (F.col("a") + 1).alias("a1"), "a", F.lit("k").alias("k"), "b"]
+        got = taps.select(df, items)
+        assert got.columns == df.select(*items).columns == ["c", "a1", "a", "k", "b"]
+        assert got.collect() == df.select(*items).collect()
+        assert taps.select(df, []).columns == []
+        assert taps.select(df, ["b", "b"]).columns == ["b", "b"]
+        with pytest.raises(Exception, match="cannot be resolved|UNRESOLVED_COLUMN"):
+            taps.select(df, [""])  # Spark's own error, as df.select("") gives
+
+
+def test_stray_subqueries_are_named_and_joined_ones_pass(spark: SparkSession) -> None:
+    spark.createDataFrame([(1,), (2,)], ["x"]).createOrReplaceTempView("stray_t")
+    plan = (
+        spark.sql(
+            "SELECT x FROM stray_t"
+            " WHERE x > (SELECT avg(x) FROM stray_t) AND x IN (SELECT x FROM stray_t)"
+        )
+        ._jdf.queryExecution()
+        .analyzed()
+    )
+    condition = plan.child().condition()
+    with ProvenanceSession(spark, "jvm-stray", emitter=MemoryEmitter(spark)) as prov:
+        taps = prov.capture.jvm
+        assert taps is not None
+        scalar = taps.scalar_subqueries([condition, condition])  # found once
+        assert len(scalar) == 1 and taps.kind(list(scalar)[0]) == "ScalarSubquery"
+        assert taps.stray_subquery(condition, []) == "ScalarSubquery"
+        assert taps.stray_subquery(condition, scalar) == "InSubquery"
+        assert taps.stray_subquery(plan.child().child().output().apply(0), []) is None
+        names = taps.plan_names(plan)
+        leaf = plan.collectLeaves().apply(0)
+        assert str(names.of(leaf)) == "stray_t"
+
+
 def test_a_new_spark_context_gets_the_jar_again() -> None:
     """A SparkContext made after another was stopped (a new application) loads and probes the
     jar itself: the facade is cached per application, never reused across them."""

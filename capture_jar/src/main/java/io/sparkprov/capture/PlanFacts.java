@@ -163,6 +163,17 @@ public final class PlanFacts {
     return dataset.select(columns);
   }
 
+  /** See {@link Taps#visibleAttributes}. */
+  static List<Expression> visibleAttributes(Dataset<Row> dataset, String hiddenPrefix) {
+    List<Expression> visible = new ArrayList<>();
+    for (Attribute a : CollectionConverters.asJava(dataset.queryExecution().analyzed().output())) {
+      if (!a.name().startsWith(hiddenPrefix)) {
+        visible.add(a);
+      }
+    }
+    return visible;
+  }
+
   /** The columns' analysed expressions from one projection, or null when it does not apply. */
   private static List<Expression> together(Dataset<Row> df, Column[] columns) {
     LogicalPlan plan;

@@ -49,6 +49,32 @@ public final class Rebind {
         });
   }
 
+  /** The subquery expressions plan capture knows (capture_agent/plan_capture.py's). */
+  private static final java.util.Set<String> SUBQUERIES =
+      java.util.Set.of("ScalarSubquery", "Exists", "ListQuery", "LateralSubquery", "InSubquery");
+
+  /** See {@link Taps#straySubquery}. */
+  static String straySubquery(Expression expression, List<Expression> joined) {
+    java.util.Set<Long> ids = new java.util.HashSet<>();
+    for (Expression e : joined) {
+      if (e instanceof ScalarSubquery s) {
+        ids.add(s.exprId().id());
+      }
+    }
+    scala.Option<Expression> stray =
+        expression.find(
+            new scala.runtime.AbstractFunction1<Expression, Object>() {
+              @Override
+              public Object apply(Expression e) {
+                if (e instanceof ScalarSubquery s) {
+                  return !ids.contains(s.exprId().id());
+                }
+                return SUBQUERIES.contains(e.getClass().getSimpleName());
+              }
+            });
+    return stray.isEmpty() ? null : stray.get().getClass().getSimpleName();
+  }
+
   private static Expression target(
       Expression e, Map<Long, Expression> attributes, Map<Long, Expression> subqueries) {
     if (e instanceof AttributeReference a) {

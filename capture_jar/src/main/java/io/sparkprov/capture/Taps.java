@@ -21,7 +21,7 @@ import org.apache.spark.sql.types.DataTypes;
  */
 public final class Taps {
   /** The tap protocol this jar speaks; capture_agent/jvm.py refuses a jar of another. */
-  public static final int PROTOCOL = 8;
+  public static final int PROTOCOL = 9;
 
   public Taps() {}
 
@@ -53,6 +53,118 @@ public final class Taps {
    */
   public Column rebound(Expression expression, List<Expression> from, List<Expression> to) {
     return ExpressionUtils.column(Rebind.rebind(expression, from, to));
+  }
+
+  /**
+   * The kind of the first subquery expression in {@code expression} that is not one of the
+   * scalar subqueries among {@code joined} (plan capture joins those to the rebuilt child), or
+   * null when there is none: one py4j call where Python walked the expression. Since protocol 9.
+   */
+  public String straySubquery(Expression expression, List<Expression> joined) {
+    return Rebind.straySubquery(expression, joined);
+  }
+
+  /**
+   * The attributes of {@code dataset}'s analyzed output whose names do not start with
+   * {@code hiddenPrefix}, in order: plan capture's rebuilt attributes in one call. Since
+   * protocol 9.
+   */
+  public List<Expression> visibleAttributes(
+      org.apache.spark.sql.classic.Dataset<Row> dataset, String hiddenPrefix) {
+    return PlanFacts.visibleAttributes(dataset, hiddenPrefix);
+  }
+
+  /** The names {@code analyzed}'s leaves were read through ({@link PlanNames}). Since protocol 9. */
+  public PlanNames planNames(LogicalPlan analyzed) {
+    return new PlanNames(analyzed);
+  }
+
+  /** See {@link PlanNames#scalarSubqueries}. Since protocol 9. */
+  public List<Expression> scalarSubqueries(List<Expression> expressions) {
+    return PlanNames.scalarSubqueries(expressions);
+  }
+
+  /** {@code plan}'s output attributes as a java.util.List, in one call. Since protocol 9. */
+  public List<Expression> output(LogicalPlan plan) {
+    return PlanNames.output(plan);
+  }
+
+  /**
+   * {@code head} (or an empty list, when null) followed by the first {@code count} of
+   * {@code o0..o7}: Python's capture_agent.jvm.JvmList made one call per eight elements. Since
+   * protocol 9.
+   */
+  public List<Object> listOf(List<Object> head, Object o0, Object o1, Object o2, Object o3,
+      Object o4, Object o5, Object o6, Object o7, int count) {
+    List<Object> out = head == null ? new java.util.ArrayList<>() : head;
+    Object[] given = {o0, o1, o2, o3, o4, o5, o6, o7};
+    for (int i = 0; i < count; i++) {
+      out.add(given[i]);
+    }
+    return out;
+  }
+
+  /** {@code list}'s elements {@code from} (inclusive) to {@code to}, copied. Since protocol 9. */
+  public List<Object> slice(List<Object> list, int from, int to) {
+    return new java.util.ArrayList<>(list.subList(from, to));
+  }
+
+  /** {@code left}'s elements, then {@code right}'s. Since protocol 9. */
+  public List<Object> concat(List<Object> left, List<Object> right) {
+    List<Object> out = new java.util.ArrayList<>(left);
+    out.addAll(right);
+    return out;
+  }
+
+  /**
+   * {@code df.select} of {@code columns} and of the columns named in {@code names} (joined by
+   * NUL), in the order {@code layout} gives ('c' the next column, 'n' the next name, as
+   * {@code functions.col} reads it): PySpark's select makes a py4j call or two per name and per
+   * element of the list it hands over. Since protocol 9.
+   */
+  public org.apache.spark.sql.classic.Dataset<Row> select(
+      org.apache.spark.sql.classic.Dataset<Row> df, Column[] columns, String names,
+      String layout) {
+    String[] named = layout.indexOf('n') < 0 ? new String[0] : names.split("\0", -1);
+    long wanted = layout.chars().filter(ch -> ch == 'c').count();
+    if (wanted != columns.length || layout.length() - wanted != named.length) {
+      throw new IllegalArgumentException("select's layout " + layout + " does not match "
+          + columns.length + " columns and " + named.length + " names");
+    }
+    Column[] out = new Column[layout.length()];
+    int c = 0;
+    int n = 0;
+    for (int i = 0; i < out.length; i++) {
+      out[i] = layout.charAt(i) == 'c' ? columns[c++] : functions.col(named[n++]);
+    }
+    return df.select(out);
+  }
+
+  /** The column named {@code name}, as {@code functions.col} reads it. Since protocol 9. */
+  public Column col(String name) {
+    return functions.col(name);
+  }
+
+  /**
+   * The position in {@code attributes} of the attribute with {@code attribute}'s expression id,
+   * or -1. Since protocol 9.
+   */
+  public int indexOfAttribute(List<Expression> attributes, Expression attribute) {
+    if (!(attribute instanceof org.apache.spark.sql.catalyst.expressions.Attribute a)) {
+      return -1;
+    }
+    for (int i = 0; i < attributes.size(); i++) {
+      if (attributes.get(i) instanceof org.apache.spark.sql.catalyst.expressions.Attribute b
+          && b.exprId().equals(a.exprId())) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  /** {@code o}'s class's simple name, in one py4j call (two through getClass). Since protocol 9. */
+  public String kind(Object o) {
+    return o.getClass().getSimpleName();
   }
 
   /**
