@@ -15,7 +15,6 @@ import networkx as nx
 
 from sparkprov import defaults
 from tests.faults.cluster_jobs import PARTITIONS, ROWS, ROWS_PER_MESSAGE
-from tests.faults.standalone import standalone_cluster
 from tests.integration.graph import own_nodes, run_graph, shape
 from tests.integration.kafka_tools import read_all
 
@@ -70,10 +69,10 @@ def same_as_clean(
     assert shape(graphs[faulted]) == shape(graphs["clean"])
 
 
-def run_on_cluster(module: str, work: Path, bootstrap: str) -> dict[str, Any]:
-    """Runs the cluster job ``module`` (tests/faults/cluster_jobs.py) on a standalone cluster of
-    this machine, with a markers folder in ``work``; its JSON report."""
+def run_on_cluster(module: str, work: Path, master: str, bootstrap: str) -> dict[str, Any]:
+    """Runs the cluster job ``module`` (tests/faults/cluster_jobs.py) on the standalone cluster
+    of this machine at ``master`` (tests/faults/conftest.py), with a markers folder in
+    ``work``; its JSON report."""
     markers = work / "markers"
     markers.mkdir()
-    with standalone_cluster(work) as master:
-        return run_job(module, str(markers), master, bootstrap=bootstrap)
+    return run_job(module, str(markers), master, bootstrap=bootstrap)

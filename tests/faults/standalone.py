@@ -56,11 +56,15 @@ def standalone_cluster(work: Path, cores: int = 1, memory: str = "1g") -> Iterat
         master = ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"]
         log, process = start("master", [*master, "--port", str(port), "--webui-port", "0"], base)
         _wait_for(log, "I have been elected leader", process, 60)
+        # The workers start side by side (each JVM takes seconds to come up), then both must
+        # have registered before the job starts.
+        workers = []
         for i, host in enumerate(WORKER_HOSTS):
             args = ["org.apache.spark.deploy.worker.Worker", "--host", host, "--cores", str(cores)]
             args += ["--memory", memory, "--webui-port", "0", "--work-dir", str(work / f"w{i}")]
             env = dict(base, SPARK_LOCAL_HOSTNAME=host)
-            log, process = start(f"worker-{i}", [*args, url], env)
+            workers.append(start(f"worker-{i}", [*args, url], env))
+        for log, process in workers:
             _wait_for(log, "Successfully registered with master", process, 60)
         yield url
     finally:

@@ -13,10 +13,10 @@ from tests.faults.jobs import run_on_cluster, same_as_clean
 
 
 def test_a_killed_executors_tasks_rerun_elsewhere_and_the_lineage_is_exact(  # type: ignore[no-untyped-def]
-    stack, client, neo4j_driver, tmp_path: Path
+    stack, client, neo4j_driver, standalone_master: str, tmp_path: Path
 ) -> None:
     bootstrap = stack.settings.kafka_bootstrap
-    out = run_on_cluster("tests.faults.executor_kill_job", tmp_path, bootstrap)
+    out = run_on_cluster("tests.faults.executor_kill_job", tmp_path, standalone_master, bootstrap)
     assert out["victim"], "no executor was killed"
     # The killed attempt had sent part of partition 0's source lineage before it died, and the
     # re-run sent all of it again; node by node, the graph is the run's without the kill.

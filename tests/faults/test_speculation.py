@@ -14,10 +14,10 @@ from tests.faults.jobs import run_on_cluster, same_as_clean
 
 
 def test_a_speculative_copy_and_its_killed_original_store_the_lineage_once(  # type: ignore[no-untyped-def]
-    stack, client, neo4j_driver, tmp_path: Path
+    stack, client, neo4j_driver, standalone_master: str, tmp_path: Path
 ) -> None:
     bootstrap = stack.settings.kafka_bootstrap
-    out = run_on_cluster("tests.faults.speculation_job", tmp_path, bootstrap)
+    out = run_on_cluster("tests.faults.speculation_job", tmp_path, standalone_master, bootstrap)
     # Partition 0 ran twice: the attempt that stalled after sending part of its lineage, and the
     # other (the speculative copy, or the original its copy overtook).
     attempts = out["attempts"]

@@ -26,16 +26,23 @@ def wait_group_caught_up(bootstrap: str, group: str, topic: str, timeout_s: floa
         consumer.close(autocommit=False)
 
 
-def read_all(bootstrap: str, topic: str) -> list:  # type: ignore[type-arg]
-    """Every record currently in the topic."""
-    consumer = KafkaConsumer(
-        topic,
-        bootstrap_servers=bootstrap,
-        auto_offset_reset="earliest",
-        enable_auto_commit=False,
-        consumer_timeout_ms=3000,
-    )
+def read_all(bootstrap: str, topic: str, timeout_s: float = 120) -> list:  # type: ignore[type-arg]
+    """Every record currently in the topic: up to the end offsets its partitions have when
+    called. Reading to those offsets, rather than until the topic has been idle for a while,
+    returns as soon as everything is read (no idle wait at the end)."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     try:
-        return list(consumer)
+        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        consumer.assign(partitions)
+        consumer.seek_to_beginning(*partitions)
+        ends = consumer.end_offsets(partitions)
+        records: list = []  # type: ignore[type-arg]
+        deadline = time.monotonic() + timeout_s
+        while any(consumer.position(tp) < ends[tp] for tp in partitions):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic}: not read to its end offsets in {timeout_s}s")
+            for batch in consumer.poll(timeout_ms=500).values():
+                records.extend(batch)
+        return records
     finally:
         consumer.close()
