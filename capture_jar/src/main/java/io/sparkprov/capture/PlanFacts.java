@@ -210,7 +210,7 @@ public final class PlanFacts {
   }
 
   /** The expression and all its descendants (children only, as capture_agent.plans walks). */
-  private static List<Expression> subtree(Expression root) {
+  static List<Expression> subtree(Expression root) {
     List<Expression> out = new ArrayList<>();
     preorder(root, out);
     return out;

@@ -49,7 +49,7 @@ public final class PlanNames {
       walk(child, alias);
     }
     for (Expression expression : CollectionConverters.asJava(node.expressions())) {
-      for (Expression sub : preOrder(expression)) {
+      for (Expression sub : PlanFacts.subtree(expression)) {
         if (sub instanceof SubqueryExpression s
             && SUBQUERIES.contains(sub.getClass().getSimpleName())) {
           walk(s.plan(), "");
@@ -82,7 +82,7 @@ public final class PlanNames {
   public static List<Expression> scalarSubqueries(List<Expression> expressions) {
     Map<Long, Expression> found = new LinkedHashMap<>();
     for (Expression expression : expressions) {
-      for (Expression sub : preOrder(expression)) {
+      for (Expression sub : PlanFacts.subtree(expression)) {
         if (sub instanceof ScalarSubquery s) {
           found.putIfAbsent(s.exprId().id(), s);
         }
@@ -94,18 +94,5 @@ public final class PlanNames {
   /** The attributes of {@code plan}'s output, in order, as a java.util.List. */
   public static List<Expression> output(LogicalPlan plan) {
     return new ArrayList<Expression>(CollectionConverters.asJava(plan.output()));
-  }
-
-  private static List<Expression> preOrder(Expression root) {
-    List<Expression> all = new ArrayList<>();
-    collect(root, all);
-    return all;
-  }
-
-  private static void collect(Expression e, List<Expression> into) {
-    into.add(e);
-    for (Expression child : CollectionConverters.asJava(e.children())) {
-      collect(child, into);
-    }
   }
 }
