@@ -34,7 +34,6 @@ __all__ = ["capture_plan"]
 
 _LEAVES = {"LogicalRelation", "LogicalRDD", "LocalRelation", "HiveTableRelation"}
 _LEAVES_V2 = {"DataSourceV2Relation", "DataSourceV2ScanRelation"}
-_SUBQUERIES = {"ScalarSubquery", "Exists", "ListQuery", "LateralSubquery"}
 _JOIN_TYPES = {
     "Inner": "inner",
     "Cross": "cross",
@@ -96,7 +95,6 @@ class _Builder:
         self._spark = df.sparkSession
         jvm = self._spark._jvm
         assert jvm is not None  # classic PySpark (checked by capture_plan)
-        self._jvm = jvm
         # Looked up once: py4j resolves each package and class name in a round trip of its own.
         self._datasets = jvm.org.apache.spark.sql.classic.Dataset
         self._used: dict[str, int] = {}
@@ -118,7 +116,7 @@ class _Builder:
         """The plan's expression as a Column over the rebuilt attributes ``new`` (the rebuilt
         counterparts of ``old``, scalar subqueries joined by :meth:`_subqueries` among them).
         ``alias``: keep the attribute's name (a top-level output)."""
-        kind = self._taps.stray_subquery(expr, old)  # _SUBQUERIES or InSubquery, not joined
+        kind = self._taps.stray_subquery(expr, old)  # a subquery expression not joined
         if kind is not None:
             raise UnsupportedOperation(
                 f"a {kind} expression left in the optimized plan",

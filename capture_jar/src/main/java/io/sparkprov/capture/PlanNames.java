@@ -22,8 +22,11 @@ import scala.jdk.javaapi.CollectionConverters;
  * walked the plan node by node. Since protocol 9.
  */
 public final class PlanNames {
-  /** The subquery expressions whose plans the walk enters (IN, EXISTS, scalar, lateral). */
-  private static final Set<String> SUBQUERIES =
+  /**
+   * The subquery expressions whose plans the walk enters (IN, EXISTS, scalar, lateral); with
+   * InSubquery, those {@link Rebind#straySubquery} refuses where they are not joined.
+   */
+  static final Set<String> SUBQUERIES =
       Set.of("ScalarSubquery", "Exists", "ListQuery", "LateralSubquery");
 
   private final Map<Long, String> byFirstAttribute = new HashMap<>();

@@ -49,10 +49,6 @@ public final class Rebind {
         });
   }
 
-  /** The subquery expressions plan capture knows (capture_agent/plan_capture.py's). */
-  private static final java.util.Set<String> SUBQUERIES =
-      java.util.Set.of("ScalarSubquery", "Exists", "ListQuery", "LateralSubquery", "InSubquery");
-
   /** See {@link Taps#straySubquery}. */
   static String straySubquery(Expression expression, List<Expression> joined) {
     java.util.Set<Long> ids = new java.util.HashSet<>();
@@ -69,7 +65,8 @@ public final class Rebind {
                 if (e instanceof ScalarSubquery s) {
                   return !ids.contains(s.exprId().id());
                 }
-                return SUBQUERIES.contains(e.getClass().getSimpleName());
+                String kind = e.getClass().getSimpleName();
+                return PlanNames.SUBQUERIES.contains(kind) || kind.equals("InSubquery");
               }
             });
     return stray.isEmpty() ? null : stray.get().getClass().getSimpleName();
