@@ -25,7 +25,10 @@ rows; cars and Arctic: per lineage record only). A mode may name a codec: ``jvm-
 ``jvm`` with ``SPARKPROV_KAFKA_COMPRESSION=none`` (default: zstd), so ``--modes
 plain,jvm,jvm-none`` compares both in one run; ``jvm+partition`` identifies source rows by
 partition and offset (``SPARKPROV_SOURCE_POSITIONS=partition``) where ``jvm`` reads the parquet
-sources' file and row index (the default since 2026-11-27). ``--topic sparkprov.lineage``
+sources' file and row index (the default since 2026-11-27); ``jvm@all`` captures every source
+row the scan reads, the ones a filter over the source drops too (the Spark conf
+``spark.sparkprov.sourceFiltersFirst=false``; ``jvm`` leaves them out, issue 26, 2026-11-28).
+``--topic sparkprov.lineage``
 publishes where the local stack's ingest service consumes, for the ratios of the one-machine
 deployment (ingest competing for the cores).
 """
@@ -141,17 +144,24 @@ def tpch_rows(spark: SparkSession, paths: dict[str, str]) -> int:
     return sum(spark.read.parquet(path).count() for path in paths.values())
 
 
+# io.sparkprov.capture.SourceFiltersFirst's switch (docs/capture.md, "Source rows a filter drops").
+FILTERS_FIRST = "spark.sparkprov.sourceFiltersFirst"
+
+
 def timed(
     spark: SparkSession, mode: str, body: Callable[[ProvenanceSession], Any], topic: str = TOPIC
 ) -> tuple[float, tuple[int, int]]:
     """One run of ``body``: ``mode`` "plain" (the kill switch), "jvm" or "python" capture, with
     a codec after a dash ("jvm-none") and source positions after a plus ("jvm+partition":
-    every source row by partition and offset instead of a parquet row by file and row)."""
+    every source row by partition and offset instead of a parquet row by file and row) and
+    which source rows after an at ("jvm@all": those a filter over the source drops too)."""
+    mode, _, rows = mode.partition("@")
     mode, _, positions = mode.partition("+")
     capture, _, codec = mode.partition("-")
     enabled = capture != "plain"
     saved = os.environ.get(defaults.ENV_KAFKA_COMPRESSION)
     os.environ[defaults.ENV_KAFKA_COMPRESSION] = codec or saved or defaults.KAFKA_COMPRESSION
+    spark.conf.set(FILTERS_FIRST, "false" if rows == "all" else "true")
     try:
         started = time.perf_counter()
         with ProvenanceSession(
@@ -165,6 +175,7 @@ def timed(
             body(prov)
         return time.perf_counter() - started, prov.counts()
     finally:
+        spark.conf.unset(FILTERS_FIRST)
         if saved is None:
             os.environ.pop(defaults.ENV_KAFKA_COMPRESSION, None)
         else:

@@ -86,6 +86,9 @@ class CaptureContext:
         # The files of each source whose rows are positioned by file and row index
         # (capture_agent.sources): a TOKEN label's first number is an ordinal in this list.
         self.source_files: dict[str, tuple[str, ...]] = {}
+        # Their capture points' TOKEN id masks, where the JVM computed them (for the marker: a
+        # row a filter dropped before its tap is not stored, but its id is still told apart).
+        self.source_masks: dict[str, list[int]] = {}
         # The run's workflow DAG as its tracked operators build it (capture_agent.workflow_dag).
         self.dag = DagBuilder()
         # The JVM capture points (capture_agent.jvm), or None for the Python ones; their sink

@@ -70,7 +70,7 @@ __all__ = [
 
 ENV_JAR = ENV_CAPTURE_JAR  # read by capture_agent.settings
 _ITEMS_PER_CALL = 8  # JvmList.of: elements per py4j call
-PROTOCOL = 9  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
+PROTOCOL = 10  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
 # The pyspark versions (major, minor) the JVM taps are built and tested for, inclusive.
 SUPPORTED_SPARK = ((4, 0), (4, 3))
 _CLASS = "io.sparkprov.capture.Taps"
@@ -304,9 +304,10 @@ class JvmTaps:
         self.spark = spark
         self._taps = self._facade(spark, jar)
         self._empty: JvmList | None = None  # an empty java.util.List, made on first use
-        # values="read" (capture_agent.frame.chosen): the session's optimizer drops the values
-        # the query does not read from the taps, and so from the scans (once per session).
-        self._taps.pruneReadValues(spark._jsparkSession)
+        # The session's optimizer (once per session): values="read" (capture_agent.frame.chosen)
+        # drops the values the query does not read from the taps, and so from the scans; a
+        # filter over a source runs before the source's tap (capture's SourceFiltersFirst).
+        self._taps.installRules(spark._jsparkSession)
 
     @classmethod
     def _facade(cls, spark: SparkSession, jar: str) -> Any:
@@ -477,6 +478,10 @@ class JvmTaps:
         from pyspark.sql.classic.column import Column
 
         return Column(self._taps.nodeId(run_id, key, self._columns(cols)))
+
+    def token_mask(self, run_id: str, key: str) -> int:
+        """``xxhash64(run_id, key)``, a source's TOKEN id mask, computed on the driver."""
+        return int(self._taps.tokenMask(run_id, key))
 
     def source_position(self, path: Column, row_index: Column, files: Sequence[str]) -> Column:
         """A file row's physical position: its file's ordinal in ``files`` (sorted) above its row

@@ -382,13 +382,25 @@ class ProvenanceSession:
         jvm_nodes, jvm_edges = self.capture.jvm_counts()
         return sum(n for n, _ in values) + jvm_nodes, sum(e for _, e in values) + jvm_edges
 
+    def _file_source(self, relation: str, files: tuple[str, ...], key: str) -> None:
+        """Records a source positioned by ``files`` and, with the JVM taps, its TOKEN id mask.
+        A relation read again from other files keeps the last list (a label's file index
+        refers to it) and that source's masks only."""
+        capture = self.capture
+        if capture.source_files.get(relation) != files:
+            capture.source_files[relation] = files
+            capture.source_masks[relation] = []
+        if capture.jvm is not None:
+            capture.source_masks[relation].append(capture.jvm.token_mask(capture.run_id, key))
+
     def _source_files(self) -> list[SourceFiles]:
         """The file lists of the sources positioned by file (capture_agent.sources), for the run
         marker; a source of more files than the marker holds keeps its positions only."""
         kept = []
         for relation, files in self.capture.source_files.items():
             if len(files) <= MAX_SOURCE_FILES:
-                kept.append(SourceFiles(relation, files))
+                masks = tuple(self.capture.source_masks.get(relation, ()))
+                kept.append(SourceFiles(relation, files, masks))
             else:
                 log.info("source %s: %d files, not listed in the run marker", relation, len(files))
         return kept
@@ -430,7 +442,7 @@ class ProvenanceSession:
         physical = file_positions(self.capture, df) if self._file_positions else None
         if physical is not None:
             tracked = df.withColumn(rowno, physical.column)
-            self.capture.source_files[relation] = physical.files
+            self._file_source(relation, physical.files, key)
         else:
             tracked = df.withColumn(rowno, F.monotonically_increasing_id())
         # The row's TOKEN id: its position XOR the hash of run and key. As unique as a hash of

@@ -30,7 +30,7 @@ import random
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import neo4j
 
@@ -38,7 +38,14 @@ from ingest_service import versions
 from ingest_service.levels import DEFAULT_THETA
 from sparkprov import schema
 from sparkprov.blocks import EdgeBlock, MemberBlock, NodeBlock
-from sparkprov.events import Batch, RunComplete, RunStarted, member_block, source_files_key
+from sparkprov.events import (
+    Batch,
+    RunComplete,
+    RunStarted,
+    member_block,
+    source_files_key,
+    source_masks_key,
+)
 from sparkprov.procedures import IndexedRow, WrittenRow
 from sparkprov.runtime import neo4j_driver
 
@@ -375,6 +382,17 @@ class Store:
                 return calls
 
 
+def _source_properties(complete: RunComplete) -> dict[str, list[Any]]:
+    """The run's ``files_<relation>`` lists and, where the marker has them, ``masks_<relation>``
+    (the TOKEN id masks that tell an unstored source row's id: docs/graph-schema.md)."""
+    properties: dict[str, list[Any]] = {}
+    for f in complete.source_files:
+        properties[source_files_key(f.relation)] = list(f.files)
+        if f.masks:
+            properties[source_masks_key(f.relation)] = list(f.masks)
+    return properties
+
+
 def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int, defer_ids: bool) -> FlushResult:
     per_run: dict[str, dict[str, int]] = {}
     nodes_created = edges_created = merged = 0
@@ -421,7 +439,7 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int, defer_ids: bo
                 "failed": c.failed,
                 "error": c.error,
                 "finished": c.finished_unix_ms,
-                "files": {source_files_key(f.relation): list(f.files) for f in c.source_files},
+                "files": _source_properties(c),
             }
             for c in sorted(flush.completed, key=lambda c: c.run_id)
         ]

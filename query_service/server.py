@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TypeVar
 
 import grpc
@@ -146,13 +147,18 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
         """The trace as the plugin serialized it when it can (see add_servicer), else built."""
         with _errors(context):
             query = self._trace_query(request, direction)
-            if not request.zoomed_out_modules:
-                done = run_encoded(
-                    self._store, query, _deadline(context), transaction_timeout(context)
+            try:
+                if not request.zoomed_out_modules:
+                    done = run_encoded(
+                        self._store, query, _deadline(context), transaction_timeout(context)
+                    )
+                    if done is not None:
+                        return adapter.with_millis(*done)
+                return adapter.trace_response(self._answer(request, query, context, direction))
+            except NotFound as unknown:
+                return adapter.trace_response(
+                    self._with_unstored_rows(request, query, context, direction, unknown)
                 )
-                if done is not None:
-                    return adapter.with_millis(*done)
-            return adapter.trace_response(self._answer(request, query, context, direction))
         raise AssertionError("unreachable")
 
     def _trace_query(self, request: query_pb2.TraceRequest, direction: Direction) -> TraceQuery:
@@ -164,7 +170,39 @@ class ProvenanceQueryServicer(query_pb2_grpc.ProvenanceQueryServicer):  # type: 
     def _run_trace(
         self, request: query_pb2.TraceRequest, context: grpc.ServicerContext, direction: Direction
     ) -> TraceResult:
-        return self._answer(request, self._trace_query(request, direction), context, direction)
+        query = self._trace_query(request, direction)
+        try:
+            return self._answer(request, query, context, direction)
+        except NotFound as unknown:
+            return self._with_unstored_rows(request, query, context, direction, unknown)
+
+    def _with_unstored_rows(
+        self,
+        request: query_pb2.TraceRequest,
+        query: TraceQuery,
+        context: grpc.ServicerContext,
+        direction: Direction,
+        unknown: NotFound,
+    ) -> TraceResult:
+        """The trace where some seeds are not stored: each that is a file source row a filter
+        dropped before its capture point (source_rows.unstored) is its TOKEN node alone, reaching
+        nothing either way; the stored seeds are traced as usual. Any other unknown seed: NOT_FOUND
+        (``unknown``, as the store raised it)."""
+        stored = self._store.nodes(query.node_ids)
+        missing = [i for i in query.node_ids if i not in stored]
+        rows = self._store.unstored_source_rows(missing) if missing else {}
+        if not rows or any(i not in rows for i in missing):
+            raise unknown
+        kept = [i for i in query.node_ids if i in stored]
+        if kept:
+            result = self._answer(request, replace(query, node_ids=kept), context, direction)
+        else:
+            result = TraceResult(nodes=[], edges=[], truncated=False, strategy=query.strategy)
+        unstored = [rows[i] for i in dict.fromkeys(missing)]
+        result.nodes = unstored + result.nodes
+        if result.ids:
+            result.ids = [n.id for n in unstored] + result.ids
+        return result
 
     def _answer(
         self,

@@ -13,10 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from query_service.model import FailedPrecondition, InvalidArgument, NotFound
-from sparkprov.events import source_files_key
+from query_service.model import FailedPrecondition, InvalidArgument, NodeView, NotFound
+from sparkprov.events import source_files_key, source_masks_key
 
-__all__ = ["SourceRowView", "locate"]
+__all__ = ["ROW_BITS", "SourceRowView", "locate", "unstored", "unstored_rows"]
+
+# A file source row's position: its file's index << ROW_BITS | its row in the file
+# (io.sparkprov.capture.FileOrdinals.ROW_BITS).
+ROW_BITS = 33
 
 _LOCATE = """
 UNWIND $ids AS id
@@ -27,6 +31,12 @@ RETURN n.id AS id, n.op AS op, n.run_id AS run, n.relation AS relation, n.label 
 """
 
 _SHOWN = 5  # ids named in an error
+
+# The runs whose marker lists TOKEN id masks of file sources.
+_MASKED_RUNS = """
+MATCH (r:Run) WHERE any(k IN keys(r) WHERE k STARTS WITH $prefix)
+RETURN r.run_id AS run, properties(r) AS props
+"""
 
 
 class Reader(Protocol):
@@ -90,3 +100,47 @@ def _numbers(label: str) -> tuple[int, int]:
 def _listed(ids: list[int]) -> str:
     shown = ", ".join(str(i) for i in ids[:_SHOWN])
     return shown + (f" and {len(ids) - _SHOWN} more" if len(ids) > _SHOWN else "")
+
+
+def unstored(runs: Sequence[Any], ids: Sequence[int]) -> dict[int, NodeView]:
+    """Of ``ids`` (none of them stored), the rows of file sources that a filter over the source
+    dropped before its capture point (io.sparkprov.capture.SourceFiltersFirst): such a row's id
+    is its position XOR one of its run's ``masks_<relation>``, the position naming a file of the
+    run's ``files_<relation>``. Each is the TOKEN node it would have been, with no edges: it
+    reaches nothing. ``runs``: the rows of ``_MASKED_RUNS``. An id that is no such row is left
+    out (an unknown id: NOT_FOUND). The row index is not checked against the file's length
+    (the capture agent does not read it); a random 64-bit id passes as a row of one of a run's
+    n files with odds n / 2^31 per mask."""
+    found: dict[int, NodeView] = {}
+    for record in runs:
+        props = record["props"]
+        for key, masks in props.items():
+            if not key.startswith(source_masks_key("")):
+                continue
+            relation = key[len(source_masks_key("")) :]
+            files = props.get(source_files_key(relation)) or []
+            for node_id in ids:
+                if node_id in found:
+                    continue
+                for mask in masks:
+                    position = (node_id ^ mask) & 0xFFFF_FFFF_FFFF_FFFF
+                    file_index, row = position >> ROW_BITS, position & ((1 << ROW_BITS) - 1)
+                    if file_index < len(files):
+                        found[node_id] = NodeView(
+                            id=node_id,
+                            run_id=record["run"],
+                            op="TOKEN",
+                            label=f"{relation}#{file_index}.{row}",
+                            relation=relation,
+                            attributes={},
+                            value="",
+                            component_id=None,
+                            set_id=None,
+                        )
+                        break
+    return found
+
+
+def unstored_rows(store: Reader, ids: Sequence[int]) -> dict[int, NodeView]:
+    """:func:`unstored` over the store's runs."""
+    return unstored(store.read(_MASKED_RUNS, prefix=source_masks_key("")), ids)

@@ -16,7 +16,7 @@ from typing import Any, Protocol, cast
 
 import neo4j
 
-from query_service import members
+from query_service import members, source_rows
 from query_service.deletion import Propagated, Touched
 from query_service.members import Derived, DerivedCache, MemberEdge
 from query_service.model import (
@@ -243,6 +243,8 @@ class GraphStore(Protocol):
 
     def nodes(self, ids: Iterable[int]) -> dict[int, NodeView]: ...
 
+    def unstored_source_rows(self, ids: Sequence[int]) -> dict[int, NodeView]: ...
+
     def run_graph(self, run_id: str) -> tuple[dict[int, NodeView], list[tuple[int, int]]]: ...
 
     def tensor_values(self, aggregates: list[int]) -> dict[int, str]: ...
@@ -401,6 +403,11 @@ class Store:
             shown = ", ".join(str(i) for i in r["missing"][:10])
             raise NotFound(f"unknown node id(s): {shown}")
         return propagated(cast(DeletionRow, r))
+
+    def unstored_source_rows(self, ids: Sequence[int]) -> dict[int, NodeView]:
+        """Of ``ids`` (not stored), the file source rows a filter dropped before capture, as
+        their TOKEN nodes (query_service.source_rows.unstored)."""
+        return source_rows.unstored_rows(self, ids)
 
     def nodes(self, ids: Iterable[int]) -> dict[int, NodeView]:
         wanted = list(ids)

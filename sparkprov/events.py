@@ -47,6 +47,7 @@ __all__ = [
     "RunComplete",
     "SourceFiles",
     "source_files_key",
+    "source_masks_key",
     "ReusedResult",
     "RunStarted",
     "decode",
@@ -221,12 +222,21 @@ class SourceFiles:
 
     relation: str
     files: tuple[str, ...]
+    # The TOKEN id masks of its capture points (a row's id: its position XOR one of them);
+    # empty from writers before them or without the JVM taps.
+    masks: tuple[int, ...] = ()
 
 
 def source_files_key(relation: str) -> str:
     """The ``(:Run)`` property that lists a source's files in the store (docs/graph-schema.md):
     ``files_<relation>``."""
     return f"files_{relation}"
+
+
+def source_masks_key(relation: str) -> str:
+    """The ``(:Run)`` property that lists a file source's TOKEN id masks (docs/graph-schema.md):
+    ``masks_<relation>``."""
+    return f"masks_{relation}"
 
 
 @dataclass(frozen=True)
@@ -456,7 +466,7 @@ def encode_run_complete(
     for reuse in reuses:
         done.reuses.add(sink=reuse.sink, version=reuse.version, run_id=reuse.run_id)
     for source in source_files:
-        done.source_files.add(relation=source.relation, files=source.files)
+        done.source_files.add(relation=source.relation, files=source.files, masks=source.masks)
     return event.SerializeToString()
 
 
@@ -474,6 +484,13 @@ def _check_source_files(source: SourceFiles) -> None:
         )
     for file in source.files:
         limits.check_string("source_files.files", file, limits.MAX_TEXT_BYTES)
+    if len(source.masks) > limits.MAX_SOURCE_FILES or any(
+        not -(2**63) <= m < 2**63 for m in source.masks
+    ):
+        raise MalformedEvent(
+            "bad_source_files",
+            f"source {source.relation}: at most {limits.MAX_SOURCE_FILES} masks, each a 64-bit id",
+        )
 
 
 def _check_reuse(reuse: ReusedResult) -> None:
@@ -527,7 +544,7 @@ def _reuse_of(message: lineage_pb2.ReusedResult) -> ReusedResult:
 
 
 def _source_files_of(message: lineage_pb2.SourceFiles) -> SourceFiles:
-    source = SourceFiles(message.relation, tuple(message.files))
+    source = SourceFiles(message.relation, tuple(message.files), tuple(message.masks))
     _check_source_files(source)
     return source
 

@@ -54,9 +54,39 @@ def test_stored_source_rows_name_their_file_and_row(spark, client, neo4j_driver,
             run=prov.run_id,
         ).data()
     assert files == sorted(orders.inputFiles()) and len(files) >= 3
-    assert len(stored) == 400  # every source row, the filtered ones too
+    # The rows the filter keeps; the filter runs before the source's capture point
+    # (io.sparkprov.capture.SourceFiltersFirst), so the 320 rows it drops are not stored.
+    assert len(stored) == 80
     oid = {r["id"]: int(r["oid"]) for r in oids}
-    assert {oid[r["id"]]: (file_key(r["file"]), r["row"]) for r in stored} == truth
+    assert {oid[r["id"]]: (file_key(r["file"]), r["row"]) for r in stored} == {
+        o: at for o, at in truth.items() if o % 5 == 0
+    }
+
+    # A dropped row's id (its position XOR the run's mask for the source) is still a row of the
+    # run: a trace of it answers with its TOKEN node alone, reaching nothing, not NOT_FOUND.
+    with neo4j_driver.session() as session:
+        (mask,) = session.run(
+            "MATCH (r:Run {run_id: $run}) RETURN r.masks_Orders AS masks", run=prov.run_id
+        ).single()["masks"]
+    ordinal = {file_key(f): i for i, f in enumerate(files)}
+    dropped = {o: at for o, at in truth.items() if o % 5 != 0}
+    some = sorted(dropped)[:3]
+    for o in some:
+        f, row = dropped[o]
+        position = ordinal[f] << 33 | row
+        node_id = (position ^ mask) - (1 << 64) if (position ^ mask) >= 1 << 63 else position ^ mask
+        for trace in (client.forward_trace, client.backward_trace):
+            answer = trace([str(node_id)])
+            assert [(n.op, n.label, n.relation, n.run_id) for n in answer.nodes] == [
+                (Op.TOKEN, f"Orders#{ordinal[f]}.{row}", "Orders", prov.run_id)
+            ]
+            assert not answer.edges
+    # With a stored row beside it, the stored one is traced as usual.
+    kept_id = str(stored[0]["id"])
+    both = client.forward_trace([kept_id, str(node_id)])
+    assert {n.id for n in both.nodes} >= {kept_id, str(node_id)} and both.edges
+    with pytest.raises(NotFound, match="unknown node id"):
+        client.forward_trace(["12345"])
 
     # The same through gRPC (LocateSourceRows), for every Orders row and the in-memory Names rows.
     located = client.locate_source_rows([str(r["id"]) for r in stored])

@@ -76,13 +76,18 @@ def _same_both_ways(spark: SparkSession, job: Job) -> tuple[dict[int, Any], Coun
     jvm_rows, jvm_counts, (jvm_nodes, jvm_edges), jvm_compact = _captured(spark, "jvm", job)
     assert jvm_rows == py_rows
     assert py_nodes, "the job emitted nothing: the comparison would be empty"
-    assert jvm_nodes.keys() == py_nodes.keys()
-    for node_id, node in py_nodes.items():
-        assert jvm_nodes[node_id] == node
+    # The JVM taps run a filter over a source before its tap (SourceFiltersFirst): the source
+    # rows it drops, which reach nothing, are not emitted there. Nothing else differs.
+    feeding = {src for src, _ in py_edges}
+    dropped = py_nodes.keys() - jvm_nodes.keys()
+    assert all(py_nodes[i]["op"] == "TOKEN" and i not in feeding for i in dropped)
+    assert jvm_nodes.keys() <= py_nodes.keys()
+    for node_id, node in jvm_nodes.items():
+        assert node == py_nodes[node_id]
     assert jvm_edges == py_edges
-    assert jvm_counts == py_counts
+    assert jvm_counts == (py_counts[0] - len(dropped), py_counts[1])
     assert jvm_compact == py_compact
-    return py_nodes, py_edges
+    return jvm_nodes, jvm_edges
 
 
 PEOPLE = [
@@ -617,9 +622,50 @@ def test_sources_keep_the_columns_the_query_reads_and_the_scan_reads_no_other(
     # And the scans read no column for the tap alone (the row index is the source position).
     assert [s for s in _read_schemas(plan) if "pad" in s or "name" in s or "other" in s] == []
     assert any("pad" in s for s in _read_schemas(all_plan))
-    # The values kept are the rows' own.
+    # The values kept are the rows' own: those the filter keeps (it runs before the tap).
     amounts = {n["props"]["a_amount"] for n in nodes.values() if n.get("relation") == "T"}
-    assert amounts == {str(i / 2) for i in range(60)}
+    assert amounts == {str(i / 2) for i in range(60) if i / 2 > 10}
+
+
+@pytest.mark.parametrize("job", [_frames, _sql], ids=["dataframe", "sql"])
+def test_a_filter_over_a_source_runs_before_its_tap_and_in_the_scan(
+    spark: SparkSession, tables: Path, job: ReadJob
+) -> None:
+    """io.sparkprov.capture.SourceFiltersFirst: the source's tap sees only the rows the filter
+    keeps, Spark pushes the filter into the parquet scan as without capture, and the run marker
+    carries the source's id mask, which tells a dropped row's id from an unknown one."""
+    emitter = MemoryEmitter(spark)
+    with ProvenanceSession(spark, "filters-first", emitter=emitter, run_id="filters") as prov:
+        frame = job(prov, spark, "read", tables)
+        plan = materialize(frame)._jdf.queryExecution().executedPlan().toString()
+        rows = frame.collect()
+    assert len(rows) == 3
+    scans = re.findall(r"FileScan parquet \S*\[[^\]]*\] .*?DataFilters: \[([^\]]*)\]", plan)
+    assert any("amount" in filters and "> 10" in filters for filters in scans), plan
+    events = [decode(value) for _, value in emitter.messages()]
+    tokens = {
+        n["label"]: n["id"]
+        for e in events
+        if isinstance(e, Batch)
+        for n in e.expanded().rows()
+        if n.get("relation") == "T" and n["op"] == "TOKEN"
+    }
+    assert len(tokens) == len([i for i in range(60) if i / 2 > 10])
+    (complete,) = [e for e in events if isinstance(e, RunComplete)]
+    assert (complete.node_count, complete.edge_count) == prov.counts()
+    (source,) = [f for f in complete.source_files if f.relation == "T"]
+    (mask,) = source.masks
+    for label, node_id in tokens.items():  # the mask gives every stored row's id from its label
+        file_index, row = (int(x) for x in label.split("#")[1].split("."))
+        assert (file_index << 33 | row) ^ (mask & (2**64 - 1)) == node_id & (2**64 - 1)
+
+    # The session's conf turns the rule off: every row the scan reads is captured again.
+    spark.conf.set("spark.sparkprov.sourceFiltersFirst", "false")
+    try:
+        _, nodes, _, plan = _captured_read(spark, job, "read", tables)
+    finally:
+        spark.conf.unset("spark.sparkprov.sourceFiltersFirst")
+    assert len([n for n in nodes.values() if n.get("relation") == "T" and n["op"] == "TOKEN"]) == 60
 
 
 def test_a_column_the_output_returns_is_read(spark: SparkSession, tables: Path) -> None:

@@ -52,3 +52,29 @@ def test_refusals_name_the_ids() -> None:
     many = Reader()
     with pytest.raises(NotFound, match="1, 2, 3, 4, 5 and 2 more"):
         locate(many, list(range(1, 8)))
+
+
+def _signed(x: int) -> int:
+    x &= (1 << 64) - 1
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
+def test_unstored_rows_are_told_by_their_runs_masks_and_files() -> None:
+    from query_service.source_rows import unstored
+
+    mask, other = _signed(0x9E37_79B9_7F4A_7C15), _signed(0x1234_5678_9ABC_DEF1)
+    runs = [
+        {"run": "r1", "props": {"run_id": "r1", "files_Orders": FILES, "masks_Orders": [mask]}},
+        {"run": "r2", "props": {"run_id": "r2", "files_Parts": FILES[:1], "masks_Parts": [other]}},
+    ]
+    in_file_1 = _signed((1 << 33 | 42) ^ mask)
+    in_parts = _signed(7 ^ other)
+    past_files = _signed((2 << 33 | 1) ^ mask)  # Orders has 2 files; Parts 1
+    found = unstored(runs, [in_file_1, in_parts, past_files, 12345])
+    assert sorted(found) == sorted([in_file_1, in_parts])
+    row = found[in_file_1]
+    assert (row.op, row.run_id, row.relation, row.label) == ("TOKEN", "r1", "Orders", "Orders#1.42")
+    assert (row.attributes, row.component_id) == ({}, None)
+    assert found[in_parts].label == "Parts#0.7" and found[in_parts].run_id == "r2"
+    # A run without masks (the Python taps, an older writer) tells nothing apart.
+    assert unstored([{"run": "r3", "props": {"files_Orders": FILES}}], [in_file_1]) == {}

@@ -242,6 +242,14 @@ final class Chunk {
     return column;
   }
 
+  /** Adds the chunk's source positions (its "rowno" input) to {@code rows}. */
+  void addPositionsTo(org.roaringbitmap.longlong.Roaring64NavigableMap rows) {
+    long[] column = longs[plan.input("rowno")];
+    for (int r = 0; r < size; r++) {
+      rows.addLong(column[r]);
+    }
+  }
+
   /** The smallest value of the "id" input over the chunk (it names the partition's rows). */
   long minId() {
     long[] column = longs[plan.input("id")];

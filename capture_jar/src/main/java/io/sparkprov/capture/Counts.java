@@ -1,18 +1,26 @@
 package io.sparkprov.capture;
 
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
 import java.io.Serializable;
+import java.io.UncheckedIOException;
 import java.util.HashMap;
 import java.util.Map;
 import org.apache.spark.SparkContext;
 import org.apache.spark.util.CollectionAccumulator;
+import org.roaringbitmap.longlong.Roaring64NavigableMap;
 
 /**
  * The run's node and edge counts, {(tap, smallest row id): (nodes, edges)}, as the Python
  * session's counts accumulator: what each successful task's tap reports goes into a Spark
  * accumulator, and the driver merges the reports. The same key means the same rows, whatever
  * task computed them (a retry, a second job, a cartesian product's several reads): the larger
- * count wins. The reports are plain {@code Object[]} of JDK types: the driver deserializes task
- * results with a class loader that need not see this jar.
+ * count wins; a source tap's rows are counted as the union of their positions ({@link #addRows}).
+ * The reports are plain {@code Object[]} of JDK types: the driver deserializes task results with a
+ * class loader that need not see this jar.
  */
 public final class Counts implements Serializable {
   private final CollectionAccumulator<Object[]> reports;
@@ -26,15 +34,51 @@ public final class Counts implements Serializable {
     reports.add(new Object[] {tap, minId, nodes, edges});
   }
 
-  /** {(tap, smallest row id) -> {nodes, edges}} over the completed tasks' reports. */
+  /**
+   * What one task's source tap sent: the positions of its rows (one TOKEN node each, no edges),
+   * serialized (a {@code byte[]}, a JDK type). A source's rows differ between the jobs that read
+   * it when filters run before its tap ({@link SourceFiltersFirst}), so its nodes are counted as
+   * the union of the positions every task sent.
+   */
+  void addRows(String tap, Roaring64NavigableMap positions) {
+    positions.runOptimize();
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    try (DataOutputStream out = new DataOutputStream(bytes)) {
+      positions.serialize(out);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    reports.add(new Object[] {tap, bytes.toByteArray()});
+  }
+
+  /** {(tap, smallest row id) -> {nodes, edges}} over the completed tasks' reports; a source
+   * tap's rows as {(tap) -> {distinct positions, 0}}. */
   public Map<String, long[]> value() {
     Map<String, long[]> totals = new HashMap<>();
+    Map<String, Roaring64NavigableMap> sources = new HashMap<>();
     for (Object[] report : reports.value()) {
+      if (report[1] instanceof byte[] serialized) {
+        sources.computeIfAbsent((String) report[0], k -> new Roaring64NavigableMap())
+            .or(positions(serialized));
+        continue;
+      }
       long[] counts = {(Long) report[2], (Long) report[3]};
       totals.merge(report[0] + "\u0000" + report[1], counts,
           (a, b) -> new long[] {Math.max(a[0], b[0]), Math.max(a[1], b[1])});
     }
+    sources.forEach((tap, rows) -> totals.put(tap + "\u0000rows", new long[] {
+        rows.getLongCardinality(), 0}));
     return totals;
+  }
+
+  private static Roaring64NavigableMap positions(byte[] serialized) {
+    Roaring64NavigableMap rows = new Roaring64NavigableMap();
+    try (DataInputStream in = new DataInputStream(new ByteArrayInputStream(serialized))) {
+      rows.deserialize(in);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return rows;
   }
 
   /** {nodes, edges} over every (tap, rows) the completed tasks reported. */

@@ -8,6 +8,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.apache.spark.TaskContext;
+import org.roaringbitmap.longlong.Roaring64NavigableMap;
 
 /**
  * One capture point: a non-deterministic, always-true filter over the tap's input struct
@@ -134,6 +135,10 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
     long sent;
     long acknowledged;
     long minId = Long.MAX_VALUE;
+    // A source tap's positions sent: the rows it sees depend on the filters run before it
+    // (SourceFiltersFirst), so its count is the union of every task's rows, not a per-task max.
+    final Roaring64NavigableMap positions =
+        Emission.Kind.of(plan.kind()) == Emission.Kind.SOURCE ? new Roaring64NavigableMap() : null;
     long nodes;
     long edges;
     boolean failed;
@@ -161,6 +166,9 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
         return;
       }
       minId = Math.min(minId, chunk.minId());
+      if (positions != null) {
+        chunk.addPositionsTo(positions);
+      }
       byte[] message = Wire.batch(plan, partition, sequence, e.nodes(), e.src(), e.dst(),
           e.members());
       while (unacknowledged.size() >= MAX_UNACKNOWLEDGED) {
@@ -188,7 +196,11 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
       while (!unacknowledged.isEmpty()) {
         confirm(unacknowledged.poll());
       }
-      counts.add(plan.key(), minId, nodes, edges);
+      if (positions != null && edges == 0) {
+        counts.addRows(plan.key(), positions);
+      } else {
+        counts.add(plan.key(), minId, nodes, edges);
+      }
     }
 
     private void confirm(Future<?> future) {

@@ -62,6 +62,11 @@ public final class TapExpression extends Expression implements Serializable {
     return tap.plan().valuesRead() && !tap.plan().attributes().isEmpty();
   }
 
+  /** Whether this is a source's capture point (a TOKEN per row it sees). */
+  boolean isSource() {
+    return Emission.Kind.of(tap.plan().kind()) == Emission.Kind.SOURCE;
+  }
+
   /** The tap's id inputs (its hidden columns), without the attribute values after them. */
   List<Expression> idInputs() {
     return inputs.subList(0, tap.plan().inputs().size());

@@ -21,7 +21,7 @@ import org.apache.spark.sql.types.DataTypes;
  */
 public final class Taps {
   /** The tap protocol this jar speaks; capture_agent/jvm.py refuses a jar of another. */
-  public static final int PROTOCOL = 9;
+  public static final int PROTOCOL = 10;
 
   public Taps() {}
 
@@ -234,11 +234,19 @@ public final class Taps {
   }
 
   /**
-   * Installs {@link ValuesPruning} in {@code session}'s optimizer (once): taps of relations that
-   * keep the values the query reads keep no others. Since protocol 8.
+   * Installs capture's optimizer rules in {@code session} (once each): {@link ValuesPruning}
+   * (taps of relations that keep the values the query reads keep no others) and {@link
+   * SourceFiltersFirst} (a filter over a source runs before its tap). Since protocol 10.
    */
-  public void pruneReadValues(org.apache.spark.sql.classic.SparkSession session) {
+  public void installRules(org.apache.spark.sql.classic.SparkSession session) {
     ValuesPruning.install(session.experimental());
+    SourceFiltersFirst.install(session.experimental());
+  }
+
+  /** A source's TOKEN id mask, {@code xxhash64(lit(run), lit(key))}: a row's id is its position
+   * XOR the mask. Since protocol 10. */
+  public long tokenMask(String run, String key) {
+    return NodeIds.seed(run, key);
   }
 
   /** A node id: {@code xxhash64(lit(run), lit(key), columns...)}, computed cheaper. */

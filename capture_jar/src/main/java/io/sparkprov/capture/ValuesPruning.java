@@ -63,6 +63,7 @@ public final class ValuesPruning extends Rule<LogicalPlan> {
     if (node instanceof Filter filter && hasPrunableTap(filter.condition())) {
       Set<Long> read = new HashSet<>(required);
       references(filter.condition(), read);
+      filtersRunFirst(filter.child(), read);
       Expression condition = narrow(filter.condition(), read);
       references(condition, below);
       if (condition != filter.condition()) {
@@ -81,6 +82,18 @@ public final class ValuesPruning extends Rule<LogicalPlan> {
     }
     return changed ? current.withNewChildren(CollectionConverters.asScala(pruned).toList())
         : current;
+  }
+
+  /**
+   * Adds what the filters directly below a tap read ({@link SourceFiltersFirst} moves a
+   * source's filters there): their columns are read by the query, as they were above it.
+   */
+  private static void filtersRunFirst(LogicalPlan child, Set<Long> read) {
+    LogicalPlan node = child;
+    while (node instanceof Filter below && !hasPrunableTap(below.condition())) {
+      read.addAll(ids(below.condition().references()));
+      node = below.child();
+    }
   }
 
   /** {@code e} with each prunable tap keeping only the values whose attribute is {@code read}. */

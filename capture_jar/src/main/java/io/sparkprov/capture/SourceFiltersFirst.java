@@ -1,0 +1,105 @@
+package io.sparkprov.capture;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.spark.sql.ExperimentalMethods;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.internal.SQLConf;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * A filter directly over a source's capture point runs before it: {@code Filter(cond,
+ * Filter(sourceTap, child))} becomes {@code Filter(sourceTap, Filter(cond, child))}, so the
+ * source's tap sees, copies and sends only the rows the filter keeps, and Spark pushes the
+ * filter into the scan (parquet's row-group skipping) as it does without capture. A source row
+ * the filter drops reaches no output: it is not stored (../shared/MODEL.md section 6), and a
+ * trace that asks for it by its file and row is told it reaches nothing (docs/capture.md,
+ * "Source rows a filter drops").
+ *
+ * <p>Only deterministic conditions without subqueries or taps move, and only below a SOURCE
+ * tap: the row's id (its position, computed below the tap from the scan's own metadata or a
+ * projection under it) does not depend on which rows pass, so a kept row's lineage is the same.
+ * Installed with {@link ValuesPruning}, which counts the columns such a filter reads as read.
+ * The session's conf {@value #CONF} = false turns it off (every row the scan reads captured).
+ */
+public final class SourceFiltersFirst extends Rule<LogicalPlan> {
+  public static final SourceFiltersFirst INSTANCE = new SourceFiltersFirst();
+  /** The Spark conf that turns the rule off ("false"): every source row the scan reads is
+   * then captured, the ones a filter drops too. */
+  public static final String CONF = "spark.sparkprov.sourceFiltersFirst";
+
+  private SourceFiltersFirst() {}
+
+  /** Adds the rule to {@code experimental}'s optimizations, once. */
+  public static void install(ExperimentalMethods experimental) {
+    List<Rule<LogicalPlan>> rules =
+        new ArrayList<>(CollectionConverters.asJava(experimental.extraOptimizations()));
+    if (!rules.contains(INSTANCE)) {
+      rules.add(INSTANCE);
+      experimental.extraOptimizations_$eq(CollectionConverters.asScala(rules).toList());
+    }
+  }
+
+  @Override
+  public String ruleName() {
+    return "io.sparkprov.capture.SourceFiltersFirst";
+  }
+
+  @Override
+  public LogicalPlan apply(LogicalPlan plan) {
+    if (!SQLConf.get().getConfString(CONF, "true").equalsIgnoreCase("true")) {
+      return plan;
+    }
+    return plan.transformDown(new scala.runtime.AbstractPartialFunction<>() {
+      @Override
+      public boolean isDefinedAt(LogicalPlan node) {
+        return movable(node);
+      }
+
+      @Override
+      public LogicalPlan apply(LogicalPlan node) {
+        return movable(node) ? swapped((Filter) node) : node;
+      }
+    });
+  }
+
+  /** {@code Filter(cond, Filter(sourceTap, child))} with a condition that may run first. */
+  static boolean movable(LogicalPlan node) {
+    return node instanceof Filter outer
+        && outer.child() instanceof Filter inner
+        && isSourceTap(inner.condition())
+        && mayRunFirst(outer.condition());
+  }
+
+  private static LogicalPlan swapped(Filter outer) {
+    Filter tap = (Filter) outer.child();
+    return new Filter(tap.condition(), new Filter(outer.condition(), tap.child()));
+  }
+
+  /** Whether {@code e} is a SOURCE tap alone (the whole condition of its filter). */
+  static boolean isSourceTap(Expression e) {
+    return e instanceof TapExpression tap && tap.isSource();
+  }
+
+  private static boolean mayRunFirst(Expression condition) {
+    return condition.deterministic()
+        && !SubqueryExpression.hasSubquery(condition)
+        && !containsTap(condition);
+  }
+
+  private static boolean containsTap(Expression e) {
+    if (e instanceof TapExpression) {
+      return true;
+    }
+    for (Expression child : CollectionConverters.asJava(e.children())) {
+      if (containsTap(child)) {
+        return true;
+      }
+    }
+    return false;
+  }
+}
