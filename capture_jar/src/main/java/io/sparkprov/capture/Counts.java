@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.io.Serializable;
 import java.io.UncheckedIOException;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import org.apache.spark.SparkContext;
 import org.apache.spark.util.CollectionAccumulator;
@@ -41,6 +42,11 @@ public final class Counts implements Serializable {
    * the union of the positions every task sent.
    */
   void addRows(String tap, Roaring64NavigableMap positions) {
+    reports.add(rowsReport(tap, positions));
+  }
+
+  /** A source tap's report: its name and its positions, serialized. */
+  static Object[] rowsReport(String tap, Roaring64NavigableMap positions) {
     positions.runOptimize();
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     try (DataOutputStream out = new DataOutputStream(bytes)) {
@@ -48,15 +54,20 @@ public final class Counts implements Serializable {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    reports.add(new Object[] {tap, bytes.toByteArray()});
+    return new Object[] {tap, bytes.toByteArray()};
   }
 
   /** {(tap, smallest row id) -> {nodes, edges}} over the completed tasks' reports; a source
    * tap's rows as {(tap) -> {distinct positions, 0}}. */
   public Map<String, long[]> value() {
+    return merged(reports.value());
+  }
+
+  /** {@link #value} of {@code reports}. */
+  static Map<String, long[]> merged(List<Object[]> reports) {
     Map<String, long[]> totals = new HashMap<>();
     Map<String, Roaring64NavigableMap> sources = new HashMap<>();
-    for (Object[] report : reports.value()) {
+    for (Object[] report : reports) {
       if (report[1] instanceof byte[] serialized) {
         sources.computeIfAbsent((String) report[0], k -> new Roaring64NavigableMap())
             .or(positions(serialized));

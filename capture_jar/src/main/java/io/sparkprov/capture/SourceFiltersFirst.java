@@ -21,8 +21,10 @@ import scala.jdk.javaapi.CollectionConverters;
  * "Source rows a filter drops").
  *
  * <p>Only deterministic conditions without subqueries or taps move, and only below a SOURCE
- * tap: the row's id (its position, computed below the tap from the scan's own metadata or a
- * projection under it) does not depend on which rows pass, so a kept row's lineage is the same.
+ * tap whose rows are positioned by file ({@link SourcePosition}: parquet's file and row index):
+ * the row's id does not depend on which rows pass, so a kept row's lineage is the same, and a
+ * dropped row's id still names its file row. A source positioned by partition and offset keeps
+ * every row (its dropped rows' ids could not be told from unknown ones).
  * Installed with {@link ValuesPruning}, which counts the columns such a filter reads as read.
  * The session's conf {@value #CONF} = false turns it off (every row the scan reads captured).
  */
@@ -80,9 +82,10 @@ public final class SourceFiltersFirst extends Rule<LogicalPlan> {
     return new Filter(tap.condition(), new Filter(outer.condition(), tap.child()));
   }
 
-  /** Whether {@code e} is a SOURCE tap alone (the whole condition of its filter). */
+  /** Whether {@code e} is a SOURCE tap alone (the whole condition of its filter) whose rows are
+   * positioned by file: only such a dropped row's id is still told from an unknown one. */
   static boolean isSourceTap(Expression e) {
-    return e instanceof TapExpression tap && tap.isSource();
+    return e instanceof TapExpression tap && tap.isSource() && tap.positionsByFile();
   }
 
   private static boolean mayRunFirst(Expression condition) {

@@ -67,6 +67,24 @@ public final class TapExpression extends Expression implements Serializable {
     return Emission.Kind.of(tap.plan().kind()) == Emission.Kind.SOURCE;
   }
 
+  /** Whether its rows' positions name their files ({@link SourcePosition}), not Spark's
+   * partitions: a row's id then says which file row it is, stored or not. */
+  boolean positionsByFile() {
+    return contains(inputs.get(tap.plan().input("rowno")), SourcePosition.class);
+  }
+
+  private static boolean contains(Expression e, Class<?> kind) {
+    if (kind.isInstance(e)) {
+      return true;
+    }
+    for (Expression child : CollectionConverters.asJava(e.children())) {
+      if (contains(child, kind)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** The tap's id inputs (its hidden columns), without the attribute values after them. */
   List<Expression> idInputs() {
     return inputs.subList(0, tap.plan().inputs().size());

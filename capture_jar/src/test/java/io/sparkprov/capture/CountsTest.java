@@ -1,0 +1,38 @@
+package io.sparkprov.capture;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.roaringbitmap.longlong.Roaring64NavigableMap;
+
+class CountsTest {
+  private static Object[] rows(String tap, long... positions) {
+    return Counts.rowsReport(tap, Roaring64NavigableMap.bitmapOf(positions));
+  }
+
+  @Test
+  void aSourceTapCountsTheUnionOfThePositionsItsTasksSent() {
+    long far = 5L << 33 | 7; // file 5, row 7: above 32 bits
+    Map<String, long[]> merged = Counts.merged(List.of(
+        rows("source:T#1", 0, 1, 2, 3), // one job read every row of the split
+        rows("source:T#1", 1, 3, far), // another ran a filter first: a subset, and one more
+        rows("source:U#2", 1)));
+    assertArrayEquals(new long[] {5, 0}, merged.get("source:T#1\u0000rows"));
+    assertArrayEquals(new long[] {1, 0}, merged.get("source:U#2\u0000rows"));
+  }
+
+  @Test
+  void otherTapsKeepTheLargerCountPerTaskRows() {
+    Map<String, long[]> merged = Counts.merged(List.of(
+        new Object[] {"join#3", 10L, 4L, 8L},
+        new Object[] {"join#3", 10L, 4L, 8L}, // the same rows again (a retry, a second job)
+        new Object[] {"join#3", 20L, 1L, 2L},
+        rows("source:T#1", 9)));
+    assertEquals(3, merged.size());
+    assertArrayEquals(new long[] {4, 8}, merged.get("join#3\u000010"));
+    assertArrayEquals(new long[] {1, 2}, merged.get("join#3\u000020"));
+  }
+}
