@@ -1,7 +1,5 @@
 package io.sparkprov.capture;
 
-import java.util.ArrayList;
-import java.util.List;
 import org.apache.spark.sql.ExperimentalMethods;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
@@ -9,7 +7,6 @@ import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.internal.SQLConf;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * A filter directly over a source's capture point runs before it: {@code Filter(cond,
@@ -38,12 +35,7 @@ public final class SourceFiltersFirst extends Rule<LogicalPlan> {
 
   /** Adds the rule to {@code experimental}'s optimizations, once. */
   public static void install(ExperimentalMethods experimental) {
-    List<Rule<LogicalPlan>> rules =
-        new ArrayList<>(CollectionConverters.asJava(experimental.extraOptimizations()));
-    if (!rules.contains(INSTANCE)) {
-      rules.add(INSTANCE);
-      experimental.extraOptimizations_$eq(CollectionConverters.asScala(rules).toList());
-    }
+    ExtraOptimizations.add(experimental, INSTANCE);
   }
 
   @Override
@@ -91,18 +83,6 @@ public final class SourceFiltersFirst extends Rule<LogicalPlan> {
   private static boolean mayRunFirst(Expression condition) {
     return condition.deterministic()
         && !SubqueryExpression.hasSubquery(condition)
-        && !containsTap(condition);
-  }
-
-  private static boolean containsTap(Expression e) {
-    if (e instanceof TapExpression) {
-      return true;
-    }
-    for (Expression child : CollectionConverters.asJava(e.children())) {
-      if (containsTap(child)) {
-        return true;
-      }
-    }
-    return false;
+        && !TapExpression.contains(condition, TapExpression.class);
   }
 }

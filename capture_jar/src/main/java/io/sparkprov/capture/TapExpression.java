@@ -73,7 +73,8 @@ public final class TapExpression extends Expression implements Serializable {
     return contains(inputs.get(tap.plan().input("rowno")), SourcePosition.class);
   }
 
-  private static boolean contains(Expression e, Class<?> kind) {
+  /** Whether {@code e} or an expression under it is a {@code kind}. */
+  static boolean contains(Expression e, Class<?> kind) {
     if (kind.isInstance(e)) {
       return true;
     }

@@ -34,12 +34,7 @@ public final class ValuesPruning extends Rule<LogicalPlan> {
 
   /** Adds the rule to {@code experimental}'s optimizations, once. */
   public static void install(ExperimentalMethods experimental) {
-    List<Rule<LogicalPlan>> rules =
-        new ArrayList<>(CollectionConverters.asJava(experimental.extraOptimizations()));
-    if (!rules.contains(INSTANCE)) {
-      rules.add(INSTANCE);
-      experimental.extraOptimizations_$eq(CollectionConverters.asScala(rules).toList());
-    }
+    ExtraOptimizations.add(experimental, INSTANCE);
   }
 
   @Override
