@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sparkprov.events import SOURCE_ROW_BITS
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
@@ -35,7 +37,7 @@ _ROW_KEEPING = {
 }
 _SCAN = "LogicalRelation"
 _META = "_metadata"
-ROW_BITS = 33  # io.sparkprov.capture.FileOrdinals.ROW_BITS
+ROW_BITS = SOURCE_ROW_BITS  # io.sparkprov.capture.FileOrdinals.ROW_BITS
 MAX_FILES = 1 << 30
 
 

@@ -14,13 +14,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from query_service.model import FailedPrecondition, InvalidArgument, NodeView, NotFound
-from sparkprov.events import source_files_key, source_masks_key
+from sparkprov.events import SOURCE_ROW_BITS, source_files_key, source_masks_key
 
-__all__ = ["ROW_BITS", "SourceRowView", "locate", "unstored", "unstored_rows"]
-
-# A file source row's position: its file's index << ROW_BITS | its row in the file
-# (io.sparkprov.capture.FileOrdinals.ROW_BITS).
-ROW_BITS = 33
+__all__ = ["SourceRowView", "locate", "unstored", "unstored_rows"]
 
 _LOCATE = """
 UNWIND $ids AS id
@@ -112,19 +108,21 @@ def unstored(runs: Sequence[Any], ids: Sequence[int]) -> dict[int, NodeView]:
     (the capture agent does not read it); a random 64-bit id passes as a row of one of a run's
     n files with odds n / 2^31 per mask."""
     found: dict[int, NodeView] = {}
+    prefix = source_masks_key("")
+    row_mask = (1 << SOURCE_ROW_BITS) - 1
     for record in runs:
         props = record["props"]
         for key, masks in props.items():
-            if not key.startswith(source_masks_key("")):
+            if not key.startswith(prefix):
                 continue
-            relation = key[len(source_masks_key("")) :]
+            relation = key[len(prefix) :]
             files = props.get(source_files_key(relation)) or []
             for node_id in ids:
                 if node_id in found:
                     continue
                 for mask in masks:
                     position = (node_id ^ mask) & 0xFFFF_FFFF_FFFF_FFFF
-                    file_index, row = position >> ROW_BITS, position & ((1 << ROW_BITS) - 1)
+                    file_index, row = position >> SOURCE_ROW_BITS, position & row_mask
                     if file_index < len(files):
                         found[node_id] = NodeView(
                             id=node_id,

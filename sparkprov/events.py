@@ -48,6 +48,7 @@ __all__ = [
     "SourceFiles",
     "source_files_key",
     "source_masks_key",
+    "SOURCE_ROW_BITS",
     "ReusedResult",
     "RunStarted",
     "decode",
@@ -231,6 +232,11 @@ def source_files_key(relation: str) -> str:
     """The ``(:Run)`` property that lists a source's files in the store (docs/graph-schema.md):
     ``files_<relation>``."""
     return f"files_{relation}"
+
+
+# A file source row's position: its file's index in the source's sorted list << SOURCE_ROW_BITS |
+# its row index in the file (io.sparkprov.capture.FileOrdinals.ROW_BITS; capture_agent.sources).
+SOURCE_ROW_BITS = 33
 
 
 def source_masks_key(relation: str) -> str:
