@@ -27,7 +27,9 @@ plain,jvm,jvm-none`` compares both in one run; ``jvm+partition`` identifies sour
 partition and offset (``SPARKPROV_SOURCE_POSITIONS=partition``) where ``jvm`` reads the parquet
 sources' file and row index (the default since 2026-11-27); ``jvm@all`` captures every source
 row the scan reads, the ones a filter over the source drops too (the Spark conf
-``spark.sparkprov.sourceFiltersFirst=false``; ``jvm`` leaves them out, issue 26, 2026-11-28).
+``spark.sparkprov.sourceFiltersFirst=false``; ``jvm`` leaves them out, issue 26, 2026-11-28);
+``jvm@resend`` has every action send its source rows again (``spark.sparkprov.sourceRowsOnce=
+false``; ``jvm`` sends a file source's row once per run).
 ``--topic sparkprov.lineage``
 publishes where the local stack's ingest service consumes, for the ratios of the one-machine
 deployment (ingest competing for the cores).
@@ -144,8 +146,10 @@ def tpch_rows(spark: SparkSession, paths: dict[str, str]) -> int:
     return sum(spark.read.parquet(path).count() for path in paths.values())
 
 
-# io.sparkprov.capture.SourceFiltersFirst's switch (docs/capture.md, "Source rows a filter drops").
+# io.sparkprov.capture.SourceFiltersFirst's and SourceRowsOnce's switches (docs/capture.md,
+# "Source rows a filter drops", "Source rows sent once per run").
 FILTERS_FIRST = "spark.sparkprov.sourceFiltersFirst"
+ROWS_ONCE = "spark.sparkprov.sourceRowsOnce"
 
 
 def timed(
@@ -154,14 +158,18 @@ def timed(
     """One run of ``body``: ``mode`` "plain" (the kill switch), "jvm" or "python" capture, with
     a codec after a dash ("jvm-none") and source positions after a plus ("jvm+partition":
     every source row by partition and offset instead of a parquet row by file and row) and
-    which source rows after an at ("jvm@all": those a filter over the source drops too)."""
+    which source rows after an at ("jvm@all": those a filter over the source drops too;
+    "jvm@resend": every action's rows, those an earlier action of the run sent too)."""
     mode, _, rows = mode.partition("@")
     mode, _, positions = mode.partition("+")
     capture, _, codec = mode.partition("-")
     enabled = capture != "plain"
     saved = os.environ.get(defaults.ENV_KAFKA_COMPRESSION)
     os.environ[defaults.ENV_KAFKA_COMPRESSION] = codec or saved or defaults.KAFKA_COMPRESSION
+    if rows not in ("", "all", "resend"):
+        raise ValueError(f"mode {mode}@{rows}: after @ comes all or resend")
     spark.conf.set(FILTERS_FIRST, "false" if rows == "all" else "true")
+    spark.conf.set(ROWS_ONCE, "false" if rows == "resend" else "true")
     try:
         started = time.perf_counter()
         with ProvenanceSession(
@@ -176,6 +184,7 @@ def timed(
         return time.perf_counter() - started, prov.counts()
     finally:
         spark.conf.unset(FILTERS_FIRST)
+        spark.conf.unset(ROWS_ONCE)
         if saved is None:
             os.environ.pop(defaults.ENV_KAFKA_COMPRESSION, None)
         else:

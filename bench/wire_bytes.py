@@ -4,6 +4,10 @@ messages of a tap compressed eight at a time as a producer's batch would), per i
 the raw bytes of each field of the messages.
 
     python -m bench.wire_bytes [--workload pipeline|pipeline_scrambled|enrich] [--rows 1000000]
+    python -m bench.wire_bytes --workload tpch [--scale 0.1] [--values read|all|key]
+
+With ``tpch`` the 22 queries run over sources tracked once and bytes are per table row (the
+eight tables' rows), as in ``bench.capture_overhead``.
 
 Not a timing: it tells which field of which tap to shrink next (bench/README.md, issue 26)."""
 
@@ -12,6 +16,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -19,7 +24,7 @@ from typing import Any
 
 import zstandard
 
-from bench.capture_overhead import make_pipeline_inputs, pipeline
+from bench.capture_overhead import make_pipeline_inputs, pipeline, tpch, tpch_inputs
 from capture_agent import ProvenanceSession
 from capture_agent.emitters import MemoryEmitter
 from examples.spark import local_spark
@@ -43,38 +48,52 @@ def field_bytes(message: Any, prefix: str, out: collections.Counter[str]) -> Non
         out[name] += probe.ByteSize()
 
 
+def _kind(tap: str) -> str:
+    """A tap's kind and relation without its number (``join#12`` -> ``join``, ``source:orders#3``
+    -> ``source:orders``, ``group#8:members`` -> ``group:members``)."""
+    return re.sub(r"#\d+", "", tap)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--workload", default="pipeline")
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--dim", type=int, default=100_000)
+    parser.add_argument("--scale", type=float, default=0.1, help="TPC-H scale (tpch only)")
+    parser.add_argument("--values", default="read", help="the sources' values policy (tpch only)")
     parser.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "sparkprov-bench"))
     args = parser.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = local_spark("sparkprov-wire-bytes")
     data = Path(args.data)
     data.mkdir(parents=True, exist_ok=True)
-    scrambled = args.workload == "pipeline_scrambled"
-    facts, dims = make_pipeline_inputs(spark, data, args.rows, args.dim, scrambled=scrambled)
     emitter = MemoryEmitter(spark)
-    with ProvenanceSession(spark, "wire-bytes", emitter=emitter) as prov:
-        if args.workload == "enrich":
-            from bench.time_to_queryable import enrich
+    if args.workload == "tpch":
+        paths = tpch_inputs(spark, data, args.scale)
+        rows = sum(spark.read.parquet(path).count() for path in paths.values())
+        with ProvenanceSession(spark, "wire-bytes", emitter=emitter) as prov:
+            tpch(prov, paths, args.values)
+    else:
+        rows = args.rows + args.dim
+        scrambled = args.workload == "pipeline_scrambled"
+        facts, dims = make_pipeline_inputs(spark, data, args.rows, args.dim, scrambled=scrambled)
+        with ProvenanceSession(spark, "wire-bytes", emitter=emitter) as prov:
+            if args.workload == "enrich":
+                from bench.time_to_queryable import enrich
 
-            enrich(prov, facts, dims, str(data / "enriched.parquet"))
-        else:
-            pipeline(prov, facts, dims)
+                enrich(prov, facts, dims, str(data / "enriched.parquet"))
+            else:
+                pipeline(prov, facts, dims)
     by_tap: dict[str, list[bytes]] = collections.defaultdict(list)
     fields: collections.Counter[str] = collections.Counter()
     for _, value in emitter.messages():
         event = lineage_pb2.LineageEvent.FromString(value)
         if event.HasField("batch"):
-            tap = event.batch.tap.split("#")[0]
+            tap = _kind(event.batch.tap)
             by_tap[tap].append(value)
             field_bytes(event.batch, tap, fields)
-    rows = args.rows + args.dim
     compressor = zstandard.ZstdCompressor(level=3)
-    print(f"{args.workload}: bytes per input row ({rows:,} input rows)")
+    print(f"{args.workload}: bytes per input row ({rows:,} input rows; tpch: table rows)")
     total_raw = total_zstd = 0
     for tap, messages in sorted(by_tap.items()):
         raw = sum(map(len, messages))

@@ -70,7 +70,7 @@ __all__ = [
 
 ENV_JAR = ENV_CAPTURE_JAR  # read by capture_agent.settings
 _ITEMS_PER_CALL = 8  # JvmList.of: elements per py4j call
-PROTOCOL = 10  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
+PROTOCOL = 11  # io.sparkprov.capture.Taps.PROTOCOL of the jar this module speaks to
 # The pyspark versions (major, minor) the JVM taps are built and tested for, inclusive.
 SUPPORTED_SPARK = ((4, 0), (4, 3))
 _CLASS = "io.sparkprov.capture.Taps"

@@ -201,7 +201,11 @@ def test_dates_and_decimals_at_their_edges_are_the_texts_spark_casts(spark) -> N
             F.when(F.col("n") % 2 == 0, None)
             .otherwise((F.col("n") % 997 / 1e18).cast("decimal(18,18)"))
             .alias("tiny"),
-            F.col("n").cast("decimal(20,2)").alias("wide"),  # over 18 digits: cast in the job
+            F.col("n").cast("decimal(20,2)").alias("wide"),  # 20 digits, values of up to 18
+            # 38 digits, some values of more than 18 (1e8 * 1e12 at scale 4): those chunks as texts
+            (F.col("n").cast("decimal(20,0)") * F.lit(10**12).cast("decimal(13,0)"))
+            .cast("decimal(38,4)")
+            .alias("huge"),
         )
         tracked = prov.source(df, "Edges")
         groups = tracked.groupBy("digit").agg(F.max("day").alias("mx"), F.min("fine").alias("mn"))
@@ -214,22 +218,30 @@ def test_dates_and_decimals_at_their_edges_are_the_texts_spark_casts(spark) -> N
     assert {"0000-12-31", "-0001-12-31", "+10000-01-01", "1582-10-14", "2000-02-29"} <= dates
     tiny = {props.get(ATTRIBUTE_PREFIX + "tiny") for props in edges}
     assert None in tiny and "-0.000000000000000001" in tiny  # n = -1: Java's -1 % 997 is -1
+    huge = {props[ATTRIBUTE_PREFIX + "huge"] for props in edges}
+    assert {"100000000000000000000.0000", "-1000000000000.0000", "0.0000"} <= huge
+    assert {props[ATTRIBUTE_PREFIX + "wide"] for props in edges} >= {"-719162.00", "0.00"}
 
 
 def test_numbers_travel_as_numbers(spark) -> None:  # type: ignore[no-untyped-def]
     """A kept value of an integral, double, date or decimal (up to 18 digits) column is never
     cast to text inside the job: it travels as StringColumn.longs or .doubles, or, where a
     chunk's doubles are all short decimals, as .decimals with their scale (schema version 4), a
-    date as .dates and a decimal as .unscaled with its scale (schema version 5)."""
+    date as .dates and a decimal as .unscaled with its scale (schema version 5), one of more
+    digits too where every value of the chunk fits a long."""
     emitter = MemoryEmitter(spark)
     with ProvenanceSession(spark, "jvm-taps", values="all", emitter=emitter, capture="jvm") as prov:
         _typed(prov, spark).groupBy("ok").agg(F.sum("d"), F.max("k")).collect()
         prices = spark.createDataFrame([(52.3,), (1.25,), (None,)], "price double")
         prov.source(prices.coalesce(1), "Prices").collect()  # one chunk
-        wide = spark.createDataFrame([("1.5",)], "w string").select(
+        wide = spark.createDataFrame([("1.5",), ("-9223372036854775.80",)], "w string").select(
             F.col("w").cast("decimal(30,2)").alias("w")
         )
-        prov.source(wide, "Wide").collect()
+        prov.source(wide.coalesce(1), "Wide").collect()  # each value has up to 18 digits
+        huge = spark.createDataFrame([("1.5",), ("92233720368547758.08",)], "h string").select(
+            F.col("h").cast("decimal(30,2)").alias("h")
+        )
+        prov.source(huge.coalesce(1), "Huge").collect()  # one has 19: the chunk as texts
     forms: dict[str, set[str]] = {}
     for _, value in emitter.messages():
         event = lineage_pb2.LineageEvent.FromString(value)
@@ -261,7 +273,8 @@ def test_numbers_travel_as_numbers(spark) -> None:  # type: ignore[no-untyped-de
     assert forms["d"] == forms["x0"] == {"doubles"}
     assert forms["x1"] == {"longs"}
     assert forms["m"] == {"unscaled/3"} and forms["day"] == {"dates"}
-    assert forms["f"] == forms["at"] == forms["t"] == forms["ok"] == forms["w"] == {"texts"}
+    assert forms["f"] == forms["at"] == forms["t"] == forms["ok"] == forms["h"] == {"texts"}
+    assert forms["w"] == {"unscaled/2"}  # a type of 30 digits, each value of up to 18
     assert forms["ks"] == {"texts"}
     assert forms["price"] == {"decimals/2"}  # 52.3 and 1.25 as 5230 and 125
 
@@ -666,6 +679,66 @@ def test_a_filter_over_a_source_runs_before_its_tap_and_in_the_scan(
     finally:
         spark.conf.unset("spark.sparkprov.sourceFiltersFirst")
     assert len([n for n in nodes.values() if n.get("relation") == "T" and n["op"] == "TOKEN"]) == 60
+
+
+def _three_reads(
+    spark: SparkSession, root: Path, once: bool
+) -> tuple[list[set[int]], dict[int, dict[str, Any]], tuple[int, int], Any]:
+    """Three actions of one run over source T, each reading other rows and columns: the TOKEN
+    ids each action sent, every TOKEN with the union of the attributes sent for it (what ingest
+    stores), the run's counts and its marker."""
+    emitter = MemoryEmitter(spark)
+    spark.conf.set("spark.sparkprov.sourceRowsOnce", str(once).lower())
+    sent: list[set[int]] = []
+    stored: dict[int, dict[str, Any]] = {}
+    try:
+        with ProvenanceSession(spark, "rows-once", emitter=emitter, run_id="rows-once") as prov:
+            t = prov.source(spark.read.parquet(str(root / "t")), "T", values="read")
+            jobs = [
+                t.filter(F.col("amount") > 10).select("g", "amount"),  # amount and g, 39 rows
+                t.filter(F.col("amount") > 5).select("amount"),  # amount alone, 49 rows
+                t.select("name", "amount"),  # name is new: every row again
+            ]
+            seen = 0
+            for job in jobs:
+                job.collect()
+                messages = emitter.messages()
+                tokens = [
+                    n
+                    for _, value in messages[seen:]
+                    if isinstance(event := decode(value), Batch)
+                    for n in event.expanded().rows()
+                    if n["op"] == "TOKEN"
+                ]
+                seen = len(messages)
+                sent.append({n["id"] for n in tokens})
+                for n in tokens:
+                    stored.setdefault(n["id"], {}).update(n["props"])
+    finally:
+        spark.conf.unset("spark.sparkprov.sourceRowsOnce")
+    events = [decode(value) for _, value in emitter.messages()]
+    (complete,) = [e for e in events if isinstance(e, RunComplete)]
+    return sent, stored, prov.counts(), complete
+
+
+def test_a_source_row_is_sent_once_per_run_with_the_values_it_keeps(
+    spark: SparkSession, tables: Path
+) -> None:
+    """io.sparkprov.capture.SourceRowsOnce: a later action of the run does not send again a file
+    source's row that an earlier one sent with every value it keeps; the stored graph (each row
+    with the union of its values) and the run's counts are those of sending everything."""
+    sent, stored, counts, complete = _three_reads(spark, tables, once=True)
+    every, every_stored, every_counts, _ = _three_reads(spark, tables, once=False)
+    over_10 = {i for i in range(60) if i / 2 > 10}
+    over_5 = {i for i in range(60) if i / 2 > 5}
+    assert [len(ids) for ids in every] == [len(over_10), len(over_5), 60]
+    # The second action keeps amount alone: only its rows the first did not send travel.
+    assert [len(ids) for ids in sent] == [len(over_10), len(over_5 - over_10), 60]
+    assert sent[0] == every[0] and sent[1] == every[1] - every[0] and sent[2] == every[2]
+    # The same stored TOKENs, each with the values of every action that read it.
+    assert stored == every_stored
+    assert {tuple(sorted(p)) for p in stored.values()} >= {("a_amount", "a_g", "a_name")}
+    assert counts == every_counts and (complete.node_count, complete.edge_count) == counts
 
 
 def test_a_column_the_output_returns_is_read(spark: SparkSession, tables: Path) -> None:

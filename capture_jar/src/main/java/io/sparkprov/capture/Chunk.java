@@ -1,10 +1,12 @@
 package io.sparkprov.capture;
 
+import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.sql.types.Decimal;
+import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
@@ -17,8 +19,11 @@ final class Chunk {
   /** How Spark hands a tap one input: the physical side of a TapPlan input type. */
   enum Slot {
     /** A number held as a long; a date as its days since 1970-01-01 (DATE); a decimal of up to
-     * 18 digits as its unscaled long (DECIMAL, its scale kept beside the slots). */
-    LONG, DOUBLE, BOOL, TEXT, ARRAY, DATE, DECIMAL;
+     * 18 digits as its unscaled long (DECIMAL, its scale kept beside the slots); a decimal type
+     * of more digits (scale up to 18) as the unscaled long of a value of up to 18 digits, else as
+     * its text (WIDE_DECIMAL: a chunk whose values all have up to 18 digits travels as a DECIMAL
+     * column, else as texts). */
+    LONG, DOUBLE, BOOL, TEXT, ARRAY, DATE, DECIMAL, WIDE_DECIMAL;
 
     /** The slot an input of TapPlan type {@code type} takes when Spark holds it as text. */
     static Slot of(String type) {
@@ -31,6 +36,10 @@ final class Chunk {
       };
     }
   }
+
+  // 10^18: an unscaled value under it has at most 18 digits.
+  private static final java.math.BigInteger UNSCALED_BOUND =
+      java.math.BigInteger.TEN.pow(Decimal.MAX_LONG_DIGITS());
 
   private final TapPlan plan;
   private final Slot[] slots;
@@ -74,6 +83,11 @@ final class Chunk {
         }
         case TEXT -> texts[i] = new byte[capacity][];
         case ARRAY -> arrays[i] = new long[capacity][];
+        case WIDE_DECIMAL -> {
+          longs[i] = new long[capacity];
+          nulls[i] = new boolean[capacity];
+          texts[i] = new byte[capacity][];
+        }
         default -> throw new IllegalStateException();
       }
     }
@@ -115,6 +129,7 @@ final class Chunk {
         }
         case TEXT -> texts[i][r] = isNull[i] ? null : ((UTF8String) refs[i]).getBytes();
         case ARRAY -> arrays[i][r] = isNull[i] ? null : longs((ArrayData) refs[i]);
+        case WIDE_DECIMAL -> wide(i, r, isNull[i] ? null : (Decimal) refs[i]);
         default -> throw new IllegalStateException();
       }
     }
@@ -136,10 +151,29 @@ final class Chunk {
             isNull ? 0L : row.getDecimal(i, Decimal.MAX_LONG_DIGITS(), scales[i]).toUnscaledLong());
         case TEXT -> texts[i][r] = isNull ? null : row.getUTF8String(i).getBytes();
         case ARRAY -> arrays[i][r] = isNull ? null : longs(row.getArray(i));
+        case WIDE_DECIMAL ->
+            wide(i, r, isNull ? null : row.getDecimal(i, DecimalType.MAX_PRECISION(), scales[i]));
         default -> throw new IllegalStateException();
       }
     }
     size = r + 1;
+  }
+
+  /** A wide decimal: its unscaled long at the column's scale where it has at most 18 digits
+   * (what StringColumn.unscaled carries), else its text as Spark's cast writes it (plainly, every
+   * digit of its scale). */
+  private void wide(int i, int r, Decimal value) {
+    nulls[i][r] = value == null;
+    texts[i][r] = null;
+    if (value == null) {
+      return;
+    }
+    BigDecimal d = value.toJavaBigDecimal();
+    if (d.scale() == scales[i] && d.unscaledValue().abs().compareTo(UNSCALED_BOUND) < 0) {
+      longs[i][r] = d.unscaledValue().longValue();
+    } else {
+      texts[i][r] = d.toPlainString().getBytes(StandardCharsets.UTF_8);
+    }
   }
 
   private void put(int i, int r, boolean isNull, long value) {
@@ -201,6 +235,7 @@ final class Chunk {
       case DATE -> ValueColumn.ofDates(Arrays.copyOf(longs[i], size), Arrays.copyOf(nulls[i], size));
       case DECIMAL -> ValueColumn.ofUnscaled(
           Arrays.copyOf(longs[i], size), scales[i], Arrays.copyOf(nulls[i], size));
+      case WIDE_DECIMAL -> wideValues(i);
       case DOUBLE -> {
         double[] doubles = new double[size];
         for (int r = 0; r < size; r++) {
@@ -218,6 +253,25 @@ final class Chunk {
       case ARRAY -> throw new IllegalStateException(
           "input " + i + " of tap " + plan.key() + " is an id array, not a value");
     };
+  }
+
+  /** A wide decimal column: unscaled longs if every value of the chunk fits one, else texts. */
+  private ValueColumn wideValues(int i) {
+    boolean fits = true;
+    for (int r = 0; r < size && fits; r++) {
+      fits = texts[i][r] == null;
+    }
+    if (fits) {
+      return ValueColumn.ofUnscaled(
+          Arrays.copyOf(longs[i], size), scales[i], Arrays.copyOf(nulls[i], size));
+    }
+    byte[][] column = new byte[size][];
+    for (int r = 0; r < size; r++) {
+      column[r] = nulls[i][r] ? null : texts[i][r] != null ? texts[i][r]
+          : BigDecimal.valueOf(longs[i][r], scales[i]).toPlainString()
+              .getBytes(StandardCharsets.UTF_8);
+    }
+    return ValueColumn.ofTexts(column);
   }
 
   private static final byte[] TRUE = "true".getBytes(StandardCharsets.UTF_8);

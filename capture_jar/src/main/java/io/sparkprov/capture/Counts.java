@@ -10,6 +10,7 @@ import java.io.UncheckedIOException;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import org.apache.spark.SparkContext;
 import org.apache.spark.util.CollectionAccumulator;
 import org.roaringbitmap.longlong.Roaring64NavigableMap;
@@ -25,6 +26,10 @@ import org.roaringbitmap.longlong.Roaring64NavigableMap;
  */
 public final class Counts implements Serializable {
   private final CollectionAccumulator<Object[]> reports;
+  // The driver's view of what source taps sent, built from the reports as they arrive
+  // (sentWith): {tap: {attribute or "" for the row itself: positions}}. Not shipped to tasks.
+  private transient Map<String, Map<String, Roaring64NavigableMap>> sent;
+  private transient int reportsRead;
 
   public Counts(SparkContext sc) {
     reports = sc.collectionAccumulator("sparkprov-counts");
@@ -41,12 +46,13 @@ public final class Counts implements Serializable {
    * it when filters run before its tap ({@link SourceFiltersFirst}), so its nodes are counted as
    * the union of the positions every task sent.
    */
-  void addRows(String tap, Roaring64NavigableMap positions) {
-    reports.add(rowsReport(tap, positions));
+  void addRows(String tap, Roaring64NavigableMap positions, List<String> attributes) {
+    reports.add(rowsReport(tap, positions, attributes));
   }
 
-  /** A source tap's report: its name and its positions, serialized. */
-  static Object[] rowsReport(String tap, Roaring64NavigableMap positions) {
+  /** A source tap's report: its name, its positions serialized, and the attributes whose values
+   * it sent with each of them. */
+  static Object[] rowsReport(String tap, Roaring64NavigableMap positions, List<String> attributes) {
     positions.runOptimize();
     ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     try (DataOutputStream out = new DataOutputStream(bytes)) {
@@ -54,7 +60,61 @@ public final class Counts implements Serializable {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
-    return new Object[] {tap, bytes.toByteArray()};
+    return new Object[] {tap, bytes.toByteArray(), attributes.toArray(String[]::new)};
+  }
+
+  /**
+   * The positions source tap {@code tap} has sent, in tasks that succeeded, with the values of
+   * every one of {@code attributes} (with the row alone if there are none): rows a later job of
+   * the run need not send again ({@link SourceRowsOnce}). Read on the driver; each report is
+   * read once, however often this is asked.
+   */
+  public synchronized Roaring64NavigableMap sentWith(String tap, List<String> attributes) {
+    if (sent == null) {
+      sent = new HashMap<>();
+    }
+    List<Object[]> all = reports.value();
+    readSent(all.subList(reportsRead, all.size()), sent);
+    reportsRead = all.size();
+    return sentWith(sent.getOrDefault(tap, Map.of()), attributes);
+  }
+
+  /** Adds the source taps' {@code reports} to {@code sent}: {tap: {attribute, or "" for the row
+   * itself: positions sent with it}}. */
+  static void readSent(List<Object[]> reports, Map<String, Map<String, Roaring64NavigableMap>> sent) {
+    for (Object[] report : reports) {
+      if (report.length == 3 && report[1] instanceof byte[] serialized) {
+        Map<String, Roaring64NavigableMap> byAttribute =
+            sent.computeIfAbsent((String) report[0], k -> new HashMap<>());
+        Roaring64NavigableMap rows = positions(serialized);
+        byAttribute.computeIfAbsent("", k -> new Roaring64NavigableMap()).or(rows);
+        for (String attribute : (String[]) report[2]) {
+          byAttribute.computeIfAbsent(attribute, k -> new Roaring64NavigableMap()).or(rows);
+        }
+      }
+    }
+  }
+
+  /** The positions of one tap's {@code byAttribute} sent with every one of {@code attributes}. */
+  static Roaring64NavigableMap sentWith(
+      Map<String, Roaring64NavigableMap> byAttribute, List<String> attributes) {
+    Roaring64NavigableMap rows = copy(byAttribute.get(""));
+    for (String attribute : attributes) {
+      Roaring64NavigableMap with = byAttribute.get(Objects.requireNonNull(attribute));
+      if (with == null) {
+        return new Roaring64NavigableMap();
+      }
+      rows.and(with);
+    }
+    return rows;
+  }
+
+  private static Roaring64NavigableMap copy(Roaring64NavigableMap rows) {
+    Roaring64NavigableMap out = new Roaring64NavigableMap();
+    if (rows != null) {
+      out.or(rows);
+    }
+    return out;
   }
 
   /** {(tap, smallest row id) -> {nodes, edges}} over the completed tasks' reports; a source

@@ -28,20 +28,25 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
   private final Counts counts;
   private final Chunk.Slot[] slots; // how Spark holds each input; null: as the plan's types say
   private final int[] scales; // a DECIMAL input's scale
+  // A source tap's rows sent before by the run with every value it keeps: not sent again
+  // (SourceRowsOnce). Null: not looked up.
+  private final Roaring64NavigableMap sentBefore;
   // Spark deserializes the plan, and so this tap, once per task; the state is the task's.
   private transient TaskState state;
   private transient Object[] row;
 
   public Tap(TapPlan plan, Sink sink, Counts counts) {
-    this(plan, sink, counts, null, null);
+    this(plan, sink, counts, null, null, null);
   }
 
-  private Tap(TapPlan plan, Sink sink, Counts counts, Chunk.Slot[] slots, int[] scales) {
+  private Tap(TapPlan plan, Sink sink, Counts counts, Chunk.Slot[] slots, int[] scales,
+      Roaring64NavigableMap sentBefore) {
     this.plan = plan;
     this.sink = sink;
     this.counts = counts;
     this.slots = slots;
     this.scales = scales;
+    this.sentBefore = sentBefore;
   }
 
   public TapPlan plan() {
@@ -57,12 +62,27 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
       throw new IllegalStateException("tap " + plan.key() + " has " + plan.width()
           + " inputs, its expression " + slots.length);
     }
-    return new Tap(plan, sink, counts, slots.clone(), scales.clone());
+    return new Tap(plan, sink, counts, slots.clone(), scales.clone(), sentBefore);
   }
 
-  /** This tap keeping only the attributes {@code kept} (their names, in the plan's order). */
+  /** This tap keeping only the attributes {@code kept} (their names, in the plan's order). A row
+   * sent before with more values still needs none of them sent again. */
   Tap keeping(java.util.List<String> kept) {
-    return new Tap(plan.keeping(kept), sink, counts);
+    return new Tap(plan.keeping(kept), sink, counts, null, null, sentBefore);
+  }
+
+  /** This source tap not sending again the rows the run sent before with the values it keeps:
+   * the positions {@link Counts#sentWith} says, read now (on the driver, while the plan is
+   * optimized). */
+  Tap skippingRowsSentBefore() {
+    Roaring64NavigableMap rows = counts.sentWith(plan.key(), plan.attributes());
+    rows.runOptimize();
+    return new Tap(plan, sink, counts, slots, scales, rows);
+  }
+
+  /** Whether {@link #skippingRowsSentBefore} was applied. */
+  boolean skipsRowsSentBefore() {
+    return sentBefore != null;
   }
 
   int[] scales() {
@@ -95,9 +115,15 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
     TaskState s = taskState();
     if (s.stopAfter != DiscardSink.Step.CALL) {
       if (filled instanceof org.apache.spark.sql.catalyst.InternalRow internal) {
+        if (s.skip != null && s.skip.contains(internal.getLong(s.rowno))) {
+          return;
+        }
         s.chunk.add(internal);
       } else {
         Object[] r = (Object[]) filled;
+        if (s.skip != null && s.skip.contains(((long[]) r[0])[s.rowno])) {
+          return;
+        }
         s.chunk.add((long[]) r[0], (boolean[]) r[1], (Object[]) r[2]);
       }
       s.sendIfFull();
@@ -139,6 +165,10 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
     // (SourceFiltersFirst), so its count is the union of every task's rows, not a per-task max.
     final Roaring64NavigableMap positions =
         Emission.Kind.of(plan.kind()) == Emission.Kind.SOURCE ? new Roaring64NavigableMap() : null;
+    // The rows sent before (none: null) and where a row's position is.
+    final Roaring64NavigableMap skip =
+        sentBefore == null || sentBefore.isEmpty() ? null : sentBefore;
+    final int rowno = skip == null ? -1 : plan.input("rowno");
     long nodes;
     long edges;
     boolean failed;
@@ -197,7 +227,7 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
         confirm(unacknowledged.poll());
       }
       if (positions != null && edges == 0) {
-        counts.addRows(plan.key(), positions);
+        counts.addRows(plan.key(), positions, plan.attributes());
       } else {
         counts.add(plan.key(), minId, nodes, edges);
       }

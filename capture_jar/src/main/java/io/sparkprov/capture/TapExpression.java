@@ -86,6 +86,16 @@ public final class TapExpression extends Expression implements Serializable {
     return false;
   }
 
+  /** This tap not sending the rows its run sent before ({@link Tap#skippingRowsSentBefore}). */
+  TapExpression skippingRowsSentBefore() {
+    return new TapExpression(inputs, tap.skippingRowsSentBefore());
+  }
+
+  /** Whether {@link #skippingRowsSentBefore} was applied. */
+  boolean skipsRowsSentBefore() {
+    return tap.skipsRowsSentBefore();
+  }
+
   /** The tap's id inputs (its hidden columns), without the attribute values after them. */
   List<Expression> idInputs() {
     return inputs.subList(0, tap.plan().inputs().size());
@@ -164,6 +174,7 @@ public final class TapExpression extends Expression implements Serializable {
           : type instanceof BooleanType ? Chunk.Slot.BOOL
           : type instanceof DateType ? Chunk.Slot.DATE
           : unscaled(type) ? Chunk.Slot.DECIMAL
+          : wide(type) ? Chunk.Slot.WIDE_DECIMAL
           : Chunk.Slot.TEXT; // a string, or cast to one
     };
     if (slot == null) {
@@ -183,10 +194,19 @@ public final class TapExpression extends Expression implements Serializable {
         && SQLConf.get().ansiEnabled();
   }
 
+  /** Whether a decimal of {@code type} may have more than 18 digits (its scale at most 18),
+   * where Spark's cast writes decimals plainly (ANSI mode): a value of up to 18 digits travels
+   * as its unscaled long, a longer one as its text ({@link Chunk.Slot#WIDE_DECIMAL}), neither
+   * cast by Spark. */
+  private static boolean wide(DataType type) {
+    return type instanceof DecimalType d && d.precision() > Decimal.MAX_LONG_DIGITS()
+        && d.scale() <= Decimal.MAX_LONG_DIGITS() && SQLConf.get().ansiEnabled();
+  }
+
   private int[] scales(Chunk.Slot[] slots) {
     int[] scales = new int[slots.length];
     for (int i = 0; i < slots.length; i++) {
-      if (slots[i] == Chunk.Slot.DECIMAL) {
+      if (slots[i] == Chunk.Slot.DECIMAL || slots[i] == Chunk.Slot.WIDE_DECIMAL) {
         scales[i] = ((DecimalType) inputs.get(i).dataType()).scale();
       }
     }
@@ -239,7 +259,7 @@ public final class TapExpression extends Expression implements Serializable {
         case DECIMAL -> longs[i] = ((Decimal) v).toUnscaledLong();
         case DOUBLE -> longs[i] = Double.doubleToRawLongBits((Double) v);
         case BOOL -> longs[i] = ((Boolean) v) ? 1L : 0L;
-        case TEXT, ARRAY -> refs[i] = v;
+        case TEXT, ARRAY, WIDE_DECIMAL -> refs[i] = v;
         default -> throw new IllegalStateException();
       }
     }
@@ -275,7 +295,7 @@ public final class TapExpression extends Expression implements Serializable {
         case DECIMAL -> longs + "[" + i + "] = (";
         case DOUBLE -> longs + "[" + i + "] = java.lang.Double.doubleToRawLongBits(";
         case BOOL -> longs + "[" + i + "] = (";
-        case TEXT, ARRAY -> refs + "[" + i + "] = ";
+        case TEXT, ARRAY, WIDE_DECIMAL -> refs + "[" + i + "] = ";
       };
       String end = switch (slots[i]) {
         case DOUBLE -> ");\n";

@@ -21,7 +21,7 @@ import org.apache.spark.sql.types.DataTypes;
  */
 public final class Taps {
   /** The tap protocol this jar speaks; capture_agent/jvm.py refuses a jar of another. */
-  public static final int PROTOCOL = 10;
+  public static final int PROTOCOL = 11;
 
   public Taps() {}
 
@@ -241,6 +241,7 @@ public final class Taps {
   public void installRules(org.apache.spark.sql.classic.SparkSession session) {
     ValuesPruning.install(session.experimental());
     SourceFiltersFirst.install(session.experimental());
+    SourceRowsOnce.install(session.experimental());
   }
 
   /** A source's TOKEN id mask, {@code xxhash64(lit(run), lit(key))}: a row's id is its position

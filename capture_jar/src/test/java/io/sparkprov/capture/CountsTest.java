@@ -3,6 +3,7 @@ package io.sparkprov.capture;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -10,7 +11,33 @@ import org.roaringbitmap.longlong.Roaring64NavigableMap;
 
 class CountsTest {
   private static Object[] rows(String tap, long... positions) {
-    return Counts.rowsReport(tap, Roaring64NavigableMap.bitmapOf(positions));
+    return rows(tap, List.of(), positions);
+  }
+
+  private static Object[] rows(String tap, List<String> attributes, long... positions) {
+    return Counts.rowsReport(tap, Roaring64NavigableMap.bitmapOf(positions), attributes);
+  }
+
+  private static long[] sentWith(List<Object[]> reports, String tap, String... attributes) {
+    Map<String, Map<String, Roaring64NavigableMap>> sent = new HashMap<>();
+    Counts.readSent(reports, sent);
+    return Counts.sentWith(sent.getOrDefault(tap, Map.of()), List.of(attributes)).toArray();
+  }
+
+  @Test
+  void aRowCountsAsSentWithTheValuesEveryJobSentItWith() {
+    List<Object[]> reports = List.of(
+        rows("source:T#1", List.of("a", "b"), 1, 2, 3), // a job kept a and b of rows 1-3
+        rows("source:T#1", List.of("a", "c"), 2, 3, 4), // another a and c of rows 2-4
+        rows("source:U#2", List.of("a"), 9));
+    assertArrayEquals(new long[] {1, 2, 3, 4}, sentWith(reports, "source:T#1"));
+    assertArrayEquals(new long[] {1, 2, 3, 4}, sentWith(reports, "source:T#1", "a"));
+    assertArrayEquals(new long[] {2, 3}, sentWith(reports, "source:T#1", "b", "c"));
+    assertArrayEquals(new long[] {1, 2, 3}, sentWith(reports, "source:T#1", "a", "b"));
+    assertArrayEquals(new long[] {}, sentWith(reports, "source:T#1", "a", "d"));
+    assertArrayEquals(new long[] {}, sentWith(reports, "source:V#3"));
+    // Counted once however it was sent: the union of the positions.
+    assertArrayEquals(new long[] {4, 0}, Counts.merged(reports).get("source:T#1\u0000rows"));
   }
 
   @Test
