@@ -6,11 +6,17 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK_DIR ?= .stack
 PROTOS := $(wildcard proto/sparkprov/v1/*.proto)
-MVN := mvn -q -B
+# Maven runs take turns on ~/.m2 (concurrent runs on one local repository are not safe), with
+# each other and with any other checkout's on this machine: the steps of setup run side by side.
+MVN := flock /tmp/sparkprov-mvn.lock mvn -q -B
 CAPTURE_JVM := capture_jar
 CAPTURE_JAR := capture_agent/jars/sparkprov-capture.jar
 
 VIEWER_VENDOR := viewer/static/vendor
+
+# setup's steps (the venv, Maven's builds, npm, Chromium) depend on one another only where their
+# rules say so: run them side by side (CI's `make test` spends minutes in them otherwise).
+MAKEFLAGS += --jobs=4
 CHROMIUM := /usr/bin/chromium
 
 .PHONY: help setup up down status demo test test-unit lint typecheck bench clean browser
