@@ -58,8 +58,10 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert len(wheels) == 1 and list(dist.glob("sparkprov-*.tar.gz"))
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # --no-compile: pip byte-compiles every module of every dependency (pyspark, pandas, ...)
+    # otherwise (21 s of its 40 s here); Python compiles what a test imports when it imports it.
     done = subprocess.run(
-        [str(venv / "bin" / "pip"), "install", "-q", str(wheels[0])],
+        [str(venv / "bin" / "pip"), "install", "-q", "--no-compile", str(wheels[0])],
         capture_output=True,
         text=True,
     )
