@@ -152,10 +152,17 @@ class QueryClient:
             tuple(reply.deleted_run_ids), reply.nodes_deleted, reply.relationships_deleted
         )
 
-    def wait_for_run(self, run_id: str, timeout_s: float = 120.0, *, indexed: bool = False) -> Run:
-        """Poll ListRuns until the run is complete (everything its marker counted is stored:
-        queryable), or with ``indexed`` until its component and set ids are current too.
-        Raises :class:`RunNotComplete` after ``timeout_s``."""
+    def wait_for_run(
+        self,
+        run_id: str,
+        timeout_s: float = 120.0,
+        *,
+        indexed: bool = False,
+        poll_s: float = 0.5,
+    ) -> Run:
+        """Poll ListRuns every ``poll_s`` until the run is complete (everything its marker
+        counted is stored: queryable), or with ``indexed`` until its component and set ids are
+        current too. Raises :class:`RunNotComplete` after ``timeout_s``."""
         deadline = time.monotonic() + timeout_s
         last: Run | None = None
         while time.monotonic() < deadline:
@@ -164,7 +171,7 @@ class QueryClient:
                     last = run
                     if run.complete and (run.indexed or not indexed):
                         return run
-            time.sleep(0.5)
+            time.sleep(poll_s)
         state = (
             "never seen"
             if last is None

@@ -47,7 +47,9 @@ class CheckedClient(QueryClient):
     every edge it stored ends at nodes it stored (no COMPLETE_WITH_DANGLING). A test of the
     dangling state itself passes ``dangling_ok=True``. Tests read component and set ids after
     the wait, so it waits until the run is indexed as well as complete (queryable); a test of
-    the queryable state alone passes ``indexed=False``."""
+    the queryable state alone passes ``indexed=False``. It polls every 0.1 s rather than the
+    client's 0.5 s: a test waits for a run a few hundred times in a CI session, each time for
+    half the interval on average after the run is ready."""
 
     def wait_for_run(
         self,
@@ -56,8 +58,9 @@ class CheckedClient(QueryClient):
         *,
         dangling_ok: bool = False,
         indexed: bool = True,
+        poll_s: float = 0.1,
     ) -> Run:
-        run = super().wait_for_run(run_id, timeout_s, indexed=indexed)
+        run = super().wait_for_run(run_id, timeout_s, indexed=indexed, poll_s=poll_s)
         if not dangling_ok:
             assert run.dangling_node_count == 0, (
                 f"run {run_id}: {run.dangling_node_count} edge ends were never stored"
