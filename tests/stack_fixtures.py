@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import neo4j
 import pytest
@@ -84,3 +85,14 @@ def spark(stack: Stack) -> Iterator[object]:
     session = local_spark("sparkprov-tests")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def people_run(spark: Any, client: QueryClient) -> tuple[str, list[Any], Run]:
+    """The example workflow (examples.people) captured once for the session: its run id, its
+    AvgAge rows and the run as stored. The modules that read and query a people run share it
+    (none of them changes a run it did not make); test_people checks the capture itself."""
+    from examples.people import run_workflow
+
+    run_id, rows = run_workflow(spark)
+    return run_id, rows, client.wait_for_run(run_id)

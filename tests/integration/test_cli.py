@@ -11,7 +11,6 @@ import pytest
 from click.testing import CliRunner, Result
 from prov.model import ProvDerivation, ProvDocument, ProvEntity
 
-from examples.people import run_workflow
 from sparkprov import prov_export
 from sparkprov.cli import main
 from sparkprov.client import render_trace
@@ -19,9 +18,8 @@ from sparkprov.query_model import Trace
 
 
 @pytest.fixture(scope="module")
-def people(spark, client):  # type: ignore[no-untyped-def]
-    run_id, _ = run_workflow(spark)
-    client.wait_for_run(run_id)
+def people(people_run, client):  # type: ignore[no-untyped-def]
+    run_id, _, _ = people_run
     (ny,) = client.find_nodes(run_id, "AvgAge", {"City": "NY"})
     (steve,) = client.find_nodes(run_id, "Person1", {"Name": "Steve"})
     return {"run": run_id, "ny": ny.id, "steve": steve.id}

@@ -15,7 +15,6 @@ import neo4j
 import networkx as nx
 import pytest
 
-from examples.people import run_workflow
 from sparkprov.query_model import Op, Strategy
 
 from .graph import run_graph, stored_part
@@ -33,9 +32,8 @@ def examples() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def people(spark, client):  # type: ignore[no-untyped-def]
-    run_id, _ = run_workflow(spark)
-    client.wait_for_run(run_id)
+def people(people_run, client):  # type: ignore[no-untyped-def]
+    run_id, _, _ = people_run
     ny = client.find_nodes(run_id, "AvgAge", {"City": "NY"})
     assert len(ny) == 1
     return run_id, ny[0]

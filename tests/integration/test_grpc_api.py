@@ -8,16 +8,13 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from examples.people import run_workflow
 from sparkprov.query_errors import InvalidArgument, NotFound, QueryError
 from sparkprov.v1 import query_pb2
 
 
 @pytest.fixture(scope="module")
-def run_id(spark, client):  # type: ignore[no-untyped-def]
-    run_id, _ = run_workflow(spark)
-    client.wait_for_run(run_id)
-    return run_id
+def run_id(people_run):  # type: ignore[no-untyped-def]
+    return people_run[0]
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,6 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from pyspark.sql import functions as F
 
 from capture_agent import ProvenanceSession
-from examples.people import run_workflow
 from query_service import QuerySettings, create_server
 from query_service.store import Store
 from sparkprov.client import QueryClient
@@ -48,10 +47,8 @@ HOSTILE = [
 
 
 @pytest.fixture(scope="module")
-def people(spark, client):  # type: ignore[no-untyped-def]
-    run_id, _ = run_workflow(spark)
-    client.wait_for_run(run_id)
-    return run_id
+def people(people_run):  # type: ignore[no-untyped-def]
+    return people_run[0]
 
 
 def _fails(error, call, *args, **kwargs):  # type: ignore[no-untyped-def]

@@ -1,22 +1,14 @@
 """The CSProv paper's person example through the real pipeline: capture -> Kafka -> ingest ->
-Neo4j -> gRPC, asserting the exact lineage and the component ids."""
+Neo4j -> gRPC, asserting the exact lineage and the component ids. The run is the session's
+(tests/stack_fixtures.py ``people_run``), which the modules that query a people run share."""
 
 from __future__ import annotations
 
 import networkx as nx
-import pytest
 
-from examples.people import run_workflow
 from sparkprov.query_model import Op
 
 from .graph import own_nodes, rows_of, run_graph
-
-
-@pytest.fixture(scope="module")
-def people_run(spark, client):  # type: ignore[no-untyped-def]
-    run_id, rows = run_workflow(spark)
-    run = client.wait_for_run(run_id)
-    return run_id, rows, run
 
 
 def test_workflow_result_is_untouched_by_capture(people_run) -> None:  # type: ignore[no-untyped-def]

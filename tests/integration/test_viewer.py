@@ -16,7 +16,6 @@ from typing import Any
 import grpc
 import pytest
 
-from examples.people import run_workflow
 from sparkprov.v1 import lineage_pb2, query_pb2, query_pb2_grpc
 
 pytestmark = pytest.mark.integration
@@ -34,13 +33,6 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-
-
-@pytest.fixture(scope="module")
-def people_run(spark, client):  # type: ignore[no-untyped-def]
-    run_id, _ = run_workflow(spark)
-    client.wait_for_run(run_id)
-    return run_id
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +89,7 @@ def _drawn_edges(page: Any) -> set[tuple[str, str]]:
 def test_viewer_draws_the_grpc_trace_and_a_deletion(
     stack, stub, people_run, page, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    run_id = people_run
+    run_id, _, _ = people_run
     page.goto(f"http://{stack.settings.viewer_addr}/#run={run_id}")
     page.wait_for_function("window.viewer && window.viewer.ready")
     assert page.locator("#run").input_value() == run_id
@@ -174,7 +166,7 @@ def test_viewer_opens_a_node_from_the_url_and_expands_level_by_level(
 ) -> None:  # type: ignore[no-untyped-def]
     """``sparkprov open NODE_ID`` opens ``#node=ID``: with 2 levels, the sources lie beyond the
     cut, and a double-click on a dashed node draws the rest."""
-    run_id = people_run
+    run_id, _, _ = people_run
     (ny,) = _find(stub, run_id, "AvgAge", City="NY")
     page.goto(f"http://{stack.settings.viewer_addr}/#node={ny.id}")
     page.wait_for_function("window.viewer && window.viewer.ready")
