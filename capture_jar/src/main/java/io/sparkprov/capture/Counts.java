@@ -74,23 +74,41 @@ public final class Counts implements Serializable {
       sent = new HashMap<>();
     }
     List<Object[]> all = reports.value();
-    readSent(all.subList(reportsRead, all.size()), sent);
+    readSent(all.subList(reportsRead, all.size()), sent, MAX_SENT_BYTES);
     reportsRead = all.size();
     return sentWith(sent.getOrDefault(tap, Map.of()), attributes);
   }
 
+  /** The driver's memory for one source tap's positions by attribute ({@link #sentWith}): past
+   * it, the tap's later jobs send every row again, as without {@link SourceRowsOnce}. */
+  static final long MAX_SENT_BYTES = 64L << 20;
+  private static final Map<String, Roaring64NavigableMap> GAVE_UP = Map.of();
+
   /** Adds the source taps' {@code reports} to {@code sent}: {tap: {attribute, or "" for the row
-   * itself: positions sent with it}}. */
-  static void readSent(List<Object[]> reports, Map<String, Map<String, Roaring64NavigableMap>> sent) {
+   * itself: positions sent with it}}; a tap whose positions take more than {@code maxBytes} is
+   * given up (none of its rows counts as sent). */
+  static void readSent(
+      List<Object[]> reports, Map<String, Map<String, Roaring64NavigableMap>> sent, long maxBytes) {
     for (Object[] report : reports) {
-      if (report.length == 3 && report[1] instanceof byte[] serialized) {
-        Map<String, Roaring64NavigableMap> byAttribute =
-            sent.computeIfAbsent((String) report[0], k -> new HashMap<>());
-        Roaring64NavigableMap rows = positions(serialized);
-        byAttribute.computeIfAbsent("", k -> new Roaring64NavigableMap()).or(rows);
-        for (String attribute : (String[]) report[2]) {
-          byAttribute.computeIfAbsent(attribute, k -> new Roaring64NavigableMap()).or(rows);
-        }
+      if (report.length != 3 || !(report[1] instanceof byte[] serialized)) {
+        continue;
+      }
+      String tap = (String) report[0];
+      Map<String, Roaring64NavigableMap> byAttribute = sent.computeIfAbsent(tap, k -> new HashMap<>());
+      if (byAttribute == GAVE_UP) {
+        continue;
+      }
+      Roaring64NavigableMap rows = positions(serialized);
+      byAttribute.computeIfAbsent("", k -> new Roaring64NavigableMap()).or(rows);
+      for (String attribute : (String[]) report[2]) {
+        byAttribute.computeIfAbsent(attribute, k -> new Roaring64NavigableMap()).or(rows);
+      }
+      long bytes = 0;
+      for (Roaring64NavigableMap positions : byAttribute.values()) {
+        bytes += positions.getLongSizeInBytes();
+      }
+      if (bytes > maxBytes) {
+        sent.put(tap, GAVE_UP);
       }
     }
   }

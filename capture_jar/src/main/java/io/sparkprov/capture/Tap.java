@@ -22,6 +22,8 @@ import org.roaringbitmap.longlong.Roaring64NavigableMap;
  */
 public final class Tap implements Consumer<Object>, Supplier<Object>, Serializable {
   private static final int MAX_UNACKNOWLEDGED = 32;
+  // The largest set of rows sent before that a tap skips: it travels with each of its tasks.
+  static final long MAX_SKIPPED_BYTES = 4L << 20;
 
   private final TapPlan plan;
   private final Sink sink;
@@ -77,6 +79,9 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
   Tap skippingRowsSentBefore() {
     Roaring64NavigableMap rows = counts.sentWith(plan.key(), plan.attributes());
     rows.runOptimize();
+    if (rows.serializedSizeInBytes() > MAX_SKIPPED_BYTES) {
+      rows = new Roaring64NavigableMap(); // too big to ship with every task: send them again
+    }
     return new Tap(plan, sink, counts, slots, scales, rows);
   }
 

@@ -20,8 +20,25 @@ class CountsTest {
 
   private static long[] sentWith(List<Object[]> reports, String tap, String... attributes) {
     Map<String, Map<String, Roaring64NavigableMap>> sent = new HashMap<>();
-    Counts.readSent(reports, sent);
+    Counts.readSent(reports, sent, Counts.MAX_SENT_BYTES);
     return Counts.sentWith(sent.getOrDefault(tap, Map.of()), List.of(attributes)).toArray();
+  }
+
+  @Test
+  void aTapWhosePositionsOutgrowTheBoundCountsNoRowAsSent() {
+    Map<String, Map<String, Roaring64NavigableMap>> sent = new HashMap<>();
+    long[] many = new long[10_000];
+    for (int i = 0; i < many.length; i++) {
+      many[i] = 7L * i; // no runs: an array of positions
+    }
+    List<Object[]> reports = List.of(
+        rows("source:T#1", List.of("a"), many), rows("source:U#2", List.of("a"), 1, 2));
+    Counts.readSent(reports, sent, 4_096);
+    assertArrayEquals(new long[] {}, Counts.sentWith(sent.get("source:T#1"), List.of()).toArray());
+    assertArrayEquals(new long[] {1, 2},
+        Counts.sentWith(sent.get("source:U#2"), List.of("a")).toArray());
+    Counts.readSent(List.<Object[]>of(rows("source:T#1", List.of("a"), 3)), sent, 4_096); // given up
+    assertArrayEquals(new long[] {}, Counts.sentWith(sent.get("source:T#1"), List.of()).toArray());
   }
 
   @Test
