@@ -24,7 +24,7 @@ from typing import Any
 
 import zstandard
 
-from bench.capture_overhead import make_pipeline_inputs, pipeline, tpch, tpch_inputs
+from bench.capture_overhead import make_pipeline_inputs, pipeline, tpch, tpch_inputs, tpch_rows
 from capture_agent import ProvenanceSession
 from capture_agent.emitters import MemoryEmitter
 from examples.spark import local_spark
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     emitter = MemoryEmitter(spark)
     if args.workload == "tpch":
         paths = tpch_inputs(spark, data, args.scale)
-        rows = sum(spark.read.parquet(path).count() for path in paths.values())
+        rows = tpch_rows(spark, paths)
         with ProvenanceSession(spark, "wire-bytes", emitter=emitter) as prov:
             tpch(prov, paths, args.values)
     else:

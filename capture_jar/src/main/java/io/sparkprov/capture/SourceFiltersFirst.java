@@ -6,7 +6,6 @@ import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
-import org.apache.spark.sql.internal.SQLConf;
 
 /**
  * A filter directly over a source's capture point runs before it: {@code Filter(cond,
@@ -45,7 +44,7 @@ public final class SourceFiltersFirst extends Rule<LogicalPlan> {
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
-    if (!SQLConf.get().getConfString(CONF, "true").equalsIgnoreCase("true")) {
+    if (!ExtraOptimizations.enabled(CONF)) {
       return plan;
     }
     return plan.transformDown(new scala.runtime.AbstractPartialFunction<>() {

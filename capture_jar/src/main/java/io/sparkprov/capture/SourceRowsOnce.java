@@ -4,7 +4,6 @@ import org.apache.spark.sql.ExperimentalMethods;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
-import org.apache.spark.sql.internal.SQLConf;
 
 /**
  * A source row is sent once per run: a source's capture point, when the plan of a later job of
@@ -15,7 +14,7 @@ import org.apache.spark.sql.internal.SQLConf;
  * ingest gives a source row the union of the values its run sent (FlushWriter), so the stored
  * graph is the same; the run's counts are the union of the positions sent, so they are the same
  * too. A query that reads a source's rows again (the 22 TPC-H queries over the same tables, an
- * iterative job) stops resending their values (docs/capture.md, "Source rows sent once").
+ * iterative job) stops resending their values (docs/capture.md, "Source rows sent once per run").
  *
  * <p>Only sources positioned by file ({@link SourcePosition}): their positions name the same
  * rows in every job. The skipped rows are read once, here, on the driver; a plan optimized before
@@ -42,7 +41,7 @@ public final class SourceRowsOnce extends Rule<LogicalPlan> {
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
-    if (!SQLConf.get().getConfString(CONF, "true").equalsIgnoreCase("true")) {
+    if (!ExtraOptimizations.enabled(CONF)) {
       return plan;
     }
     return plan.transformUp(new scala.runtime.AbstractPartialFunction<>() {
