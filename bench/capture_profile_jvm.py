@@ -1,7 +1,7 @@
 """Where the JVM taps' time goes: a workload plain, with taps that encode and discard, and with
 taps that send to Kafka; optionally under Java Flight Recorder, with the hottest methods.
 
-    python -m bench.capture_profile_jvm [--workloads pipeline] [--repeat 3] [--jfr]
+    python -m bench.capture_profile_jvm [--workloads pipeline,tpch] [--repeat 3] [--jfr]
 
 Stages (median of ``--repeat`` runs each, one process, the inputs of bench.capture_overhead):
 
@@ -34,7 +34,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.capture_overhead import RESULTS, TOPIC, base_workloads, make_pipeline_inputs
+from bench.capture_overhead import (
+    RESULTS,
+    TOPIC,
+    base_workloads,
+    make_pipeline_inputs,
+    tpch,
+    tpch_inputs,
+)
 from capture_agent import ProvenanceSession
 from capture_agent.emitters import KafkaEmitter
 from capture_agent.jvm import JvmTaps
@@ -114,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--dim", type=int, default=100_000)
     parser.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "sparkprov-bench"))
+    parser.add_argument("--tpch-scale", type=float, default=0.1)
     args = parser.parse_args(argv)
     recording = Path(tempfile.mkdtemp()) / "capture.jfr"
     from examples.spark import local_spark
@@ -124,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     data.mkdir(parents=True, exist_ok=True)
     facts, dims = make_pipeline_inputs(spark, data, args.rows, args.dim)
     workloads = base_workloads(facts, dims, 20_000, 10, 1)
+    if "tpch" in args.workloads.split(","):  # the 22 queries, as bench.capture_overhead runs them
+        paths = tpch_inputs(spark, data, args.tpch_scale)
+        workloads["tpch"] = lambda prov: tpch(prov, paths)
     pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()  # type: ignore[union-attr]
     report: dict[str, Any] = {"load_average_before": os.getloadavg(), "workloads": {}}
     for name in args.workloads.split(","):
