@@ -132,12 +132,13 @@ def main(argv: list[str] | None = None) -> int:
     data.mkdir(parents=True, exist_ok=True)
     facts, dims = make_pipeline_inputs(spark, data, args.rows, args.dim)
     workloads = base_workloads(facts, dims, 20_000, 10, 1)
-    if "tpch" in args.workloads.split(","):  # the 22 queries, as bench.capture_overhead runs them
+    chosen = [w for w in args.workloads.split(",") if w]
+    if "tpch" in chosen:  # the 22 queries, as bench.capture_overhead runs them
         paths = tpch_inputs(spark, data, args.tpch_scale)
         workloads["tpch"] = lambda prov: tpch(prov, paths)
     pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()  # type: ignore[union-attr]
     report: dict[str, Any] = {"load_average_before": os.getloadavg(), "workloads": {}}
-    for name in args.workloads.split(","):
+    for name in chosen:
         body = workloads[name]
         for stage in STAGES:  # warm-up
             run(spark, stage, body)
