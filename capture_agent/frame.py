@@ -402,6 +402,13 @@ class TrackedFrame:
     def persist(self, *args: Any) -> TrackedFrame:
         return self._derive(self._materialized().persist(*args))
 
+    def unpersist(self, blocking: bool = False) -> TrackedFrame:
+        """Drops what ``cache()``/``persist()`` cached: the very DataFrame this frame wraps (a
+        frame's ``.df`` is a projection of it, so ``.df.unpersist()`` finds no cached plan and
+        leaves the data, and the capture points in its plan, cached for the session's life)."""
+        self._df.unpersist(blocking)
+        return self
+
     def localCheckpoint(self, eager: bool = True) -> TrackedFrame:  # noqa: N802 - Spark's name
         """Cuts Spark's plan (its lineage, not ours): rows keep their provenance ids, so a
         workflow can pass module outputs on without re-planning everything upstream."""

@@ -142,7 +142,7 @@ def execute(
             "BidId", "UserId", "Model", "Amount", "Dealer"
         )
         best_bid = m.output(winner, "BestBid").collect()
-    all_bids.df.unpersist()
+    all_bids.unpersist()
     if not best_bid:
         return False
     offer = min(best_bid, key=lambda r: (r["Amount"], r["Dealer"]))

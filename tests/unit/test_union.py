@@ -98,3 +98,20 @@ def test_union_by_name_of_a_frame_and_itself(spark: SparkSession) -> None:
         "b": [0.5, 0.5, 5.0, 5.0],
         "c": [7.0, 7.0],
     }
+
+
+def test_unpersist_drops_what_cache_cached(spark: SparkSession) -> None:
+    """A tracked frame's ``unpersist`` uncaches the DataFrame its ``cache`` cached (its ``.df``
+    is a projection of it, which Spark's cache manager does not find): a job that caches and
+    unpersists per iteration (examples/cars.py) keeps nothing of earlier iterations cached."""
+    manager = spark._jsparkSession.sharedState().cacheManager()
+    spark.catalog.clearCache()
+    with ProvenanceSession(spark, "unpersist", emitter=MemoryEmitter(spark)) as prov:
+        frame = prov.source(spark.createDataFrame(ROWS, "id long, k string, x double"), "R")
+        cached = frame.filter(F.col("x") > 1.0).cache()
+        assert cached.count() == 4 and not manager.isEmpty()
+        cached.df.unpersist()  # a projection of the cached plan: nothing is uncached
+        assert not manager.isEmpty()
+        assert cached.unpersist() is cached
+        assert manager.isEmpty()
+        assert sorted(r["id"] for r in cached.collect()) == [1, 2, 3, 5]
