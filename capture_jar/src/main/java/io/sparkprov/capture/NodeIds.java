@@ -59,6 +59,9 @@ final class NodeIds {
   private static final long PRIME64_3 = 0x165667B19E3779F9L;
   private static final long PRIME64_4 = 0x85EBCA77C2B2AE63L;
   private static final long PRIME64_5 = 0x27D4EB2F165667C5L;
+  private static final long INVERSE_1 = inverse(PRIME64_1);
+  private static final long INVERSE_2 = inverse(PRIME64_2);
+  private static final long INVERSE_3 = inverse(PRIME64_3);
 
   /**
    * The long {@code x} with {@code XXH64.hashLong(x, seed) == hash}: each step of that hash
@@ -68,13 +71,13 @@ final class NodeIds {
   static long unhashLong(long hash, long seed) {
     long h = hash;
     h ^= h >>> 32;
-    h *= inverse(PRIME64_3);
+    h *= INVERSE_3;
     h ^= (h >>> 29) ^ (h >>> 58);
-    h *= inverse(PRIME64_2);
+    h *= INVERSE_2;
     h ^= h >>> 33;
-    long mixed = Long.rotateRight((h - PRIME64_4) * inverse(PRIME64_1), 27);
+    long mixed = Long.rotateRight((h - PRIME64_4) * INVERSE_1, 27);
     long k1 = mixed ^ (seed + PRIME64_5 + 8L);
-    return Long.rotateRight(k1 * inverse(PRIME64_1), 31) * inverse(PRIME64_2);
+    return Long.rotateRight(k1 * INVERSE_1, 31) * INVERSE_2;
   }
 
   /** The inverse of an odd long modulo 2^64 (Newton's iteration: each step doubles the bits). */

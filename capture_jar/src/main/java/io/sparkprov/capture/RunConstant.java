@@ -4,8 +4,8 @@ import java.io.Serializable;
 import java.util.List;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Expression;
-import org.apache.spark.sql.catalyst.expressions.codegen.CodeBlock;
 import org.apache.spark.sql.catalyst.expressions.codegen.CodegenContext;
+import org.apache.spark.sql.catalyst.expressions.codegen.EmptyBlock$;
 import org.apache.spark.sql.catalyst.expressions.codegen.ExprCode;
 import org.apache.spark.sql.catalyst.expressions.codegen.FalseLiteral$;
 import org.apache.spark.sql.catalyst.expressions.codegen.JavaCode$;
@@ -32,10 +32,6 @@ public final class RunConstant extends Expression implements Serializable {
 
   public RunConstant(long value) {
     this.value = value;
-  }
-
-  public long value() {
-    return value;
   }
 
   @Override
@@ -77,7 +73,7 @@ public final class RunConstant extends Expression implements Serializable {
   public ExprCode doGenCode(CodegenContext ctx, ExprCode ev) {
     String ref = ctx.addReferenceObj("sparkprovRunConstant", value, "java.lang.Long");
     return ExprCode.apply(
-        new CodeBlock(scalaSeq(List.of("")), scalaSeq(List.of())),
+        EmptyBlock$.MODULE$,
         FalseLiteral$.MODULE$,
         JavaCode$.MODULE$.expression(ref + ".longValue()", DataTypes.LongType));
   }
@@ -108,9 +104,5 @@ public final class RunConstant extends Expression implements Serializable {
   @Override
   public int hashCode() {
     return Long.hashCode(value);
-  }
-
-  private static <T> Seq<T> scalaSeq(List<T> items) {
-    return CollectionConverters.asScala(items).toList();
   }
 }
