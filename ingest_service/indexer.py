@@ -50,6 +50,10 @@ class Indexer:
         self._metrics = metrics
         self._busy = busy
         self._max_edges = max_edges
+        # The size of the next call: halved after a failed call, doubled back after each one
+        # that succeeds (a call that outgrew Neo4j's transaction memory or its time limit
+        # comes again smaller, down to one write's work, instead of failing as large forever).
+        self._edges = max_edges
         self._idle_s = idle_s
         self._max_wait_s = max_wait_s
         self._quiet_s = quiet_s
@@ -69,7 +73,12 @@ class Indexer:
         if self._busy() and not overdue:
             return None
         started = self._clock()
-        result = self._store.index(self._max_edges, 0.0 if overdue else self._quiet_s)
+        try:
+            result = self._store.index(self._edges, 0.0 if overdue else self._quiet_s)
+        except StoreError:
+            self._edges = max(1, self._edges // 2)
+            raise
+        self._edges = min(self._max_edges, self._edges * 2)
         elapsed = self._clock() - started
         if result.items or not result.remaining:
             self._last_progress = self._clock()
@@ -97,15 +106,18 @@ class Indexer:
             try:
                 result = self.step()
             except StoreError as e:
-                # A call that ran out of time (a batch too large for Neo4j's heap: a hub node
-                # filled at last, docs/graph-schema.md) leaves the writers free; the ids wait
-                # (pending, never stale) and the call comes again, later and later. Ids that
-                # never catch up are rebuilt by python -m ingest_service.reindex --write.
+                # A call that ran out of time or of transaction memory (a batch too large for
+                # Neo4j's heap: a hub node filled at last, docs/graph-schema.md) leaves the
+                # writers free; the ids wait (pending, never stale) and the call comes again,
+                # later and smaller (step). Ids that never catch up are rebuilt by
+                # python -m ingest_service.reindex --write.
                 log.warning(
-                    "indexer: a call failed (%s); again in %.0fs. If this repeats, the pending "
-                    "ids can be rebuilt with python -m ingest_service.reindex --write",
+                    "indexer: a call failed (%s); again in %.0fs, for about %d edges. If this "
+                    "repeats, the pending ids can be rebuilt with python -m "
+                    "ingest_service.reindex --write",
                     e,
                     backoff,
+                    self._edges,
                 )
                 self._sleep(backoff)
                 backoff = min(backoff * 2, 300.0)

@@ -75,6 +75,25 @@ def test_run_drains_the_queue_and_backs_off_when_neo4j_refuses() -> None:
     assert len(store.calls) == 1 + 4  # the failure, then 2+2+2+1 writes
 
 
+def test_a_failed_call_comes_again_smaller_and_grows_back_after_successes() -> None:
+    """A call that outgrew Neo4j's transaction memory (or time) is not repeated as large: the
+    next asks for half the edges, down to one write's work, and successes double it back."""
+    store = FakeStore(queue=20)
+    store.fail = 3
+    indexer = Indexer(store, Metrics(), max_edges=40_000)
+    for _ in range(3):
+        with pytest.raises(StoreUnavailable):
+            indexer.step()
+    for _ in range(4):
+        assert indexer.step() is not None
+    assert store.calls == [40_000, 20_000, 10_000, 5_000, 10_000, 20_000, 40_000]
+    store.fail = 20
+    for _ in range(20):
+        with pytest.raises(StoreUnavailable):
+            indexer.step()
+    assert store.calls[-1] == 1 and min(store.calls) == 1  # never zero
+
+
 def test_start_runs_a_daemon_thread_that_stops() -> None:
     store = FakeStore(queue=0)
     indexer = Indexer(store, Metrics(), idle_s=0.01)
