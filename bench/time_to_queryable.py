@@ -222,11 +222,16 @@ INGEST_METRICS = (
 
 
 def ingest_metrics(stack: Stack) -> dict[str, float]:
-    """The first ingest process's counters of :data:`INGEST_METRICS`, from its ``/metrics``."""
+    """The first ingest process's counters of :data:`INGEST_METRICS`, from its ``/metrics``
+    (none when it does not answer: the shape's other results are kept)."""
     from urllib.request import urlopen
 
-    with urlopen(f"http://{stack.settings.ingest_http_addr}/metrics", timeout=10) as reply:
-        text = reply.read().decode()
+    try:
+        with urlopen(f"http://{stack.settings.ingest_http_addr}/metrics", timeout=10) as reply:
+            text = reply.read().decode()
+    except OSError as e:
+        print(f"ingest's /metrics did not answer ({e})", file=sys.stderr)
+        return {}
     values: dict[str, float] = {}
     for line in text.splitlines():
         name, _, value = line.partition(" ")
