@@ -226,18 +226,20 @@ def ingest_metrics(stack: Stack) -> dict[str, float]:
     (none when it does not answer: the shape's other results are kept)."""
     from urllib.request import urlopen
 
+    from prometheus_client.parser import text_string_to_metric_families
+
     try:
         with urlopen(f"http://{stack.settings.ingest_http_addr}/metrics", timeout=10) as reply:
             text = reply.read().decode()
     except OSError as e:
         print(f"ingest's /metrics did not answer ({e})", file=sys.stderr)
         return {}
-    values: dict[str, float] = {}
-    for line in text.splitlines():
-        name, _, value = line.partition(" ")
-        if name in INGEST_METRICS:
-            values[name.removeprefix("sparkprov_ingest_")] = float(value)
-    return values
+    return {
+        sample.name.removeprefix("sparkprov_ingest_"): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name in INGEST_METRICS
+    }
 
 
 class LockWaits:
@@ -390,10 +392,10 @@ def run_shape(
         print(f"{name}: the bare engine writes the same records ...", file=sys.stderr)
         # The engine at each transaction size: the least of them is the one to beat (smaller
         # transactions write faster here: 1,000 records 20-27% faster than 20,000 at 200k).
-        runs = {str(b): bare_engine(stack, b) for b in args.batch_rows}
+        runs = {b: bare_engine(stack, b) for b in args.batch_rows}
         result["bare_engine_by_batch"] = runs
         best = min(runs, key=lambda b: runs[b]["write_s"])
-        result["bare_engine"] = runs[best] | {"batch_rows": int(best)}
+        result["bare_engine"] = runs[best] | {"batch_rows": best}
         result["bare_engine_s"] = runs[best]["write_s"]
         if result.get("time_to_queryable_s") is not None:
             result["queryable_vs_bare"] = result["time_to_queryable_s"] / result["bare_engine_s"]
