@@ -43,6 +43,7 @@ def main() -> int:
         settings.theta,
         tls_ca=settings.neo4j_tls_ca,
         database=settings.neo4j_database,
+        tx_records=settings.tx_records,
     )
     while True:
         try:

@@ -455,6 +455,9 @@ def main(argv: list[str] | None = None) -> int:
         SparkSession.builder.appName("sparkprov-reindex")
         .master(os.environ.get("SPARKPROV_SPARK_MASTER", "local[*]"))
         .config("spark.sql.shuffle.partitions", "8")
+        # Every join here is of the whole graph with itself: a broadcast of one side ran the
+        # driver out of memory at 340k nodes; sort-merge joins spill instead.
+        .config("spark.sql.autoBroadcastJoinThreshold", "-1")
         .config("spark.ui.enabled", "false")
         .getOrCreate()
     )

@@ -43,6 +43,11 @@ class IngestSettings:
     # A flush happens when this many nodes+edges are buffered or the oldest waited batch_ms.
     batch_rows: int = 20000
     batch_ms: int = 250
+    # Neo4j commits a write's records in transactions of this many (0: one transaction per
+    # write): smaller transactions are faster (bench/README.md, "Transactions of the size the
+    # engine likes"); each adds its own counts to its runs, so a write cut short counts no record
+    # twice when it is sent again.
+    tx_records: int = 2000
     max_poll_records: int = 500
     # Kafka drops a member that does not poll for this long. The loop polls between any two
     # writes of at most batch_rows each, so one write must stay well below it.
@@ -50,7 +55,8 @@ class IngestSettings:
     # A connected set that reaches this many nodes is refined by its sub-splits (CSProv theta).
     theta: int = DEFAULT_THETA
     # After SIGTERM/SIGINT the current flush may finish for this long; past it the process exits
-    # at once, abandoning the flush: its transaction rolls back and its offsets stay uncommitted,
+    # at once, abandoning the flush: its open transaction rolls back (those of its tx_records
+    # transactions that committed stay, counted) and its offsets stay uncommitted,
     # so it is redelivered (as after a SIGKILL). Below docker's and systemd's 10 s kill timeouts.
     shutdown_grace_s: float = 8.0
     # Retention: runs older than this many days (since completed, or started if never) are
@@ -78,6 +84,7 @@ class IngestSettings:
             http_addr=get(defaults.ENV_INGEST_HTTP_ADDR, defaults.INGEST_HTTP_ADDR),
             batch_rows=int(get("SPARKPROV_INGEST_BATCH_ROWS", str(cls.batch_rows))),
             batch_ms=int(get("SPARKPROV_INGEST_BATCH_MS", str(cls.batch_ms))),
+            tx_records=int(get("SPARKPROV_INGEST_TX_RECORDS", str(cls.tx_records))),
             max_poll_records=int(
                 get("SPARKPROV_INGEST_MAX_POLL_RECORDS", str(cls.max_poll_records))
             ),

@@ -2,7 +2,10 @@
 the schema it makes at startup: sparkprov/schema.cypher, which the Neo4j plugin's tests run too.
 
 One flush is one write transaction (``execute_write`` retries it on transient errors, so it is
-idempotent by construction): our procedure ``sparkprov.write`` (neo4j_plugin,
+idempotent by construction), or with ``tx_records`` the procedure commits the flush's data in
+transactions of that many records, each adding what it stored to its runs' counts (what is
+committed is counted once; sending the flush again stores and counts only the rest), and the
+caller's transaction keeps the run markers: our procedure ``sparkprov.write`` (neo4j_plugin,
 io.sparkprov.plugin.write.Ingest; its jar is loaded from Neo4j's plugins folder by the local
 stack's launcher or a server) upserts the flush's node and edge blocks (their contract:
 sparkprov.blocks); then run markers are recorded and runs whose counts are complete are marked
@@ -67,7 +70,7 @@ log = logging.getLogger(__name__)
 SCHEMA = schema.statements()
 
 _WRITE = """
-CALL sparkprov.write($blocks, $edges, $theta, $members, $defer)
+CALL sparkprov.write($blocks, $edges, $theta, $members, $defer, $tx_records)
   YIELD run, nodes, edges, merges, conflict_blocks, conflict_ids
 RETURN run, nodes, edges, merges, conflict_blocks, conflict_ids
 """
@@ -296,11 +299,19 @@ def _transient_race(error: Exception) -> bool:
 
 class Store:
     def __init__(
-        self, driver: neo4j.Driver, theta: int = DEFAULT_THETA, *, defer_ids: bool = True
+        self,
+        driver: neo4j.Driver,
+        theta: int = DEFAULT_THETA,
+        *,
+        defer_ids: bool = True,
+        tx_records: int = 0,
     ) -> None:
         self._driver = driver
         self._theta = theta
         self._defer_ids = defer_ids
+        # Above 0, the procedure commits a write's data in transactions of this many records,
+        # each with its runs' counts (IngestSettings.tx_records); 0: all in the write's own.
+        self._tx_records = tx_records
 
     @classmethod
     def connect(
@@ -312,11 +323,12 @@ class Store:
         *,
         tls_ca: str = "",
         database: str = "",
+        tx_records: int = 0,
     ) -> Store:
         driver = neo4j_driver(
             uri, user, password, tls_ca=tls_ca, database=database, max_transaction_retry_time=15.0
         )
-        return cls(driver, theta)
+        return cls(driver, theta, tx_records=tx_records)
 
     @property
     def driver(self) -> neo4j.Driver:
@@ -341,7 +353,9 @@ class Store:
         for attempt in range(_RACE_RETRIES + 1):
             try:
                 with self._driver.session() as session:
-                    return session.execute_write(_write, flush, self._theta, self._defer_ids)
+                    return session.execute_write(
+                        _write, flush, self._theta, self._defer_ids, self._tx_records
+                    )
             except (neo4j.exceptions.DriverError, neo4j.exceptions.Neo4jError) as e:
                 if _transient_race(e) and attempt < _RACE_RETRIES:
                     log.debug("a race with another writer (%s); again", getattr(e, "code", e))
@@ -393,7 +407,9 @@ def _source_properties(complete: RunComplete) -> dict[str, list[Any]]:
     return properties
 
 
-def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int, defer_ids: bool) -> FlushResult:
+def _write(
+    tx: neo4j.ManagedTransaction, flush: Flush, theta: int, defer_ids: bool, tx_records: int = 0
+) -> FlushResult:
     per_run: dict[str, dict[str, int]] = {}
     nodes_created = edges_created = merged = 0
     conflicts: list[tuple[int, int]] = []
@@ -407,6 +423,7 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int, defer_ids: bo
             theta=theta,
             members=flush.members,
             defer=defer_ids,
+            tx_records=tx_records,
         )
         for row in records:
             written = cast(WrittenRow, row)
@@ -448,8 +465,14 @@ def _write(tx: neo4j.ManagedTransaction, flush: Flush, theta: int, defer_ids: bo
         versions.write_reuses(tx, flush.completed)
     if per_run:
         # In one order (by run) in every writer: two writers never wait for each other's runs.
+        # The procedure's own transactions counted what they committed (tx_records): here
+        # only the run's record and workflow.
         rows = [
-            {"run": run, "workflow": flush.workflows.get(run, ""), **counts}
+            {
+                "run": run,
+                "workflow": flush.workflows.get(run, ""),
+                **({"nodes": 0, "edges": 0} if tx_records > 0 else counts),
+            }
             for run, counts in sorted(per_run.items())
         ]
         tx.run(_RUN_COUNTS, rows=rows).consume()

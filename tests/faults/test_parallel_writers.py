@@ -83,6 +83,7 @@ def test_two_ingest_processes_write_the_same_runs_at_once_exactly(  # type: igno
         "SPARKPROV_INGEST_GROUP": f"parallel-{uuid.uuid4().hex[:8]}",
         "SPARKPROV_SET_THETA": str(THETA),
         "SPARKPROV_INGEST_BATCH_ROWS": "120",  # many small flushes: many concurrent writes
+        "SPARKPROV_INGEST_TX_RECORDS": "25",  # each in several transactions, counted by each
         "SPARKPROV_INGEST_MAX_POLL_RECORDS": "3",
     }
     log = tmp_path / "ingest.log"

@@ -153,6 +153,12 @@ def store(neo4j_driver: neo4j.Driver) -> Store:
     return s
 
 
+@pytest.fixture(scope="module")
+def sliced(neo4j_driver: neo4j.Driver) -> Store:
+    """A store whose writes commit in transactions of 3 records (the service's tx_records)."""
+    return Store(neo4j_driver, theta=THETA, tx_records=3)
+
+
 @settings(
     max_examples=40,
     deadline=None,
@@ -160,7 +166,10 @@ def store(neo4j_driver: neo4j.Driver) -> Store:
 )
 @given(dags(SPLITS, max_nodes=28))
 def test_incremental_ids_equal_a_recomputation_and_keep_lineage_inside_sets(
-    store: Store, neo4j_driver: neo4j.Driver, dag: tuple[dict[int, tuple[str, ...]], list, int]
+    store: Store,
+    sliced: Store,
+    neo4j_driver: neo4j.Driver,
+    dag: tuple[dict[int, tuple[str, ...]], list, int],
 ) -> None:
     splits, edges, seed = dag
     rng = random.Random(seed)
@@ -170,7 +179,8 @@ def test_incremental_ids_equal_a_recomputation_and_keep_lineage_inside_sets(
     items += rng.sample(items, k=len(items) // 3)
     rng.shuffle(items)
     for batch in _batches(items, rng):
-        store.write(flush_of(run, batch, ids, splits))
+        # in the caller's transaction or in slices of their own, by turns
+        (sliced if rng.random() < 0.5 else store).write(flush_of(run, batch, ids, splits))
         if rng.random() < 0.3:  # ids behind the data: the indexer now and then, part of it
             store.index(rng.randint(1, 20))
     store.drain_ids()

@@ -108,15 +108,13 @@ public final class IdMaintenance {
    */
   private Set<Edge> knownEdges(Set<Edge> edges, Collection<Long> filled) {
     Set<Edge> out = new LinkedHashSet<>();
-    Map<Node, Boolean> known = new HashMap<>(); // no node changes state while ids are kept
     for (Edge e : edges) {
-      if (known.computeIfAbsent(node(e.src()), visibility::known)
-          && known.computeIfAbsent(node(e.dst()), visibility::known)) {
+      if (view.known(node(e.src())) && view.known(node(e.dst()))) {
         out.add(e);
       }
     }
     for (long id : filled) {
-      addKnownIncident(node(id), out, visibility);
+      addKnownIncident(node(id), out);
     }
     return out;
   }
@@ -289,7 +287,7 @@ public final class IdMaintenance {
       for (Node m :
           view.levels[level].members(
               o.root(), e -> added.contains(e) || visibility.pending(e))) {
-        reread.add(prop(m, "id"));
+        reread.add(view.idOf(m));
       }
       deleteDependencies(o.record());
       doom(o.id(), o.record());
@@ -344,7 +342,7 @@ public final class IdMaintenance {
     Set<Edge> edges = new LinkedHashSet<>(knownEdges);
     rereadCount = reread.size();
     for (long id : reread) {
-      addKnownIncident(node(id), edges, visibility);
+      addKnownIncident(node(id), edges);
     }
     Set<Long> ends = new HashSet<>();
     Map<Long, Set<Long>> deps = new HashMap<>();
@@ -477,14 +475,14 @@ public final class IdMaintenance {
    * Adds the stored DERIVES edges at {@code n} whose two ends are known nodes, leaving out the
    * edges of writes not indexed yet ({@link Visibility}).
    */
-  static void addKnownIncident(Node n, Set<Edge> out, Visibility visibility) {
+  private void addKnownIncident(Node n, Set<Edge> out) {
     try (ResourceIterable<Relationship> rels =
         n.getRelationships(Direction.BOTH, Schema.DERIVES)) {
       for (Relationship r : rels) {
         Node a = r.getStartNode();
         Node b = r.getEndNode();
-        if (visibility.known(a) && visibility.known(b)) {
-          Edge e = new Edge(prop(a, "id"), prop(b, "id"));
+        if (view.known(a) && view.known(b)) {
+          Edge e = new Edge(view.idOf(a), view.idOf(b));
           if (!visibility.pending(e)) {
             out.add(e);
           }

@@ -1,5 +1,6 @@
 package io.sparkprov.plugin.ids;
 
+import io.sparkprov.plugin.graph.Nodes;
 import io.sparkprov.plugin.graph.Schema;
 import java.util.Collection;
 import java.util.HashMap;
@@ -37,6 +38,8 @@ public final class IdView {
   private final LongFunction<Node> nodes;
   private final Map<Node, Integer> depths = new HashMap<>();
   private final Map<Node, String[]> splits = new HashMap<>();
+  private final Map<Node, Boolean> knowns = new HashMap<>();
+  private final Map<Node, Long> ids = new HashMap<>();
   private final Visibility visibility;
 
   /**
@@ -155,6 +158,19 @@ public final class IdView {
     throw new IllegalStateException("depth " + depth); // unreachable: depth >= 1
   }
 
+  /**
+   * Whether the node is a stored node (not a placeholder) as this view sees it, read once per
+   * view: no node changes state while ids are kept.
+   */
+  boolean known(Node n) {
+    return knowns.computeIfAbsent(n, visibility::known);
+  }
+
+  /** The node's id, read once per view. */
+  long idOf(Node n) {
+    return ids.computeIfAbsent(n, Nodes::idOf);
+  }
+
   /** The number of split levels whose sets are kept for this node (at least one). */
   int depth(Node n) {
     return depths.computeIfAbsent(n, IdView::depthOf);
@@ -175,10 +191,10 @@ public final class IdView {
    * part there (their first level+1 names). Both ends of such an edge have the level.
    */
   boolean joins(int level, Node a, Node b) {
-    if (!visibility.known(a) || !visibility.known(b) || level >= depthOf(a)) {
+    if (!known(a) || !known(b) || level >= depth(a)) {
       return false;
     }
-    return samePart(splitOf(a), splitOf(b), level);
+    return samePart(split(a), split(b), level);
   }
 
   static String[] splitOf(Node n) {

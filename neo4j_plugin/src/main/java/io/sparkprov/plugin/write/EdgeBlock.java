@@ -1,6 +1,7 @@
 package io.sparkprov.plugin.write;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 
@@ -36,5 +37,10 @@ public record EdgeBlock(String run, long[] src, long[] dst) {
 
   int size() {
     return src.length;
+  }
+
+  /** Edges {@code from} (inclusive) to {@code to} (exclusive) as a block of their own. */
+  EdgeBlock slice(int from, int to) {
+    return new EdgeBlock(run, Arrays.copyOfRange(src, from, to), Arrays.copyOfRange(dst, from, to));
   }
 }

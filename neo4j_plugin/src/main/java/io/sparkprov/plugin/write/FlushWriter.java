@@ -24,7 +24,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.stream.Stream;
 import org.neo4j.graphdb.Node;
 import org.neo4j.graphdb.Relationship;
 import org.neo4j.graphdb.Transaction;
@@ -57,21 +56,29 @@ final class FlushWriter {
   private final Log log;
   private final long[] nanos = new long[Phase.values().length];
 
+  /**
+   * What the slices of one call (each a transaction, {@link Slice}) share: the ids whose node
+   * the call created (as a placeholder or to fill it at once) and the edges it wrote. An edge
+   * with an end the call created cannot have been stored before the call, so only its own
+   * earlier slices need looking at, and they are in {@code edges}.
+   */
+  static final class Call {
+    final Set<Long> created = new HashSet<>();
+    final Set<Edge> edges = new HashSet<>();
+  }
+
   private final Map<Long, Node> cache = new HashMap<>();
-  // Ids whose node this call created (as a placeholder or to fill it at once).
-  private final Set<Long> created = new HashSet<>();
+  private final Set<Long> created;
+  private final Set<Edge> callEdges;
   // Per run: the nodes of its blocks that conflict with their stored version.
   private final Map<String, List<Conflict>> conflicts = new HashMap<>();
 
-  FlushWriter(Transaction tx, Log log) {
+  /** A writer of one slice of {@code call}, in {@code tx}. */
+  FlushWriter(Transaction tx, Log log, Call call) {
     this.tx = tx;
     this.log = log;
-  }
-
-  Stream<Ingest.Written> write(
-      List<NodeBlock> blocks, List<EdgeBlock> edgeBlocks, List<MemberBlock> memberBlocks,
-      long theta) {
-    return write(blocks, edgeBlocks, memberBlocks, theta, false);
+    this.created = call.created;
+    this.callEdges = call.edges;
   }
 
   /**
@@ -79,21 +86,19 @@ final class FlushWriter {
    * indexer ({@code sparkprov.index}): the call records what it created and filled ({@link
    * IdWork}) and returns no merges.
    */
-  Stream<Ingest.Written> write(
-      List<NodeBlock> blocks, List<EdgeBlock> edgeBlocks, List<MemberBlock> memberBlocks,
-      long theta, boolean deferIds) {
+  List<Ingest.Written> write(Slice slice, long theta, boolean deferIds) {
     long started = System.nanoTime();
     if (deferIds) {
       IdWork.enter(tx); // shared with other writers, exclusive of the indexer
     }
     Map<String, RunCounts> perRun = new LinkedHashMap<>();
     Set<Long> fresh = new HashSet<>();
-    lockInIdOrder(blocks, edgeBlocks, memberBlocks);
-    for (int b = 0; b < blocks.size(); b++) {
-      writeBlock(b, blocks.get(b), perRun, fresh);
+    lockInIdOrder(slice.blocks(), slice.edges(), slice.members());
+    for (int b = 0; b < slice.blocks().size(); b++) {
+      writeBlock(slice.positions().get(b), slice.blocks().get(b), perRun, fresh);
     }
-    Set<Edge> edges = writeEdges(memberBlocks, edgeBlocks, perRun);
-    registerMemberKeys(memberBlocks);
+    Set<Edge> edges = writeEdges(slice.members(), slice.edges(), perRun);
+    registerMemberKeys(slice.members());
     lap(Phase.UPSERT, started);
     long merges = 0;
     if (deferIds) {
@@ -102,7 +107,7 @@ final class FlushWriter {
       merges = maintainIds(edges, fresh, theta);
     }
     logIfSlow(started, fresh.size(), edges.size());
-    return results(perRun, merges).stream();
+    return results(perRun, merges);
   }
 
   /**
@@ -265,7 +270,7 @@ final class FlushWriter {
    */
   private Set<Edge> writeEdges(
       List<MemberBlock> memberBlocks, List<EdgeBlock> blocks, Map<String, RunCounts> perRun) {
-    Set<Edge> edges = new HashSet<>();
+    Set<Edge> edges = callEdges;
     Set<Edge> createdEdges = new LinkedHashSet<>();
     for (MemberBlock block : memberBlocks) {
       writeMembers(block, edges, createdEdges, perRun);

@@ -1,8 +1,11 @@
 package io.sparkprov.plugin.write;
 
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
+import org.neo4j.graphdb.GraphDatabaseService;
 import org.neo4j.graphdb.Transaction;
 import org.neo4j.logging.Log;
 import org.neo4j.procedure.Context;
@@ -35,10 +38,17 @@ import org.neo4j.procedure.Procedure;
  *
  * <p>With {@code defer_ids} the ids are left to {@code sparkprov.index} (the ids package's {@code
  * Indexing}), which ingest's indexer calls.
+ *
+ * <p>With {@code tx_records} above 0 the call is cut into {@link Slice}s of that many records,
+ * each written and committed in a transaction of its own (not the caller's), which also adds the
+ * nodes and edges it created to its runs' {@code :Run} counts ({@link RunCounts}): what is
+ * committed is counted, so a call that fails after some slices and is sent again counts each
+ * record once. The caller then must not add the returned counts again.
  */
 public final class Ingest {
   @Context public Transaction tx;
   @Context public Log log;
+  @Context public GraphDatabaseService db;
 
   /**
    * One output row. {@code conflict_blocks}/{@code conflict_ids} pair up: node {@code
@@ -52,6 +62,16 @@ public final class Ingest {
     public long merges;
     public List<Long> conflict_blocks;
     public List<Long> conflict_ids;
+
+    /** This row and a later one of the same run, as one. */
+    Written plus(Written later) {
+      List<Long> blocks = new ArrayList<>(conflict_blocks);
+      blocks.addAll(later.conflict_blocks);
+      List<Long> ids = new ArrayList<>(conflict_ids);
+      ids.addAll(later.conflict_ids);
+      return new Written(
+          run, nodes + later.nodes, edges + later.edges, merges + later.merges, blocks, ids);
+    }
 
     public Written(
         String run,
@@ -72,19 +92,34 @@ public final class Ingest {
   @Procedure(name = "sparkprov.write", mode = Mode.WRITE)
   @Description(
       "Upsert one flush of lineage node blocks, edge blocks and member blocks; keep component and"
-          + " set ids, or with defer_ids leave them to sparkprov.index")
+          + " set ids, or with defer_ids leave them to sparkprov.index; with tx_records > 0, in"
+          + " transactions of that many records, each adding its counts to its runs")
   public Stream<Written> write(
       @Name("blocks") List<Map<String, Object>> blocks,
       @Name("edges") List<Map<String, Object>> edgeBlocks,
       @Name("theta") long theta,
       @Name(value = "members", defaultValue = "[]") List<Map<String, Object>> memberBlocks,
-      @Name(value = "defer_ids", defaultValue = "false") boolean deferIds) {
-    return new FlushWriter(tx, log)
-        .write(
-            NodeBlock.parseAll(blocks),
-            EdgeBlock.parseAll(edgeBlocks),
-            MemberBlock.parseAll(memberBlocks),
-            theta,
-            deferIds);
+      @Name(value = "defer_ids", defaultValue = "false") boolean deferIds,
+      @Name(value = "tx_records", defaultValue = "0") long txRecords) {
+    List<NodeBlock> nodes = NodeBlock.parseAll(blocks);
+    List<EdgeBlock> edges = EdgeBlock.parseAll(edgeBlocks);
+    List<MemberBlock> members = MemberBlock.parseAll(memberBlocks);
+    FlushWriter.Call call = new FlushWriter.Call();
+    if (txRecords <= 0) {
+      return new FlushWriter(tx, log, call)
+          .write(Slice.whole(nodes, members, edges), theta, deferIds)
+          .stream();
+    }
+    int size = (int) Math.min(txRecords, Integer.MAX_VALUE);
+    Map<String, Written> total = new LinkedHashMap<>();
+    for (Slice slice : Slice.cut(nodes, members, edges, size)) {
+      try (Transaction inner = db.beginTx()) {
+        List<Written> rows = new FlushWriter(inner, log, call).write(slice, theta, deferIds);
+        RunCounts.add(inner, rows);
+        inner.commit();
+        rows.forEach(row -> total.merge(row.run, row, Written::plus));
+      }
+    }
+    return total.values().stream();
   }
 }

@@ -1,6 +1,7 @@
 package io.sparkprov.plugin.write;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 
@@ -110,6 +111,23 @@ public record MemberBlock(
 
   int size() {
     return members.length;
+  }
+
+  /** Members {@code from} (inclusive) to {@code to} (exclusive) as a block of their own. */
+  MemberBlock slice(int from, int to) {
+    List<List<String>> columns = new ArrayList<>(values.size());
+    for (List<String> column : values) {
+      columns.add(column.subList(from, to));
+    }
+    return new MemberBlock(
+        run,
+        groupKey,
+        Arrays.copyOfRange(members, from, to),
+        Arrays.copyOfRange(groups, from, to),
+        Arrays.copyOfRange(pairs, from, to),
+        aggregates,
+        columns,
+        Arrays.copyOfRange(nullMasks, from, to));
   }
 
   /** Whether column {@code i} is null for member {@code k}. */

@@ -1,6 +1,7 @@
 package io.sparkprov.plugin.write;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -97,6 +98,39 @@ public record NodeBlock(
       throw f.error(field, "has " + size + " entries for " + ids + " ids (must be 0 or " + ids
           + ")");
     }
+  }
+
+  int size() {
+    return ids.length;
+  }
+
+  /** Nodes {@code from} (inclusive) to {@code to} (exclusive) as a block of their own. */
+  NodeBlock slice(int from, int to) {
+    List<List<String>> columns = new ArrayList<>(attributeValues.size());
+    List<Set<Long>> nulls = new ArrayList<>(nullRows.size());
+    for (int a = 0; a < attributeValues.size(); a++) {
+      columns.add(attributeValues.get(a).subList(from, to));
+      Set<Long> rows = new HashSet<>();
+      for (long r : nullRows.get(a)) {
+        if (r >= from && r < to) {
+          rows.add(r - from);
+        }
+      }
+      nulls.add(rows);
+    }
+    return new NodeBlock(
+        run,
+        op,
+        Arrays.copyOfRange(ids, from, to),
+        label,
+        labels.isEmpty() ? labels : labels.subList(from, to),
+        relation,
+        values.isEmpty() ? values : values.subList(from, to),
+        shared,
+        split,
+        attributeNames,
+        columns,
+        nulls);
   }
 
   /** Node {@code i}'s label: its own, or the block's when {@code labels} is empty. */
