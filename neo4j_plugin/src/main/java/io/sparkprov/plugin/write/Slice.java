@@ -2,6 +2,7 @@ package io.sparkprov.plugin.write;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BiConsumer;
 
 /**
  * One transaction's share of a {@code sparkprov.write} call: node blocks (with their positions in
@@ -31,33 +32,19 @@ record Slice(
     }
     Cutter cutter = new Cutter(records);
     for (int b = 0; b < blocks.size(); b++) {
-      NodeBlock block = blocks.get(b);
-      int from = 0;
-      do { // once at least: an empty block still names its run (and a member block its key)
-        int to = Math.min(block.size(), from + cutter.room());
-        cutter.current.blocks.add(from == 0 && to == block.size() ? block : block.slice(from, to));
-        cutter.current.positions.add(b);
-        cutter.took(to - from);
-        from = to;
-      } while (from < block.size());
+      int position = b;
+      cutter.add(blocks.get(b), blocks.get(b).size(), NodeBlock::slice, (slice, piece) -> {
+        slice.blocks.add(piece);
+        slice.positions.add(position);
+      });
     }
     for (MemberBlock block : members) {
-      int from = 0;
-      do {
-        int to = Math.min(block.size(), from + cutter.room());
-        cutter.current.members.add(from == 0 && to == block.size() ? block : block.slice(from, to));
-        cutter.took(to - from);
-        from = to;
-      } while (from < block.size());
+      cutter.add(
+          block, block.size(), MemberBlock::slice, (slice, piece) -> slice.members.add(piece));
     }
     for (EdgeBlock block : edges) {
-      int from = 0;
-      do {
-        int to = Math.min(block.size(), from + cutter.room());
-        cutter.current.edges.add(from == 0 && to == block.size() ? block : block.slice(from, to));
-        cutter.took(to - from);
-        from = to;
-      } while (from < block.size());
+      cutter.add(
+          block, block.size(), EdgeBlock::slice, (slice, piece) -> slice.edges.add(piece));
     }
     return cutter.done();
   }
@@ -77,6 +64,11 @@ record Slice(
     return n;
   }
 
+  /** Entries {@code from} (inclusive) to {@code to} (exclusive) of a block, as a block. */
+  private interface Piece<B> {
+    B of(B block, int from, int to);
+  }
+
   /** Fills slices of {@code records} entries, one after the other. */
   private static final class Cutter {
     private final int records;
@@ -92,17 +84,24 @@ record Slice(
       return new Slice(new ArrayList<>(), new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
     }
 
-    int room() {
-      return records - used;
-    }
-
-    void took(int entries) {
-      used += entries;
-      if (used >= records) {
-        slices.add(current);
-        current = empty();
-        used = 0;
-      }
+    /**
+     * Puts a block of {@code size} entries into the slices, cut where a slice fills, each piece
+     * given to {@code put} with the slice it goes to; an empty block too (it still names its run,
+     * and a member block its key).
+     */
+    <B> void add(B block, int size, Piece<B> piece, BiConsumer<Slice, B> put) {
+      int from = 0;
+      do {
+        int to = Math.min(size, from + records - used);
+        put.accept(current, from == 0 && to == size ? block : piece.of(block, from, to));
+        used += to - from;
+        if (used >= records) {
+          slices.add(current);
+          current = empty();
+          used = 0;
+        }
+        from = to;
+      } while (from < size);
     }
 
     List<Slice> done() {

@@ -11,11 +11,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.sparkprov.plugin.EmbeddedNeo4j;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -81,9 +83,9 @@ class SlicedWriteTest {
     List<Integer> positions = new ArrayList<>();
     List<Long> src = new ArrayList<>();
     for (Slice s : slices) {
-      s.blocks().forEach(b -> ids.addAll(java.util.Arrays.stream(b.ids()).boxed().toList()));
+      s.blocks().forEach(b -> ids.addAll(Arrays.stream(b.ids()).boxed().toList()));
       positions.addAll(s.positions());
-      s.edges().forEach(b -> src.addAll(java.util.Arrays.stream(b.src()).boxed().toList()));
+      s.edges().forEach(b -> src.addAll(Arrays.stream(b.src()).boxed().toList()));
     }
     assertEquals(List.of(1L, 2L, 3L, 4L, 5L), ids);
     // [1, 2] | [3] of block 0 and [4] of block 1 | [5] of block 1 and an edge | two edges
@@ -117,7 +119,8 @@ class SlicedWriteTest {
 
   @Test
   void aSizeBelowOneIsRefused() {
-    assertThrows(IllegalArgumentException.class, () -> Slice.cut(List.of(), List.of(), List.of(), 0));
+    assertThrows(
+        IllegalArgumentException.class, () -> Slice.cut(List.of(), List.of(), List.of(), 0));
   }
 
   // ---- Writing ------------------------------------------------------------------------------
@@ -150,6 +153,15 @@ class SlicedWriteTest {
     return List.of(blocks, edgeBlocks, members);
   }
 
+  /** Stored properties as values equals() compares: arrays as lists or texts. */
+  private static Map<String, Object> comparable(Object properties) {
+    @SuppressWarnings("unchecked")
+    Map<String, Object> p = new TreeMap<>((Map<String, Object>) properties);
+    p.replaceAll((k, v) -> v instanceof Object[] a ? List.of(a) : v);
+    p.replaceAll((k, v) -> v instanceof long[] a ? Arrays.toString(a) : v);
+    return p;
+  }
+
   /** Every node's and edge's stored properties (ids kept beside the data left out), by id. */
   private Map<String, Object> stored() {
     Map<String, Object> out = new TreeMap<>();
@@ -157,11 +169,8 @@ class SlicedWriteTest {
         neo4j.query(
             "MATCH (n:Node) RETURN n.id AS id, properties(n) AS p, sparkprov.component(n) AS c",
             Map.of())) {
-      @SuppressWarnings("unchecked")
-      Map<String, Object> p = new TreeMap<>((Map<String, Object>) row.get("p"));
+      Map<String, Object> p = comparable(row.get("p"));
       p.keySet().removeIf(k -> k.equals("component_id") || k.matches("s\\d"));
-      p.replaceAll((k, v) -> v instanceof Object[] a ? List.of(a) : v);
-      p.replaceAll((k, v) -> v instanceof long[] a ? java.util.Arrays.toString(a) : v);
       out.put("node " + row.get("id"), p);
     }
     for (Map<String, Object> row :
@@ -169,11 +178,7 @@ class SlicedWriteTest {
             "MATCH (a:Node)-[r:DERIVES]->(b:Node) RETURN a.id AS a, b.id AS b,"
                 + " properties(r) AS p",
             Map.of())) {
-      @SuppressWarnings("unchecked")
-      Map<String, Object> p = new TreeMap<>((Map<String, Object>) row.get("p"));
-      p.replaceAll((k, v) -> v instanceof Object[] a ? List.of(a) : v);
-      p.replaceAll((k, v) -> v instanceof long[] a ? java.util.Arrays.toString(a) : v);
-      out.put("edge " + row.get("a") + "->" + row.get("b"), p);
+      out.put("edge " + row.get("a") + "->" + row.get("b"), comparable(row.get("p")));
     }
     return out;
   }
@@ -183,7 +188,7 @@ class SlicedWriteTest {
     Map<Object, Set<Object>> groups = new HashMap<>();
     for (Map<String, Object> row :
         neo4j.query("MATCH (n:Node) RETURN n.id AS id, sparkprov.component(n) AS c", Map.of())) {
-      groups.computeIfAbsent(row.get("c"), c -> new java.util.TreeSet<>()).add(row.get("id"));
+      groups.computeIfAbsent(row.get("c"), c -> new TreeSet<>()).add(row.get("id"));
     }
     return Set.copyOf(groups.values());
   }
