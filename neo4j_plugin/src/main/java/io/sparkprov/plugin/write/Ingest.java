@@ -13,6 +13,7 @@ import org.neo4j.procedure.Description;
 import org.neo4j.procedure.Mode;
 import org.neo4j.procedure.Name;
 import org.neo4j.procedure.Procedure;
+import org.neo4j.procedure.TerminationGuard;
 
 /**
  * {@code CALL sparkprov.write(blocks, edges, theta, members)}: one flush of the ingest service,
@@ -49,6 +50,7 @@ public final class Ingest {
   @Context public Transaction tx;
   @Context public Log log;
   @Context public GraphDatabaseService db;
+  @Context public TerminationGuard guard;
 
   /**
    * One output row. {@code conflict_blocks}/{@code conflict_ids} pair up: node {@code
@@ -113,6 +115,7 @@ public final class Ingest {
     int size = (int) Math.min(txRecords, Integer.MAX_VALUE);
     Map<String, Written> total = new LinkedHashMap<>();
     for (Slice slice : Slice.cut(nodes, members, edges, size)) {
+      guard.check(); // the caller's transaction ended (a timeout, a shutdown): no more slices
       try (Transaction inner = db.beginTx()) {
         List<Written> rows = new FlushWriter(inner, log, call).write(slice, theta, deferIds);
         RunCounts.add(inner, rows);
