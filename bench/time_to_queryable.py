@@ -246,9 +246,12 @@ class LockWaits:
     """Samples Neo4j's running transactions every ``every_s`` (``SHOW TRANSACTIONS``) while the
     run is ingested: of the samples of ingest's transactions (writes and index calls), the share
     whose status says they wait for a lock. Writers take no lock among themselves; this is what
-    they still wait for (a race on one node, the run rows, the indexer's barrier). Every 2 s, not
-    more often: SHOW TRANSACTIONS lists each transaction's locks, and a write holds ~10^5 of them
-    (sampled every 0.5 s, 3.5% of Neo4j's CPU in a JFR recording of a 200k run)."""
+    they still wait for (a race on one node, the run rows, the indexer's barrier). A write's
+    slices (``tx_records``) are transactions of the procedure's own, without a query or adding
+    to the run's counts: such a transaction that waits counts for the call it belongs to (each
+    call is one sample), as does ingest's statement on the run rows after a call. Every
+    2 s, not more often: SHOW TRANSACTIONS lists each transaction's locks, and a write holds
+    ~10^5 of them (sampled every 0.5 s, 3.5% of Neo4j's CPU in a JFR recording of a 200k run)."""
 
     def __init__(self, driver: neo4j.Driver, every_s: float = 2.0) -> None:
         self.driver, self.every_s = driver, every_s
@@ -268,7 +271,9 @@ class LockWaits:
         query = (
             "SHOW TRANSACTIONS YIELD currentQuery, status "
             "WHERE currentQuery CONTAINS 'sparkprov.write' "
-            "OR currentQuery CONTAINS 'sparkprov.index' RETURN status"
+            "OR currentQuery CONTAINS 'sparkprov.index' OR currentQuery = '' "
+            "OR currentQuery CONTAINS 'MERGE (run:Run {run_id' "
+            "RETURN currentQuery CONTAINS 'CALL sparkprov.' AS call, status"
         )
         while not self._stop.wait(self.every_s):
             try:
@@ -278,7 +283,7 @@ class LockWaits:
             except neo4j.exceptions.DriverError:
                 continue
             for r in records:
-                self.samples += 1
+                self.samples += bool(r["call"])
                 self.blocked += str(r["status"]).startswith("Blocked")
 
     def report(self) -> dict[str, Any]:
