@@ -408,7 +408,7 @@ def _source_properties(complete: RunComplete) -> dict[str, list[Any]]:
 
 
 def _write(
-    tx: neo4j.ManagedTransaction, flush: Flush, theta: int, defer_ids: bool, tx_records: int = 0
+    tx: neo4j.ManagedTransaction, flush: Flush, theta: int, defer_ids: bool, tx_records: int
 ) -> FlushResult:
     per_run: dict[str, dict[str, int]] = {}
     nodes_created = edges_created = merged = 0

@@ -68,8 +68,7 @@ final class FlushWriter {
   }
 
   private final Map<Long, Node> cache = new HashMap<>();
-  private final Set<Long> created;
-  private final Set<Edge> callEdges;
+  private final Call call;
   // Per run: the nodes of its blocks that conflict with their stored version.
   private final Map<String, List<Conflict>> conflicts = new HashMap<>();
 
@@ -77,8 +76,7 @@ final class FlushWriter {
   FlushWriter(Transaction tx, Log log, Call call) {
     this.tx = tx;
     this.log = log;
-    this.created = call.created;
-    this.callEdges = call.edges;
+    this.call = call;
   }
 
   /**
@@ -238,7 +236,7 @@ final class FlushWriter {
 
   /** Gives node {@code i} of the block its content (a new node or a placeholder). */
   private void fill(Node n, NodeBlock block, int i, String label, String[] splitPath) {
-    if (!created.contains(block.ids()[i])) {
+    if (!call.created.contains(block.ids()[i])) {
       n.removeProperty(PENDING); // a placeholder an earlier flush's edge made
     }
     n.setProperty("run_id", block.run());
@@ -270,7 +268,7 @@ final class FlushWriter {
    */
   private Set<Edge> writeEdges(
       List<MemberBlock> memberBlocks, List<EdgeBlock> blocks, Map<String, RunCounts> perRun) {
-    Set<Edge> edges = callEdges;
+    Set<Edge> edges = call.edges;
     Set<Edge> createdEdges = new LinkedHashSet<>();
     for (MemberBlock block : memberBlocks) {
       writeMembers(block, edges, createdEdges, perRun);
@@ -299,7 +297,7 @@ final class FlushWriter {
     Node b = endOfEdge(e.dst(), run);
     // An end this call created has no stored edge (and `edges` dedupes the call's own), so only
     // an edge between two nodes stored before needs the look at their relationships.
-    boolean createdHere = created.contains(e.src()) || created.contains(e.dst());
+    boolean createdHere = call.created.contains(e.src()) || call.created.contains(e.dst());
     if (!createdHere && connected(a, b, DERIVES)) {
       return null;
     }
@@ -370,7 +368,7 @@ final class FlushWriter {
    */
   private Node endOfEdge(long id, String run) {
     Node n = node(id);
-    if (created.contains(id) && !known(n) && !n.hasProperty(PENDING)) {
+    if (call.created.contains(id) && !known(n) && !n.hasProperty(PENDING)) {
       n.setProperty(PENDING, run);
     }
     return n;
@@ -388,7 +386,7 @@ final class FlushWriter {
     if (n == null) {
       n = tx.findNode(NODE, "id", id);
       if (n == null) {
-        created.add(id);
+        call.created.add(id);
         n = tx.createNode(NODE);
         n.setProperty("id", id); // born alone: its component id is its own (Forest.birth)
       }
@@ -411,7 +409,7 @@ final class FlushWriter {
   private List<Long> filled(Set<Long> fresh) {
     List<Long> out = new ArrayList<>();
     for (long id : fresh) {
-      if (!created.contains(id)) {
+      if (!call.created.contains(id)) {
         out.add(id);
       }
     }

@@ -49,21 +49,6 @@ record Slice(
     return cutter.done();
   }
 
-  /** Entries of the slice: node ids, members and edges. */
-  long records() {
-    long n = 0;
-    for (NodeBlock b : blocks) {
-      n += b.size();
-    }
-    for (MemberBlock b : members) {
-      n += b.size();
-    }
-    for (EdgeBlock b : edges) {
-      n += b.size();
-    }
-    return n;
-  }
-
   /** Entries {@code from} (inclusive) to {@code to} (exclusive) of a block, as a block. */
   private interface Piece<B> {
     B of(B block, int from, int to);
