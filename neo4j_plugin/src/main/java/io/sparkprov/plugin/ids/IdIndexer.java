@@ -3,7 +3,6 @@ package io.sparkprov.plugin.ids;
 import io.sparkprov.plugin.graph.Edge;
 import io.sparkprov.plugin.graph.Schema;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
@@ -29,50 +28,47 @@ final class IdIndexer {
    */
   record Result(long items, long edges, long merges, long remaining, List<String> indexed) {}
 
-  private record Item(Node node, long seq, long theta) {}
-
   private IdIndexer() {}
 
-  static Result index(Transaction tx, long maxEdges) {
-    return index(tx, maxEdges, 0, () -> {});
-  }
-
   /**
-   * As {@link #index(Transaction, long)}, but yields to the writers (indexes nothing) while any
-   * write recorded work within the last {@code quietMillis}: data first, whichever ingest process
-   * writes it.
+   * One call over {@code pending}, the cached id work of {@code tx}'s database; yields to the
+   * writers (indexes nothing) while any write recorded work within the last {@code quietMillis}:
+   * data first, whichever ingest process writes it.
    */
-  static Result index(Transaction tx, long maxEdges, long quietMillis, Runnable checkpoint) {
+  static Result index(
+      Transaction tx, PendingWork pending, long maxEdges, long quietMillis, Runnable checkpoint) {
     if (quietMillis > 0) {
-      List<Item> seen = queue(tx);
-      if (!seen.isEmpty()
-          && System.nanoTime() - seen.get(seen.size() - 1).seq() < quietMillis * 1_000_000L) {
-        return new Result(0, 0, 0, seen.size(), List.of());
+      long latest = latestSeq(tx);
+      if (latest != Long.MIN_VALUE && System.nanoTime() - latest < quietMillis * 1_000_000L) {
+        return new Result(0, 0, 0, count(tx), List.of());
       }
     }
     IdWork.enterAlone(tx);
-    List<Item> work = queue(tx);
+    List<PendingWork.Row> work = pending.sync(tx);
     if (work.isEmpty()) {
       return new Result(0, 0, 0, 0, List.of());
     }
-    long theta = work.get(0).theta();
+    long theta = work.get(0).work().theta();
     Set<Edge> edges = new LinkedHashSet<>();
     List<Long> filled = new ArrayList<>();
     Set<String> runs = new TreeSet<>();
     int taken = 0;
-    for (Item item : work) {
-      if (taken > 0 && (item.theta() != theta || edges.size() >= maxEdges)) {
+    for (PendingWork.Row row : work) {
+      PendingWork.Recorded w = row.work();
+      if (taken > 0 && (w.theta() != theta || edges.size() >= maxEdges)) {
         break;
       }
-      addEdges(item.node(), edges);
-      for (long id : longs(item.node(), IdWork.FILLED)) {
+      for (int i = 0; i < w.src().length; i++) {
+        edges.add(w.edge(i));
+      }
+      for (long id : w.filled()) {
         filled.add(id);
       }
-      runs.addAll(List.of((String[]) item.node().getProperty(IdWork.RUNS)));
+      runs.addAll(List.of(w.runs()));
       taken++;
     }
-    List<Item> rest = work.subList(taken, work.size());
-    Visibility visibility = pending(rest);
+    List<PendingWork.Row> rest = work.subList(taken, work.size());
+    Visibility visibility = pending.after(work.subList(0, taken));
     Map<Long, Node> cache = new HashMap<>();
     long merges =
         IdMaintenance.apply(
@@ -83,12 +79,12 @@ final class IdIndexer {
             edges,
             filled,
             checkpoint);
-    for (Item item : work.subList(0, taken)) {
-      item.node().delete();
+    for (PendingWork.Row row : work.subList(0, taken)) {
+      row.node().delete();
     }
     Set<String> still = new HashSet<>();
-    for (Item item : rest) {
-      still.addAll(List.of((String[]) item.node().getProperty(IdWork.RUNS)));
+    for (PendingWork.Row row : rest) {
+      still.addAll(List.of(row.work().runs()));
     }
     runs.removeAll(still);
     return new Result(taken, edges.size(), merges, rest.size(), List.copyOf(runs));
@@ -101,46 +97,25 @@ final class IdIndexer {
     }
   }
 
-  private static List<Item> queue(Transaction tx) {
-    List<Item> out = new ArrayList<>();
+  /** The {@code seq} of the latest recorded write (MIN_VALUE: none). */
+  private static long latestSeq(Transaction tx) {
+    long latest = Long.MIN_VALUE;
     try (ResourceIterator<Node> it = tx.findNodes(IdWork.WORK)) {
       while (it.hasNext()) {
-        Node n = it.next();
-        out.add(
-            new Item(
-                n,
-                ((Number) n.getProperty(IdWork.SEQ)).longValue(),
-                ((Number) n.getProperty(IdWork.THETA)).longValue()));
+        latest = Math.max(latest, ((Number) it.next().getProperty(IdWork.SEQ)).longValue());
       }
     }
-    out.sort(Comparator.comparingLong(Item::seq));
-    return out;
+    return latest;
   }
 
-  private static Visibility pending(List<Item> rest) {
-    if (rest.isEmpty()) {
-      return Visibility.ALL;
-    }
-    Set<Edge> edges = new HashSet<>();
-    Set<Long> filled = new HashSet<>();
-    for (Item item : rest) {
-      addEdges(item.node(), edges);
-      for (long id : longs(item.node(), IdWork.FILLED)) {
-        filled.add(id);
+  private static long count(Transaction tx) {
+    long n = 0;
+    try (ResourceIterator<Node> it = tx.findNodes(IdWork.WORK)) {
+      while (it.hasNext()) {
+        it.next();
+        n++;
       }
     }
-    return new Visibility(edges, filled);
-  }
-
-  private static void addEdges(Node item, Set<Edge> out) {
-    long[] src = longs(item, IdWork.SRC);
-    long[] dst = longs(item, IdWork.DST);
-    for (int i = 0; i < src.length; i++) {
-      out.add(new Edge(src[i], dst[i]));
-    }
-  }
-
-  private static long[] longs(Node item, String key) {
-    return (long[]) item.getProperty(key);
+    return n;
   }
 }

@@ -13,6 +13,7 @@ import java.util.Set;
 import java.util.TreeSet;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.neo4j.graphdb.Transaction;
 
 /**
  * A deferred write is queryable before it is indexed (../shared/MODEL.md section 6): traces
@@ -89,6 +90,33 @@ class IdsBehindTheDataTest {
         neo4j.query("MATCH (n:Node) RETURN DISTINCT sparkprov.component(n) AS c", Map.of());
     assertEquals(1, components.size());
     assertTrue(components.get(0).get("c") != null);
+  }
+
+  @Test
+  void aCallThatRollsBackLeavesItsWritesWaiting() {
+    // The indexer keeps the waiting writes in memory across calls (PendingWork): a call whose
+    // transaction rolls back deleted nothing, so the next call must find both writes again.
+    try (Transaction tx = neo4j.db.beginTx()) {
+      Map<String, Object> row =
+          tx.execute("CALL sparkprov.index(2, 0) YIELD items, remaining RETURN *").next();
+      assertEquals(1L, row.get("items"));
+      assertEquals(1L, row.get("remaining"));
+      tx.rollback();
+    }
+    Map<String, Object> first = neo4j.index(2);
+    assertEquals(1L, first.get("items"));
+    assertEquals(1L, first.get("remaining"));
+    // A third write, after the calls: a row the cache has not seen.
+    neo4j.writeDeferred(
+        List.of(BlockMaps.nodes("TOKEN", List.of(5L))),
+        List.of(BlockMaps.edges(new long[][] {{5, 3}})),
+        25000);
+    Map<String, Object> rest = neo4j.index(50_000);
+    assertEquals(2L, rest.get("items"));
+    assertEquals(0L, rest.get("remaining"));
+    List<Map<String, Object>> components =
+        neo4j.query("MATCH (n:Node) RETURN DISTINCT sparkprov.component(n) AS c", Map.of());
+    assertEquals(1, components.size());
   }
 
   private Map<String, Object> trace(String strategy) {
