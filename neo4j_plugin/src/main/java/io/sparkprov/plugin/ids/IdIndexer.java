@@ -3,6 +3,7 @@ package io.sparkprov.plugin.ids;
 import io.sparkprov.plugin.graph.Edge;
 import io.sparkprov.plugin.graph.Schema;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
@@ -28,47 +29,50 @@ final class IdIndexer {
    */
   record Result(long items, long edges, long merges, long remaining, List<String> indexed) {}
 
+  private record Item(Node node, long seq, long theta) {}
+
   private IdIndexer() {}
 
+  static Result index(Transaction tx, long maxEdges) {
+    return index(tx, maxEdges, 0, () -> {});
+  }
+
   /**
-   * One call over {@code pending}, the cached id work of {@code tx}'s database; yields to the
-   * writers (indexes nothing) while any write recorded work within the last {@code quietMillis}:
-   * data first, whichever ingest process writes it.
+   * As {@link #index(Transaction, long)}, but yields to the writers (indexes nothing) while any
+   * write recorded work within the last {@code quietMillis}: data first, whichever ingest process
+   * writes it.
    */
-  static Result index(
-      Transaction tx, PendingWork pending, long maxEdges, long quietMillis, Runnable checkpoint) {
+  static Result index(Transaction tx, long maxEdges, long quietMillis, Runnable checkpoint) {
     if (quietMillis > 0) {
-      long latest = latestSeq(tx);
-      if (latest != Long.MIN_VALUE && System.nanoTime() - latest < quietMillis * 1_000_000L) {
-        return new Result(0, 0, 0, count(tx), List.of());
+      List<Item> seen = queue(tx);
+      if (!seen.isEmpty()
+          && System.nanoTime() - seen.get(seen.size() - 1).seq() < quietMillis * 1_000_000L) {
+        return new Result(0, 0, 0, seen.size(), List.of());
       }
     }
     IdWork.enterAlone(tx);
-    List<PendingWork.Row> work = pending.sync(tx);
+    List<Item> work = queue(tx);
     if (work.isEmpty()) {
       return new Result(0, 0, 0, 0, List.of());
     }
-    long theta = work.get(0).work().theta();
+    long theta = work.get(0).theta();
     Set<Edge> edges = new LinkedHashSet<>();
     List<Long> filled = new ArrayList<>();
     Set<String> runs = new TreeSet<>();
     int taken = 0;
-    for (PendingWork.Row row : work) {
-      PendingWork.Recorded w = row.work();
-      if (taken > 0 && (w.theta() != theta || edges.size() >= maxEdges)) {
+    for (Item item : work) {
+      if (taken > 0 && (item.theta() != theta || edges.size() >= maxEdges)) {
         break;
       }
-      for (int i = 0; i < w.src().length; i++) {
-        edges.add(w.edge(i));
-      }
-      for (long id : w.filled()) {
+      addEdges(item.node(), edges);
+      for (long id : longs(item.node(), IdWork.FILLED)) {
         filled.add(id);
       }
-      runs.addAll(List.of(w.runs()));
+      runs.addAll(List.of((String[]) item.node().getProperty(IdWork.RUNS)));
       taken++;
     }
-    List<PendingWork.Row> rest = work.subList(taken, work.size());
-    Visibility visibility = pending.after(work.subList(0, taken));
+    List<Item> rest = work.subList(taken, work.size());
+    Visibility visibility = pending(rest);
     Map<Long, Node> cache = new HashMap<>();
     long merges =
         IdMaintenance.apply(
@@ -79,12 +83,12 @@ final class IdIndexer {
             edges,
             filled,
             checkpoint);
-    for (PendingWork.Row row : work.subList(0, taken)) {
-      row.node().delete();
+    for (Item item : work.subList(0, taken)) {
+      item.node().delete();
     }
     Set<String> still = new HashSet<>();
-    for (PendingWork.Row row : rest) {
-      still.addAll(List.of(row.work().runs()));
+    for (Item item : rest) {
+      still.addAll(List.of((String[]) item.node().getProperty(IdWork.RUNS)));
     }
     runs.removeAll(still);
     return new Result(taken, edges.size(), merges, rest.size(), List.copyOf(runs));
@@ -97,25 +101,46 @@ final class IdIndexer {
     }
   }
 
-  /** The {@code seq} of the latest recorded write (MIN_VALUE: none). */
-  private static long latestSeq(Transaction tx) {
-    long latest = Long.MIN_VALUE;
+  private static List<Item> queue(Transaction tx) {
+    List<Item> out = new ArrayList<>();
     try (ResourceIterator<Node> it = tx.findNodes(IdWork.WORK)) {
       while (it.hasNext()) {
-        latest = Math.max(latest, ((Number) it.next().getProperty(IdWork.SEQ)).longValue());
+        Node n = it.next();
+        out.add(
+            new Item(
+                n,
+                ((Number) n.getProperty(IdWork.SEQ)).longValue(),
+                ((Number) n.getProperty(IdWork.THETA)).longValue()));
       }
     }
-    return latest;
+    out.sort(Comparator.comparingLong(Item::seq));
+    return out;
   }
 
-  private static long count(Transaction tx) {
-    long n = 0;
-    try (ResourceIterator<Node> it = tx.findNodes(IdWork.WORK)) {
-      while (it.hasNext()) {
-        it.next();
-        n++;
+  private static Visibility pending(List<Item> rest) {
+    if (rest.isEmpty()) {
+      return Visibility.ALL;
+    }
+    Set<Edge> edges = new HashSet<>();
+    Set<Long> filled = new HashSet<>();
+    for (Item item : rest) {
+      addEdges(item.node(), edges);
+      for (long id : longs(item.node(), IdWork.FILLED)) {
+        filled.add(id);
       }
     }
-    return n;
+    return new Visibility(edges, filled);
+  }
+
+  private static void addEdges(Node item, Set<Edge> out) {
+    long[] src = longs(item, IdWork.SRC);
+    long[] dst = longs(item, IdWork.DST);
+    for (int i = 0; i < src.length; i++) {
+      out.add(new Edge(src[i], dst[i]));
+    }
+  }
+
+  private static long[] longs(Node item, String key) {
+    return (long[]) item.getProperty(key);
   }
 }

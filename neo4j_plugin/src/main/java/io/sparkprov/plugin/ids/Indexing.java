@@ -2,7 +2,6 @@ package io.sparkprov.plugin.ids;
 
 import java.util.List;
 import java.util.stream.Stream;
-import org.neo4j.graphdb.GraphDatabaseService;
 import org.neo4j.graphdb.Transaction;
 import org.neo4j.procedure.Context;
 import org.neo4j.procedure.Description;
@@ -18,7 +17,6 @@ import org.neo4j.procedure.TerminationGuard;
  */
 public final class Indexing {
   @Context public Transaction tx;
-  @Context public GraphDatabaseService db;
   @Context public TerminationGuard guard;
 
   /** One row of {@code sparkprov.index}: see {@link IdIndexer.Result}. */
@@ -46,8 +44,6 @@ public final class Indexing {
   public Stream<Indexed> index(
       @Name(value = "max_edges", defaultValue = "50000") long maxEdges,
       @Name(value = "quiet_ms", defaultValue = "0") long quietMillis) {
-    PendingWork pending = PendingWork.of(db.databaseName());
-    return Stream.of(
-        new Indexed(IdIndexer.index(tx, pending, maxEdges, quietMillis, guard::check)));
+    return Stream.of(new Indexed(IdIndexer.index(tx, maxEdges, quietMillis, guard::check)));
   }
 }

@@ -94,8 +94,9 @@ class IdsBehindTheDataTest {
 
   @Test
   void aCallThatRollsBackLeavesItsWritesWaiting() {
-    // The indexer keeps the waiting writes in memory across calls (PendingWork): a call whose
-    // transaction rolls back deleted nothing, so the next call must find both writes again.
+    // A call whose transaction rolls back deleted nothing: the next call finds both writes
+    // again, then a write recorded after it (anything an indexer kept between its calls would
+    // have to follow the stored rows as this does).
     try (Transaction tx = neo4j.db.beginTx()) {
       Map<String, Object> row =
           tx.execute("CALL sparkprov.index(2, 0) YIELD items, remaining RETURN *").next();
