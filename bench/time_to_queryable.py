@@ -164,9 +164,16 @@ class Waiting:
 
 
 def wait_queryable(
-    client: QueryClient, run_id: str, total: int, timeout_s: float, poll_s: float
-) -> dict[str, Any]:
-    """Poll ListRuns from now until ``run_id`` is complete or ``timeout_s`` has passed."""
+    client: QueryClient,
+    run_id: str,
+    total: int,
+    timeout_s: float,
+    poll_s: float,
+    into: dict[str, Any],
+) -> None:
+    """Poll ListRuns from now until ``run_id`` is complete or ``timeout_s`` has passed, then
+    until it is indexed; the measurements go ``into`` the shape's result as soon as they are
+    taken (a run stopped while it waits for the ids keeps its time to queryable)."""
     started = time.monotonic()
     samples: list[tuple[float, int]] = []
     progress = Waiting(total)
@@ -192,12 +199,9 @@ def wait_queryable(
         progress.show(elapsed, done, rate)
         time.sleep(poll_s)
     first = samples[0][1]
-    indexed_s = None
-    if complete:
-        indexed_s = wait_indexed(client, run_id, started, timeout_s, poll_s)
-    return {
+    into |= {
         "complete": complete,
-        "time_to_indexed_s": indexed_s,
+        "time_to_indexed_s": None,
         "time_to_queryable_s": elapsed if complete else None,
         "waited_s": elapsed,
         "stored_at_job_end": first,
@@ -208,6 +212,8 @@ def wait_queryable(
         "state": f"RUN_STATE_{run.state.name}" if run is not None else None,
         "dangling_nodes": run.dangling_node_count if run is not None else None,
     }
+    if complete:
+        into["time_to_indexed_s"] = wait_indexed(client, run_id, started, timeout_s, poll_s)
 
 
 # Where ingest's time went (ingest_service.monitoring): its Neo4j writes, against the rest of its
@@ -340,9 +346,15 @@ def timed(spark: SparkSession, body: Body, **session: Any) -> tuple[float, Prove
 
 
 def run_shape(
-    name: str, body: Body, spark: SparkSession, stack: Stack, args: argparse.Namespace
-) -> dict[str, Any]:
-    result: dict[str, Any] = {"loadavg_start": os.getloadavg()}
+    name: str,
+    body: Body,
+    spark: SparkSession,
+    stack: Stack,
+    args: argparse.Namespace,
+    result: dict[str, Any],
+) -> None:
+    """Runs one shape, its measurements going into ``result`` as they are taken."""
+    result["loadavg_start"] = os.getloadavg()
     bootstrap = stack.settings.kafka_bootstrap
     topic = stack.settings.extra_env[defaults.ENV_TOPIC]
     for _ in range(args.warmup):  # JIT, Python workers, file cache, the Kafka producer
@@ -376,8 +388,8 @@ def run_shape(
         )
         result |= {"run_id": prov.run_id, "lineage_nodes": nodes, "lineage_edges": edges}
         with LockWaits(driver) as waits:
-            result |= wait_queryable(
-                client, prov.run_id, nodes + edges, args.timeout_s, args.poll_s
+            wait_queryable(
+                client, prov.run_id, nodes + edges, args.timeout_s, args.poll_s, into=result
             )
         result |= waits.report()
         result["ingest_metrics"] = ingest_metrics(stack)
@@ -416,7 +428,6 @@ def run_shape(
         "wire_bytes_per_input_row": result["wire_bytes"] / inputs,
         "disk_bytes_per_stored_record": result["disk_added"]["total"] / max(1, stored),
     }
-    return result
 
 
 def bare_engine(stack: Stack, batch_rows: int) -> dict[str, Any]:
@@ -562,9 +573,16 @@ def main(argv: list[str] | None = None) -> int:
                 f"{name}: starting Neo4j, ingest and query afresh in {stack.dir}", file=sys.stderr
             )
             stack = shape_stack(environ, name, args.folder, ports)
-            report["shapes"][name] = run_shape(name, bodies[name], spark, stack, args)
-            report["loadavg_end"] = os.getloadavg()
-            out.write_text(json.dumps(report, indent=2))  # after each shape: a long run may stop
+            result: dict[str, Any] = {}
+            report["shapes"][name] = result
+            try:
+                run_shape(name, bodies[name], spark, stack, args, result)
+            except BaseException as e:  # a run stopped by hand keeps what it measured
+                result["stopped"] = f"{type(e).__name__}: {e}"
+                raise
+            finally:
+                report["loadavg_end"] = os.getloadavg()
+                out.write_text(json.dumps(report, indent=2))  # after each shape, or its stop
         if args.keep:
             stack.up(("kafka", "neo4j", "ingest", "query"))
     finally:
