@@ -164,17 +164,10 @@ class Waiting:
 
 
 def wait_queryable(
-    client: QueryClient,
-    run_id: str,
-    total: int,
-    timeout_s: float,
-    poll_s: float,
-    into: dict[str, Any],
-) -> None:
-    """Poll ListRuns from now until ``run_id`` is complete or ``timeout_s`` has passed, then
-    until it is indexed; the measurements go ``into`` the shape's result as soon as they are
-    taken (a run stopped while it waits for the ids keeps its time to queryable)."""
-    started = time.monotonic()
+    client: QueryClient, run_id: str, total: int, started: float, timeout_s: float, poll_s: float
+) -> dict[str, Any]:
+    """Poll ListRuns from ``started`` (monotonic: the job's end) until ``run_id`` is complete
+    or ``timeout_s`` has passed."""
     samples: list[tuple[float, int]] = []
     progress = Waiting(total)
     run: Run | None = None
@@ -199,9 +192,8 @@ def wait_queryable(
         progress.show(elapsed, done, rate)
         time.sleep(poll_s)
     first = samples[0][1]
-    into |= {
+    return {
         "complete": complete,
-        "time_to_indexed_s": None,
         "time_to_queryable_s": elapsed if complete else None,
         "waited_s": elapsed,
         "stored_at_job_end": first,
@@ -212,8 +204,6 @@ def wait_queryable(
         "state": f"RUN_STATE_{run.state.name}" if run is not None else None,
         "dangling_nodes": run.dangling_node_count if run is not None else None,
     }
-    if complete:
-        into["time_to_indexed_s"] = wait_indexed(client, run_id, started, timeout_s, poll_s)
 
 
 # Where ingest's time went (ingest_service.monitoring): its Neo4j writes, against the rest of its
@@ -388,8 +378,15 @@ def run_shape(
         )
         result |= {"run_id": prov.run_id, "lineage_nodes": nodes, "lineage_edges": edges}
         with LockWaits(driver) as waits:
-            wait_queryable(
-                client, prov.run_id, nodes + edges, args.timeout_s, args.poll_s, into=result
+            # Recorded before the wait for the ids: a run stopped meanwhile keeps it.
+            started = time.monotonic()
+            result |= wait_queryable(
+                client, prov.run_id, nodes + edges, started, args.timeout_s, args.poll_s
+            )
+            result["time_to_indexed_s"] = (
+                wait_indexed(client, prov.run_id, started, args.timeout_s, args.poll_s)
+                if result["complete"]
+                else None
             )
         result |= waits.report()
         result["ingest_metrics"] = ingest_metrics(stack)

@@ -95,8 +95,7 @@ class IdsBehindTheDataTest {
   @Test
   void aCallThatRollsBackLeavesItsWritesWaiting() {
     // A call whose transaction rolls back deleted nothing: the next call finds both writes
-    // again, then a write recorded after it (anything an indexer kept between its calls would
-    // have to follow the stored rows as this does).
+    // again, and a later call also the write recorded after them.
     try (Transaction tx = neo4j.db.beginTx()) {
       Map<String, Object> row =
           tx.execute("CALL sparkprov.index(2, 0) YIELD items, remaining RETURN *").next();
@@ -107,7 +106,7 @@ class IdsBehindTheDataTest {
     Map<String, Object> first = neo4j.index(2);
     assertEquals(1L, first.get("items"));
     assertEquals(1L, first.get("remaining"));
-    // A third write, after the calls: a row the cache has not seen.
+    // A third write, recorded after the calls.
     neo4j.writeDeferred(
         List.of(BlockMaps.nodes("TOKEN", List.of(5L))),
         List.of(BlockMaps.edges(new long[][] {{5, 3}})),
