@@ -24,11 +24,16 @@ public final class Nodes {
    * fewer of them.
    */
   public static boolean connected(Node a, Node b, RelationshipType type) {
+    return relationship(a, b, type) != null;
+  }
+
+  /** A relationship of this type from {@code a} to {@code b}, or null; as {@link #connected}. */
+  public static Relationship relationship(Node a, Node b, RelationshipType type) {
     if (a.getDegree(type, Direction.OUTGOING) <= b.getDegree(type, Direction.INCOMING)) {
       try (ResourceIterable<Relationship> rels = a.getRelationships(Direction.OUTGOING, type)) {
         for (Relationship r : rels) {
           if (r.getEndNode().equals(b)) {
-            return true;
+            return r;
           }
         }
       }
@@ -36,11 +41,11 @@ public final class Nodes {
       try (ResourceIterable<Relationship> rels = b.getRelationships(Direction.INCOMING, type)) {
         for (Relationship r : rels) {
           if (r.getStartNode().equals(a)) {
-            return true;
+            return r;
           }
         }
       }
     }
-    return false;
+    return null;
   }
 }

@@ -1,6 +1,5 @@
 package io.sparkprov.plugin.ids;
 
-import io.sparkprov.plugin.graph.Edge;
 import io.sparkprov.plugin.graph.Schema;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -139,12 +138,12 @@ final class Forest {
    * The data nodes of a root's group, found by walking from its founding node (a root's id is
    * the id of the node that founded the group, which never leaves it) along the edges that join
    * groups here: every DERIVES edge for components; for a level set, the edges whose two known
-   * ends share their part at this level ({@link IdView#joins}). Edges in {@code skipped} are not
-   * walked: given the edges a call is adding, this is the group as it was before the call.
+   * ends share their part at this level ({@link IdView#joins}). Relationships {@code skipped}
+   * are not walked: given the edges a call is adding, this is the group as it was before it.
    * Walking costs what reading the group's edges costs, which is what a member index would be
    * used for, without an index entry per node to keep at every write.
    */
-  List<Node> members(long root, Predicate<Edge> skipped) {
+  List<Node> members(long root, Predicate<Relationship> skipped) {
     Node founder = nodes.apply(root);
     if (founder == null) {
       return List.of();
@@ -163,7 +162,7 @@ final class Forest {
           Node a = r.getStartNode();
           Node b = r.getEndNode();
           Node other = a.equals(n) ? b : a;
-          if (!seen.contains(other) && joins(a, b) && !skips(skipped, a, b)) {
+          if (!seen.contains(other) && joins(a, b) && !skipped.test(r)) {
             seen.add(other);
             todo.add(other);
           }
@@ -177,13 +176,8 @@ final class Forest {
     return level < 0 || joins.test(level, a, b);
   }
 
-  private static boolean skips(Predicate<Edge> skipped, Node a, Node b) {
-    return skipped.test(new Edge(
-        ((Number) a.getProperty("id")).longValue(), ((Number) b.getProperty("id")).longValue()));
-  }
-
   /** No edge skipped: a group as stored. */
-  static final Predicate<Edge> NONE = e -> false;
+  static final Predicate<Relationship> NONE = r -> false;
 
   // ---- Writes -------------------------------------------------------------------------------
 

@@ -20,7 +20,9 @@ import org.neo4j.graphdb.Transaction;
  * recorded, a bounded batch per call, and deletes it. Ids end exactly as if each write had kept
  * them in its own transaction: the batch is indexed as one write of all its edges and fills,
  * and the writes after it stay invisible to it ({@link Visibility}: their edges are not walked or
- * added, the placeholders they filled still count as placeholders) until their turn.
+ * added, the placeholders they filled still count as placeholders) until their turn. What those
+ * writes created is kept between calls ({@link Backlog}), so a call reads the rows it takes and
+ * the rows recorded since the last call, not the whole backlog.
  */
 final class IdIndexer {
   /**
@@ -33,8 +35,8 @@ final class IdIndexer {
 
   private IdIndexer() {}
 
-  static Result index(Transaction tx, long maxEdges) {
-    return index(tx, maxEdges, 0, () -> {});
+  static Result index(Transaction tx, Backlog backlog, long maxEdges) {
+    return index(tx, backlog, maxEdges, 0, () -> {});
   }
 
   /**
@@ -42,7 +44,8 @@ final class IdIndexer {
    * write recorded work within the last {@code quietMillis}: data first, whichever ingest process
    * writes it.
    */
-  static Result index(Transaction tx, long maxEdges, long quietMillis, Runnable checkpoint) {
+  static Result index(
+      Transaction tx, Backlog backlog, long maxEdges, long quietMillis, Runnable checkpoint) {
     if (quietMillis > 0) {
       List<Item> seen = queue(tx);
       if (!seen.isEmpty()
@@ -72,7 +75,7 @@ final class IdIndexer {
       taken++;
     }
     List<Item> rest = work.subList(taken, work.size());
-    Visibility visibility = pending(rest);
+    Visibility visibility = backlog.visibility(tx, nodes(work.subList(0, taken)), nodes(rest));
     Map<Long, Node> cache = new HashMap<>();
     long merges =
         IdMaintenance.apply(
@@ -117,19 +120,8 @@ final class IdIndexer {
     return out;
   }
 
-  private static Visibility pending(List<Item> rest) {
-    if (rest.isEmpty()) {
-      return Visibility.ALL;
-    }
-    Set<Edge> edges = new HashSet<>();
-    Set<Long> filled = new HashSet<>();
-    for (Item item : rest) {
-      addEdges(item.node(), edges);
-      for (long id : longs(item.node(), IdWork.FILLED)) {
-        filled.add(id);
-      }
-    }
-    return new Visibility(edges, filled);
+  private static List<Node> nodes(List<Item> items) {
+    return items.stream().map(Item::node).toList();
   }
 
   private static void addEdges(Node item, Set<Edge> out) {

@@ -286,7 +286,7 @@ public final class IdMaintenance {
       Set<Edge> added = addedEdges;
       for (Node m :
           view.levels[level].members(
-              o.root(), e -> added.contains(e) || visibility.pending(e))) {
+              o.root(), r -> visibility.pending(r) || added.contains(edgeOf(r)))) {
         reread.add(view.idOf(m));
       }
       deleteDependencies(o.record());
@@ -481,11 +481,8 @@ public final class IdMaintenance {
       for (Relationship r : rels) {
         Node a = r.getStartNode();
         Node b = r.getEndNode();
-        if (view.known(a) && view.known(b)) {
-          Edge e = new Edge(view.idOf(a), view.idOf(b));
-          if (!visibility.pending(e)) {
-            out.add(e);
-          }
+        if (view.known(a) && view.known(b) && !visibility.pending(r)) {
+          out.add(new Edge(view.idOf(a), view.idOf(b)));
         }
       }
     }
@@ -500,6 +497,10 @@ public final class IdMaintenance {
     if ((++ticks & 4095) == 0) {
       checkpoint.run();
     }
+  }
+
+  private Edge edgeOf(Relationship r) {
+    return new Edge(view.idOf(r.getStartNode()), view.idOf(r.getEndNode()));
   }
 
   private Node node(long id) {

@@ -2,6 +2,7 @@ package io.sparkprov.plugin.ids;
 
 import java.util.List;
 import java.util.stream.Stream;
+import org.neo4j.graphdb.GraphDatabaseService;
 import org.neo4j.graphdb.Transaction;
 import org.neo4j.procedure.Context;
 import org.neo4j.procedure.Description;
@@ -17,6 +18,7 @@ import org.neo4j.procedure.TerminationGuard;
  */
 public final class Indexing {
   @Context public Transaction tx;
+  @Context public GraphDatabaseService db;
   @Context public TerminationGuard guard;
 
   /** One row of {@code sparkprov.index}: see {@link IdIndexer.Result}. */
@@ -44,6 +46,6 @@ public final class Indexing {
   public Stream<Indexed> index(
       @Name(value = "max_edges", defaultValue = "50000") long maxEdges,
       @Name(value = "quiet_ms", defaultValue = "0") long quietMillis) {
-    return Stream.of(new Indexed(IdIndexer.index(tx, maxEdges, quietMillis, guard::check)));
+    return Stream.of(new Indexed(IdIndexer.index(tx, Backlog.of(db), maxEdges, quietMillis, guard::check)));
   }
 }

@@ -1,9 +1,9 @@
 package io.sparkprov.plugin.ids;
 
-import io.sparkprov.plugin.graph.Edge;
 import io.sparkprov.plugin.graph.Nodes;
-import java.util.Set;
+import java.util.function.LongPredicate;
 import org.neo4j.graphdb.Node;
+import org.neo4j.graphdb.Relationship;
 
 /**
  * What id maintenance may see of the stored graph. A call that keeps ids in its own transaction
@@ -12,19 +12,20 @@ import org.neo4j.graphdb.Node;
  * they filled still count as placeholders, so that every call of the indexer sees the graph as
  * the writes it indexed so far made it, as if it ran in their transactions.
  *
- * @param pendingEdges edges of writes not indexed yet (not walked, not added)
- * @param pendingFilled placeholders that writes not indexed yet filled (not known yet)
+ * @param pendingRelationship by internal id: a relationship of a write not indexed yet (not
+ *     walked, not added)
+ * @param pendingFilled by internal id: a placeholder that a write not indexed yet filled (not
+ *     known yet)
  */
-record Visibility(Set<Edge> pendingEdges, Set<Long> pendingFilled) {
-  static final Visibility ALL = new Visibility(Set.of(), Set.of());
+record Visibility(LongPredicate pendingRelationship, LongPredicate pendingFilled) {
+  static final Visibility ALL = new Visibility(id -> false, id -> false);
 
   /** Whether {@code n} is a stored node (not a placeholder) as the indexed writes left it. */
   boolean known(Node n) {
-    return Nodes.known(n)
-        && (pendingFilled.isEmpty() || !pendingFilled.contains(Nodes.idOf(n)));
+    return Nodes.known(n) && !pendingFilled.test(n.getId());
   }
 
-  boolean pending(Edge e) {
-    return !pendingEdges.isEmpty() && pendingEdges.contains(e);
+  boolean pending(Relationship r) {
+    return pendingRelationship.test(r.getId());
   }
 }

@@ -95,12 +95,15 @@ final class FlushWriter {
     for (int b = 0; b < slice.blocks().size(); b++) {
       writeBlock(slice.positions().get(b), slice.blocks().get(b), perRun, fresh);
     }
-    Set<Edge> edges = writeEdges(slice.members(), slice.edges(), perRun);
+    Created created = writeEdges(slice.members(), slice.edges(), perRun);
+    Set<Edge> edges = created.edges();
     registerMemberKeys(slice.members());
     lap(Phase.UPSERT, started);
     long merges = 0;
     if (deferIds) {
-      IdWork.record(tx, edges, filled(fresh), perRun.keySet(), theta);
+      List<Long> filled = filled(fresh);
+      IdWork.record(
+          tx, edges, created.relationships(), filled, internalIds(filled), perRun.keySet(), theta);
     } else {
       merges = maintainIds(edges, fresh, theta);
     }
@@ -266,29 +269,39 @@ final class FlushWriter {
    * ways in one call keeps the member's values); returns the edges this call created (an edge
    * sent again changes no id). Member edges join ids as any other edge.
    */
-  private Set<Edge> writeEdges(
+  private Created writeEdges(
       List<MemberBlock> memberBlocks, List<EdgeBlock> blocks, Map<String, RunCounts> perRun) {
     Set<Edge> edges = call.edges;
-    Set<Edge> createdEdges = new LinkedHashSet<>();
+    Created created = new Created(new LinkedHashSet<>(), new ArrayList<>());
     for (MemberBlock block : memberBlocks) {
-      writeMembers(block, edges, createdEdges, perRun);
+      writeMembers(block, edges, created, perRun);
     }
     for (EdgeBlock block : blocks) {
       RunCounts counts = perRun.computeIfAbsent(block.run(), r -> new RunCounts());
       for (int i = 0; i < block.size(); i++) {
         Edge e = new Edge(block.src()[i], block.dst()[i]);
-        if (edges.add(e) && writeEdge(e, block.run())) {
-          counts.edges++;
-          createdEdges.add(e);
+        if (edges.add(e)) {
+          Relationship r = createEdge(e, block.run());
+          if (r != null) {
+            counts.edges++;
+            created.add(e, r);
+          }
         }
       }
     }
-    return createdEdges;
+    return created;
   }
 
-  /** Whether the edge was created (false: it was stored before). */
-  private boolean writeEdge(Edge e, String run) {
-    return createEdge(e, run) != null;
+  /** The edges a call created and their relationships' internal ids, in one order. */
+  private record Created(Set<Edge> edges, List<Long> ids) {
+    void add(Edge e, Relationship r) {
+      edges.add(e);
+      ids.add(r.getId());
+    }
+
+    long[] relationships() {
+      return ids.stream().mapToLong(Long::longValue).toArray();
+    }
   }
 
   /** The edge, created with its ends (placeholders where missing); null if stored before. */
@@ -310,7 +323,7 @@ final class FlushWriter {
    * TENSOR, VALUE to TENSOR and TENSOR to AGGREGATE; plus the edge member to group itself.
    */
   private void writeMembers(
-      MemberBlock block, Set<Edge> edges, Set<Edge> createdEdges, Map<String, RunCounts> perRun) {
+      MemberBlock block, Set<Edge> edges, Created created, Map<String, RunCounts> perRun) {
     RunCounts counts = perRun.computeIfAbsent(block.run(), r -> new RunCounts());
     for (int k = 0; k < block.size(); k++) {
       Edge e = new Edge(block.members()[k], block.groups()[k]);
@@ -323,7 +336,7 @@ final class FlushWriter {
         long present = block.present(k);
         counts.nodes += 2 * present;
         counts.edges += 1 + 3 * present;
-        createdEdges.add(e);
+        created.add(e, r);
       }
     }
   }
@@ -403,6 +416,11 @@ final class FlushWriter {
     long merges = IdMaintenance.keep(tx, this::stored, theta, edges, filled(fresh));
     lap(Phase.COMPONENTS, t);
     return merges;
+  }
+
+  /** The internal ids of these stored nodes. */
+  private long[] internalIds(List<Long> ids) {
+    return ids.stream().mapToLong(id -> stored(id).getId()).toArray();
   }
 
   /** The placeholders this call filled: fresh nodes it did not create (an earlier call did). */
