@@ -460,6 +460,13 @@ def bare_engine(stack: Stack, batch_rows: int) -> dict[str, Any]:
 # -- main -----------------------------------------------------------------------------------
 
 
+def missing(shape: dict[str, Any], key: str) -> str:
+    """A cell for a value the run lacks: not measured (--no-bare), or timed out."""
+    if key in ("bare_engine_s", "queryable_vs_bare") and "bare_engine_s" not in shape:
+        return "not run"
+    return "TIMED OUT"
+
+
 def print_table(report: dict[str, Any]) -> None:
     shapes = report["shapes"]
     rows = [
@@ -484,7 +491,7 @@ def print_table(report: dict[str, Any]) -> None:
         cells = []
         for s in shapes.values():
             value = s.get(key)
-            cells.append("TIMED OUT" if value is None else fmt.format(value))
+            cells.append(fmt.format(value) if value is not None else missing(s, key))
         print(f"{label:28}" + "".join(f"{c:>16}" for c in cells))
     cpus = report["machine"]["cpus"]
     for name, s in shapes.items():
