@@ -55,25 +55,26 @@ final class Backlog {
    * What a call that takes {@code taken} may see: every row of {@code rest} (the rows waiting
    * after them) held, none of {@code taken}.
    */
-  synchronized Visibility visibility(Transaction tx, List<Node> taken, List<Node> rest) {
+  synchronized Visibility visibility(
+      Transaction tx, List<IdIndexer.Item> taken, List<IdIndexer.Item> rest) {
     Set<Row> stored = new HashSet<>();
-    for (Node n : taken) {
-      stored.add(rowOf(n));
+    for (IdIndexer.Item item : taken) {
+      stored.add(rowOf(item));
     }
-    for (Node n : rest) {
-      stored.add(rowOf(n));
+    for (IdIndexer.Item item : rest) {
+      stored.add(rowOf(item));
     }
     if (!stored.containsAll(held)) {
       clear();
     }
-    for (Node n : taken) {
-      if (held.remove(rowOf(n))) {
-        change(tx, n, false);
+    for (IdIndexer.Item item : taken) {
+      if (held.remove(rowOf(item))) {
+        change(tx, item.node(), false);
       }
     }
-    for (Node n : rest) {
-      if (held.add(rowOf(n))) {
-        change(tx, n, true);
+    for (IdIndexer.Item item : rest) {
+      if (held.add(rowOf(item))) {
+        change(tx, item.node(), true);
       }
     }
     if (held.isEmpty()) {
@@ -110,7 +111,7 @@ final class Backlog {
     filled.clear();
   }
 
-  private static Row rowOf(Node n) {
-    return new Row(n.getId(), ((Number) n.getProperty(IdWork.SEQ)).longValue());
+  private static Row rowOf(IdIndexer.Item item) {
+    return new Row(item.node().getId(), item.seq());
   }
 }

@@ -31,7 +31,8 @@ final class IdIndexer {
    */
   record Result(long items, long edges, long merges, long remaining, List<String> indexed) {}
 
-  private record Item(Node node, long seq, long theta) {}
+  /** A stored {@code :IdWork} row: its node, when it was recorded, its theta. */
+  record Item(Node node, long seq, long theta) {}
 
   private IdIndexer() {}
 
@@ -75,7 +76,7 @@ final class IdIndexer {
       taken++;
     }
     List<Item> rest = work.subList(taken, work.size());
-    Visibility visibility = backlog.visibility(tx, nodes(work.subList(0, taken)), nodes(rest));
+    Visibility visibility = backlog.visibility(tx, work.subList(0, taken), rest);
     Map<Long, Node> cache = new HashMap<>();
     long merges =
         IdMaintenance.apply(
@@ -118,10 +119,6 @@ final class IdIndexer {
     }
     out.sort(Comparator.comparingLong(Item::seq));
     return out;
-  }
-
-  private static List<Node> nodes(List<Item> items) {
-    return items.stream().map(Item::node).toList();
   }
 
   private static void addEdges(Node item, Set<Edge> out) {
