@@ -39,7 +39,7 @@ sparkprov/v1/query_pb2_grpc.py: $(PROTOS) $(VENV)/.installed
 
 # The capture agent's JVM taps (capture_jar/, JUnit tests included), with Kafka's client and
 # protobuf shaded in: ProvenanceSession adds it to the running SparkContext.
-$(CAPTURE_JAR): $(CAPTURE_JVM)/pom.xml $(shell find $(CAPTURE_JVM)/src -name '*.java' 2>/dev/null) $(PROTOS)
+$(CAPTURE_JAR): $(CAPTURE_JVM)/pom.xml $(shell find $(CAPTURE_JVM)/src java_shared/src -name '*.java' 2>/dev/null) $(PROTOS)
 	$(MVN) -f $(CAPTURE_JVM)/pom.xml package -Dbuild.dir=$(abspath $(STACK_DIR))/build/capture-jvm
 	@touch $@
 
@@ -78,7 +78,7 @@ $(STACK_DIR)/lib/kafka/.fetched: jars/kafka/pom.xml
 # into plugins/.
 PLUGIN := neo4j_plugin
 NEO4J_SOURCES := jars/neo4j/pom.xml $(wildcard jars/neo4j/src/main/java/io/sparkprov/stack/*.java) \
-	$(PLUGIN)/pom.xml $(shell find $(PLUGIN)/src -type f 2>/dev/null) sparkprov/schema.cypher $(PROTOS)
+	$(PLUGIN)/pom.xml $(shell find $(PLUGIN)/src java_shared/src -type f 2>/dev/null) sparkprov/schema.cypher $(PROTOS)
 
 $(STACK_DIR)/lib/neo4j/.fetched: $(NEO4J_SOURCES)
 	@# An older build put a launcher jar here; first on the classpath, it hid the procedures.

@@ -61,6 +61,11 @@ public final class PlanNames {
     }
   }
 
+  /** Each named leaf's name, by the id of its first attribute. */
+  Map<Long, String> byFirstAttribute() {
+    return byFirstAttribute;
+  }
+
   /** The name {@code leaf} (of the optimized plan) was read through, or null. */
   public String of(LogicalPlan leaf) {
     if (leaf.output().isEmpty()) {

@@ -1,11 +1,21 @@
-package io.sparkprov.plugin.graph;
+package io.sparkprov.shared;
+
+import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
+import java.nio.CharBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.StandardCharsets;
 
 /**
- * BLAKE2b (RFC 7693) with an 8-byte digest and no key: what Python's {@code
- * hashlib.blake2b(data, digest_size=8)} computes, for {@link DerivedIds#salt}. The JDK has no
- * BLAKE2, and Neo4j's classpath is no place to lean on for one.
+ * The salts of derived node ids, {@code salt_of(*parts)} of sparkprov/derived.py (whose docstring
+ * states the rule): BLAKE2b-64, read big-endian, of the parts' encoding ({@link #encode}). Shared
+ * as source by the Java modules that derive ids (the Neo4j plugin's DerivedIds, the capture
+ * jar's plan placement): each pom adds this directory to its sources. BLAKE2b (RFC 7693) is
+ * written here with an 8-byte digest and no key, what Python's {@code hashlib.blake2b(data,
+ * digest_size=8)} computes: the JDK has no BLAKE2, and neither Neo4j's nor Spark's classpath is
+ * a place to lean on for one.
  */
-final class Blake2b {
+public final class Salts {
   private static final long[] IV = {
     0x6a09e667f3bcc908L, 0xbb67ae8584caa73bL, 0x3c6ef372fe94f82bL, 0xa54ff53a5f1d36f1L,
     0x510e527fade682d1L, 0x9b05688c2b3e6c1fL, 0x1f83d9abfb41bd6bL, 0x5be0cd19137e2179L
@@ -25,9 +35,60 @@ final class Blake2b {
   private static final int BLOCK = 128;
   private static final int DIGEST = 8;
 
-  private Blake2b() {}
+  private Salts() {}
 
-  static byte[] digest8(byte[] data) {
+  /** {@code salt_of(*parts)} for parts that are strings and integers. */
+  public static long salt(Object... parts) {
+    byte[] digest = digest8(encode(parts));
+    long out = 0;
+    for (byte b : digest) {
+      out = (out << 8) | (b & 0xFF);
+    }
+    return out;
+  }
+
+  /**
+   * The parts as sparkprov/derived.py encodes them for their salt: per part, in order and with no
+   * separator, a tag ({@code s} for a string, {@code i} for an integer), the payload's length in
+   * UTF-8 bytes in decimal, {@code ':'} and the payload (the string's UTF-8 bytes, or the
+   * integer's decimal text). Each part says where it ends, so nothing needs escaping.
+   */
+  public static byte[] encode(Object... parts) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    for (Object part : parts) {
+      char tag;
+      byte[] payload;
+      if (part instanceof String s) {
+        tag = 's';
+        payload = utf8(s);
+      } else if (part instanceof Integer || part instanceof Long) {
+        tag = 'i';
+        payload = part.toString().getBytes(StandardCharsets.US_ASCII);
+      } else {
+        throw new IllegalArgumentException("a salt part is a String or an integer, not " + part);
+      }
+      out.write(tag);
+      out.writeBytes(Integer.toString(payload.length).getBytes(StandardCharsets.US_ASCII));
+      out.write(':');
+      out.writeBytes(payload);
+    }
+    return out.toByteArray();
+  }
+
+  /** Strict UTF-8: a lone surrogate fails, as Python's {@code str.encode} does. */
+  private static byte[] utf8(String s) {
+    try {
+      ByteBuffer bytes = StandardCharsets.UTF_8.newEncoder().encode(CharBuffer.wrap(s));
+      byte[] out = new byte[bytes.remaining()];
+      bytes.get(out);
+      return out;
+    } catch (CharacterCodingException e) {
+      throw new IllegalArgumentException("a salt part is not valid Unicode: " + e.getMessage(), e);
+    }
+  }
+
+  /** BLAKE2b of {@code data} with an 8-byte digest. */
+  public static byte[] digest8(byte[] data) {
     long[] h = IV.clone();
     h[0] ^= 0x01010000L ^ DIGEST;
     int blocks = Math.max(1, (data.length + BLOCK - 1) / BLOCK);

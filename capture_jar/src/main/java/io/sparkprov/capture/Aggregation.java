@@ -1,0 +1,142 @@
+package io.sparkprov.capture;
+
+import io.sparkprov.capture.TapPlacement.Pending;
+import io.sparkprov.capture.TapPlacement.Placed;
+import io.sparkprov.capture.TapPlacement.UnsupportedPlan;
+import io.sparkprov.shared.Salts;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.MakeDecimal;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.UnscaledValue;
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction;
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.plans.logical.Expand;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * An Aggregate's placement (grouping.py's {@code _aggregate}): each input row is a member of its
+ * group, whose id hashes the run, the capture key and each key with its null flag (a MEMBER tap
+ * below the aggregation sends the members and their aggregated values); above it a GROUP tap
+ * gives each group a DELTA node and an AGGREGATE node per aggregated column. A DISTINCT (keys,
+ * no aggregates) is a DELTA per distinct key, fed by its copies. Over no keys, the one group's
+ * id is a constant of the run, added above the aggregation so that an empty input still gives
+ * Spark's one row.
+ */
+final class Aggregation {
+  private Aggregation() {}
+
+  /** One aggregated output column: the function's name and its one input. */
+  private record Aggregated(Attribute output, String function, Expression input) {}
+
+  static Placed place(TapPlacement.Placement at, Aggregate node) {
+    if (node.child() instanceof Expand) {
+      throw new UnsupportedPlan("an aggregate over grouping sets (ROLLUP, CUBE, GROUPING SETS)");
+    }
+    List<Expression> keys = new ArrayList<>(CollectionConverters.asJava(node.groupingExpressions()));
+    List<Aggregated> aggregated = aggregated(node, keys);
+    if (keys.isEmpty() && aggregated.isEmpty()) {
+      throw new UnsupportedPlan("an aggregate with neither keys nor aggregates");
+    }
+    Placed child = at.materialize(at.place(node.child()));
+    CaptureRun run = at.run();
+    String key = run.nextKey("group");
+    Alias group = TapPlacement.alias(
+        keys.isEmpty() ? at.nodeId(key)
+            : at.nodeId(key, TapPlacement.Placement.keyInputs(keys).toArray(new Expression[0])),
+        "group");
+    LogicalPlan members = TapPlacement.project(child.plan(), child.plan().output(), group);
+
+    List<String> inputs = new ArrayList<>(List.of("id", "group"));
+    List<String> types = new ArrayList<>(List.of("id", "id"));
+    List<Expression> values = new ArrayList<>(List.of(child.id(), group.toAttribute()));
+    List<String> functions = new ArrayList<>();
+    List<Long> salts = new ArrayList<>();
+    for (int i = 0; i < aggregated.size(); i++) {
+      inputs.add("x" + i);
+      types.add("text");
+      values.add(aggregated.get(i).input());
+      functions.add(aggregated.get(i).function());
+      salts.add(Salts.salt(key, i, "aggregate"));
+    }
+    List<String> origins = child.origin().isEmpty() ? List.of() : List.of(child.origin());
+    TapPlan memberTap = at.tapPlan("member", key + ":members", "", List.of(), inputs, types,
+        TapPlacement.Placement.split(""), key, List.of(), List.of(), aggregated.size(), origins,
+        false);
+    LogicalPlan tapped = new Filter(
+        new TapExpression(values, new Tap(memberTap, run.sink(), run.counts())), members);
+
+    List<NamedExpression> outputs =
+        new ArrayList<>(CollectionConverters.asJava(node.aggregateExpressions()));
+    LogicalPlan grouped;
+    Attribute id;
+    if (keys.isEmpty()) {
+      LogicalPlan aggregate = new Aggregate(node.groupingExpressions(),
+          TapPlacement.seq(outputs), tapped, node.hint());
+      Alias constant = TapPlacement.alias(at.nodeId(key), "id");
+      grouped = TapPlacement.project(aggregate, aggregate.output(), constant);
+      id = constant.toAttribute();
+    } else {
+      List<Expression> grouping = new ArrayList<>(keys);
+      grouping.add(group.toAttribute());
+      Alias groupId = TapPlacement.alias(group.toAttribute(), "id");
+      outputs.add(groupId);
+      grouped = new Aggregate(TapPlacement.seq(grouping), TapPlacement.seq(outputs), tapped,
+          node.hint());
+      id = groupId.toAttribute();
+    }
+    List<String> groupInputs = new ArrayList<>(List.of("id"));
+    List<String> groupTypes = new ArrayList<>(List.of("id"));
+    List<Expression> groupValues = new ArrayList<>(List.of(id));
+    for (int i = 0; i < aggregated.size(); i++) {
+      groupInputs.add("x" + i);
+      groupTypes.add("text");
+      groupValues.add(aggregated.get(i).output());
+    }
+    TapPlan groupTap = at.tapPlan("group", key, "", List.of(), groupInputs, groupTypes,
+        TapPlacement.Placement.split(""), "", functions, salts, 0, List.of(), false);
+    return new Placed(grouped, TapPlacement.attributes(node.output()), id,
+        new Pending(groupTap, groupValues, List.of()), "");
+  }
+
+  /** The aggregated output columns, in order; a column that is a key or a function of the keys
+   * (or a constant) aggregates nothing. Each must be one aggregate function of one input, as
+   * the tracked groupBy().agg() takes them (plans.py's describe_aggregates). */
+  private static List<Aggregated> aggregated(Aggregate node, List<Expression> keys) {
+    List<Aggregated> out = new ArrayList<>();
+    for (NamedExpression named : CollectionConverters.asJava(node.aggregateExpressions())) {
+      Expression o = (Expression) named;
+      if (!TapPlacement.isAggregate(o)) {
+        continue;
+      }
+      Expression inner = o instanceof Alias a ? a.child() : o;
+      if (inner instanceof MakeDecimal m) { // DecimalAggregates: a sum of the unscaled longs
+        inner = m.child();
+      }
+      if (!(inner instanceof AggregateExpression ae)) {
+        throw new UnsupportedPlan("the aggregate output " + o.sql()
+            + " (each aggregated column must be one aggregate function)");
+      }
+      if (ae.isDistinct() || ae.filter().isDefined()) {
+        throw new UnsupportedPlan("the aggregate " + o.sql() + " (DISTINCT or FILTER)");
+      }
+      AggregateFunction function = ae.aggregateFunction();
+      List<Expression> args = CollectionConverters.asJava(function.children());
+      if (args.size() != 1) {
+        throw new UnsupportedPlan("the aggregate " + o.sql() + " of " + args.size() + " inputs");
+      }
+      Expression input = args.get(0) instanceof UnscaledValue u ? u.child() : args.get(0);
+      out.add(new Aggregated(named.toAttribute(), function.prettyName().toUpperCase(Locale.ROOT),
+          input));
+    }
+    return out;
+  }
+}

@@ -1,0 +1,47 @@
+package io.sparkprov.capture;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.SparkSessionExtensions;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import scala.Function1;
+import scala.runtime.AbstractFunction1;
+import scala.runtime.BoxedUnit;
+
+/**
+ * Capture from the query plan, for any job: a session started with
+ * {@code spark.sql.extensions=io.sparkprov.capture.CaptureExtension} (and this jar on the
+ * driver's and executors' classpath) captures every query's lineage from its optimized plan,
+ * whether it came from SQL text or DataFrame calls, in Python, Scala or Java, without a line of
+ * the job changed (docs/capture.md, "Capture through spark.sql.extensions";
+ * docs/design/plan-extension.md).
+ *
+ * <p>Spark offers no hook into the optimizer's last batch ("User Provided Optimizers", after
+ * subqueries became joins, where capture's own rules run), so the extension installs there
+ * itself, from the builder of a check rule: Spark builds check rules with the session's
+ * analyzer, before the session optimizes its first plan. The check rule itself remembers the
+ * view or table names the analyzed plans read ({@link SourceNames}).
+ */
+public final class CaptureExtension extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
+  @Override
+  public BoxedUnit apply(SparkSessionExtensions extensions) {
+    extensions.injectCheckRule(new AbstractFunction1<
+        SparkSession, Function1<LogicalPlan, BoxedUnit>>() {
+      @Override
+      public Function1<LogicalPlan, BoxedUnit> apply(SparkSession session) {
+        install((org.apache.spark.sql.classic.SparkSession) session);
+        return SourceNames.CHECK_RULE;
+      }
+    });
+    return BoxedUnit.UNIT;
+  }
+
+  /** Capture's rules, in the order they must run: the placement first, then the rules that act
+   * on the capture points it placed (as {@link Taps#installRules} installs them for Python). */
+  static void install(org.apache.spark.sql.classic.SparkSession session) {
+    var experimental = session.experimental();
+    ExtraOptimizations.add(experimental, TapPlacement.INSTANCE);
+    ValuesPruning.install(experimental);
+    SourceFiltersFirst.install(experimental);
+    SourceRowsOnce.install(experimental);
+  }
+}

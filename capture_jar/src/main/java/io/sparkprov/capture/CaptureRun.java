@@ -1,0 +1,139 @@
+package io.sparkprov.capture;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.spark.SparkConf;
+import org.apache.spark.SparkContext;
+
+/**
+ * The provenance run of an application captured through {@link CaptureExtension}: one per
+ * SparkContext, so every query the application runs is a part of it (the run scope
+ * "application"), with its id, the sink its capture points send to, their counts, and the
+ * numbering of capture keys and result relations. Settings come from the Spark conf:
+ *
+ * <ul>
+ *   <li>{@value #RUN_ID}: the run's id (default: a random UUID);
+ *   <li>{@value #WORKFLOW}: its workflow (default: the application's name);
+ *   <li>{@value #SINK}: {@code kafka} (default), {@code memory} (kept in an accumulator, for
+ *       tests: {@link #memory()}) or {@code discard};
+ *   <li>{@value #BOOTSTRAP}, {@value #TOPIC} (default {@value #DEFAULT_TOPIC}) and {@value
+ *       #KAFKA_PREFIX}{@code <producer setting>}: the Kafka producer's;
+ *   <li>{@value #ROWS_PER_MESSAGE} (default 2048).
+ * </ul>
+ */
+public final class CaptureRun {
+  public static final String RUN_ID = "spark.sparkprov.runId";
+  public static final String WORKFLOW = "spark.sparkprov.workflow";
+  public static final String SINK = "spark.sparkprov.sink";
+  public static final String BOOTSTRAP = "spark.sparkprov.kafka.bootstrap";
+  public static final String TOPIC = "spark.sparkprov.topic";
+  public static final String KAFKA_PREFIX = "spark.sparkprov.kafka.";
+  public static final String ROWS_PER_MESSAGE = "spark.sparkprov.rowsPerMessage";
+  public static final String DEFAULT_TOPIC = "sparkprov.lineage";
+  /** The longest text a tap keeps (sparkprov/limits.py MAX_TEXT_BYTES). */
+  static final int MAX_TEXT_BYTES = 65536;
+
+  private static final Map<SparkContext, CaptureRun> RUNS = new HashMap<>();
+
+  private final String runId;
+  private final String workflow;
+  private final Sink sink;
+  private final Counts counts;
+  private final int rowsPerMessage;
+  private final AtomicInteger keys = new AtomicInteger();
+  private final AtomicInteger results = new AtomicInteger();
+
+  private CaptureRun(SparkContext sc) {
+    SparkConf conf = sc.getConf();
+    this.runId = conf.get(RUN_ID, UUID.randomUUID().toString());
+    this.workflow = conf.get(WORKFLOW, sc.appName());
+    this.rowsPerMessage = Integer.parseInt(conf.get(ROWS_PER_MESSAGE, "2048"));
+    this.sink = sink(sc, conf);
+    this.counts = new Counts(sc);
+  }
+
+  /** The run of {@code sc}'s application, made on first use. */
+  public static synchronized CaptureRun of(SparkContext sc) {
+    return RUNS.computeIfAbsent(sc, CaptureRun::new);
+  }
+
+  private static Sink sink(SparkContext sc, SparkConf conf) {
+    String kind = conf.get(SINK, "kafka");
+    switch (kind) {
+      case "memory":
+        return new MemorySink(sc);
+      case "discard":
+        return new DiscardSink("ENCODE");
+      case "kafka":
+        String bootstrap = conf.get(BOOTSTRAP, "");
+        if (bootstrap.isEmpty()) {
+          throw new IllegalArgumentException("sparkprov's capture extension sends to Kafka: set "
+              + BOOTSTRAP + " (or " + SINK + "=memory or discard)");
+        }
+        Map<String, String> settings = new HashMap<>();
+        settings.put("bootstrap.servers", bootstrap);
+        settings.put("acks", "all");
+        settings.put("enable.idempotence", "true");
+        settings.put("linger.ms", "5");
+        settings.put("batch.size", String.valueOf(1024 * 1024));
+        settings.put("compression.type", "zstd");
+        for (scala.Tuple2<String, String> entry : conf.getAllWithPrefix(KAFKA_PREFIX)) {
+          if (!entry._1().equals("bootstrap")) {
+            settings.put(entry._1(), entry._2());
+          }
+        }
+        return new KafkaSink(conf.get(TOPIC, DEFAULT_TOPIC), settings, 120_000L);
+      default:
+        throw new IllegalArgumentException(SINK + " is kafka, memory or discard, not " + kind);
+    }
+  }
+
+  public String runId() {
+    return runId;
+  }
+
+  public String workflow() {
+    return workflow;
+  }
+
+  Sink sink() {
+    return sink;
+  }
+
+  Counts counts() {
+    return counts;
+  }
+
+  int rowsPerMessage() {
+    return rowsPerMessage;
+  }
+
+  /** A fresh capture key: {@code prefix#n}, numbered through the run (context.py next_key). */
+  String nextKey(String prefix) {
+    return prefix + "#" + keys.incrementAndGet();
+  }
+
+  /** The name of the next query result that no write names: {@code result<n>}. */
+  String nextResult() {
+    return "result" + results.incrementAndGet();
+  }
+
+  /** The relation that names the rows of the query placed last (its {@code result<n>}), or
+   * null before the first: what to trace a result from. */
+  public String lastResult() {
+    int n = results.get();
+    return n == 0 ? null : "result" + n;
+  }
+
+  /** The memory sink's messages (values), for tests; null when the sink is another. */
+  public java.util.List<byte[]> memory() {
+    return sink instanceof MemorySink m ? m.values() : null;
+  }
+
+  /** Nodes and edges the run's completed tasks emitted (the run marker's counts). */
+  public long[] totals() {
+    return counts.totals();
+  }
+}

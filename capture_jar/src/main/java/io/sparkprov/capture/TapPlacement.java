@@ -1,0 +1,405 @@
+package io.sparkprov.capture;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.spark.SparkContext;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.BitwiseXor;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.IsNull;
+import org.apache.spark.sql.catalyst.expressions.MonotonicallyIncreasingID;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
+import org.apache.spark.sql.catalyst.expressions.XxHash64;
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.plans.logical.Command;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.GlobalLimit;
+import org.apache.spark.sql.catalyst.plans.logical.Join;
+import org.apache.spark.sql.catalyst.plans.logical.LeafNode;
+import org.apache.spark.sql.catalyst.plans.logical.LocalLimit;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.Repartition;
+import org.apache.spark.sql.catalyst.plans.logical.RepartitionByExpression;
+import org.apache.spark.sql.catalyst.plans.logical.Sort;
+import org.apache.spark.sql.catalyst.plans.logical.Subquery;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * The capture extension's optimizer rule ({@link CaptureExtension}): places capture points into a
+ * query's own optimized plan, as capture_agent/plan_capture.py does by rebuilding the plan with
+ * the tracked operators, and with the same graph per operator (docs/capture.md): every rewritten
+ * node keeps its output attributes and adds a hidden {@code __sp_id} (the row's provenance node),
+ * and a fresh node's capture point is a {@code Filter(}{@link TapExpression}{@code )} that fuses
+ * into whole-stage codegen. The root's rows are named {@code result<n>}, and a final projection
+ * gives the query its own output again.
+ *
+ * <p>Handled: leaves (sources, positioned by partition and offset), Filter, Project, Sort,
+ * limits and repartitions (a row keeps its node), inner, cross and outer joins (a TIMES per
+ * pair), and aggregates of one-input functions (members, a DELTA per group, an AGGREGATE per
+ * aggregated column). Any other operator fails the query with {@link UnsupportedPlan} naming it:
+ * never a result without its lineage. Plans left as they are: when {@value #CONF} is false, when
+ * the driver thread's local property {@value #SKIP} is true (sparkprov's own queries), commands,
+ * subquery plans, and plans that hold a capture point already (a {@code ProvenanceSession}'s).
+ */
+public final class TapPlacement extends Rule<LogicalPlan> {
+  public static final TapPlacement INSTANCE = new TapPlacement();
+  /** The Spark conf that turns the extension's capture off ("false"). */
+  public static final String CONF = "spark.sparkprov.capture";
+  /** The local property under which the driver's queries are not captured. */
+  public static final String SKIP = "sparkprov.skip";
+
+  static final String HIDDEN = "__sp_";
+  private static final String MAIN_SPLIT = "main";
+
+  private TapPlacement() {}
+
+  /** A query the extension cannot capture: fails it with the operator's name. */
+  public static final class UnsupportedPlan extends RuntimeException {
+    UnsupportedPlan(String what) {
+      super("sparkprov cannot capture " + what + " from the plan (yet): set " + CONF
+          + "=false to run such a query without provenance");
+    }
+  }
+
+  @Override
+  public String ruleName() {
+    return "io.sparkprov.capture.TapPlacement";
+  }
+
+  @Override
+  public LogicalPlan apply(LogicalPlan plan) {
+    if (!ExtraOptimizations.enabled(CONF) || skipped() || plan instanceof Subquery
+        || plan instanceof Command || holdsTap(plan)) {
+      return plan;
+    }
+    return new Placement(CaptureRun.of(activeContext())).root(plan);
+  }
+
+  private static boolean skipped() {
+    SparkContext sc = activeContext();
+    return sc == null || "true".equals(sc.getLocalProperty(SKIP));
+  }
+
+  /** The SparkContext of the session optimizing the plan, or null. */
+  private static SparkContext activeContext() {
+    scala.Option<org.apache.spark.sql.SparkSession> session =
+        org.apache.spark.sql.SparkSession.getActiveSession();
+    return session.isEmpty() ? null : session.get().sparkContext();
+  }
+
+  private static boolean holdsTap(LogicalPlan plan) {
+    boolean[] found = {false};
+    plan.foreach(new scala.runtime.AbstractFunction1<LogicalPlan, scala.runtime.BoxedUnit>() {
+      @Override
+      public scala.runtime.BoxedUnit apply(LogicalPlan node) {
+        for (Expression e : CollectionConverters.asJava(node.expressions())) {
+          for (Expression sub : PlanFacts.subtree(e)) {
+            found[0] |= sub instanceof TapExpression;
+          }
+        }
+        return scala.runtime.BoxedUnit.UNIT;
+      }
+    });
+    return found[0];
+  }
+
+  /**
+   * A rewritten node: its plan (the node's output, then hidden columns), the attribute holding
+   * each row's node id, the capture point that still has to publish the rows' fresh nodes (so
+   * the root can name them), and the source key whose TOKEN ids the id column holds as they
+   * are ("" when none: a join then sends that side as ids, not positions).
+   */
+  record Placed(LogicalPlan plan, List<Attribute> visible, Attribute id, Pending pending,
+      String origin) {}
+
+  /** A capture point not placed yet: its plan and its input expressions, in the plan's order. */
+  record Pending(TapPlan plan, List<Expression> inputs, List<Attribute> attributes) {
+    Pending named(String relation, List<String> names, List<Attribute> kept, String[] split) {
+      TapPlan p = plan;
+      return new Pending(new TapPlan(p.kind(), p.key(), p.runId(), p.workflow(), relation, names,
+          p.inputs(), p.inputTypes(), List.of(split), p.label(), p.module(), p.functions(),
+          p.groupKey(), p.delta(), p.aggregates(), p.salts(), p.origins(), p.pairKey(),
+          p.rowsPerMessage(), p.maxTextBytes(), p.valuesRead()), inputs, kept);
+    }
+  }
+
+  /** One query's placement, within its run. */
+  static final class Placement {
+    private final CaptureRun run;
+    private final Map<String, Integer> relations = new HashMap<>();
+
+    Placement(CaptureRun run) {
+      this.run = run;
+    }
+
+    LogicalPlan root(LogicalPlan plan) {
+      Placed top = place(plan);
+      String relation = run.nextResult();
+      List<Attribute> visible = top.visible();
+      List<String> names = uniqueNames(visible);
+      Placed named;
+      if (top.pending() != null && top.pending().plan().relation().isEmpty()) {
+        named = new Placed(top.plan(), visible, top.id(),
+            top.pending().named(relation, names, visible, split(relation)), "");
+      } else {
+        Placed parent = materialize(top);
+        String key = run.nextKey("named:" + relation);
+        Alias id = alias(nodeId(key, parent.id()), "id");
+        LogicalPlan p = project(parent.plan(), parent.plan().output(), id);
+        List<String> origins = parent.origin().isEmpty() ? List.of() : List.of(parent.origin());
+        TapPlan tap = tapPlan("plus", key, relation, names, List.of("id", "parent"),
+            List.of("id", "id"), split(relation), "", List.of(), origins, false);
+        named = new Placed(p, visible, id.toAttribute(),
+            new Pending(tap, List.of(id.toAttribute(), parent.id()), visible), "");
+      }
+      Placed done = materialize(named);
+      return new Project(seq(new ArrayList<NamedExpression>(CollectionConverters.asJava(plan.output()))),
+          done.plan());
+    }
+
+    Placed place(LogicalPlan node) {
+      for (Expression e : CollectionConverters.asJava(node.expressions())) {
+        for (Expression sub : PlanFacts.subtree(e)) {
+          if (sub instanceof SubqueryExpression) {
+            throw new UnsupportedPlan("a " + sub.getClass().getSimpleName() + " expression");
+          }
+        }
+      }
+      if (node instanceof LeafNode) {
+        return source(node);
+      }
+      if (node instanceof Project p) {
+        return projection(p);
+      }
+      if (node instanceof Filter || node instanceof Sort || node instanceof GlobalLimit
+          || node instanceof LocalLimit || node instanceof Repartition
+          || node instanceof RepartitionByExpression) {
+        return passThrough(node);
+      }
+      if (node instanceof Join j) {
+        return join(j);
+      }
+      if (node instanceof Aggregate a) {
+        return Aggregation.place(this, a);
+      }
+      throw new UnsupportedPlan("the plan operator " + node.nodeName());
+    }
+
+    /** A leaf's rows as a source: a TOKEN per row, labelled by its partition and offset. */
+    private Placed source(LogicalPlan leaf) {
+      String relation = relationName(leaf);
+      String key = run.nextKey("source:" + relation);
+      Alias rowno = alias(new MonotonicallyIncreasingID(), "rowno");
+      Alias id = alias(new BitwiseXor(rowno.toAttribute(), new RunConstant(
+          NodeIds.seed(run.runId(), key))), "id");
+      LogicalPlan numbered = project(leaf, leaf.output(), rowno);
+      LogicalPlan plan = project(numbered, numbered.output(), id);
+      List<Attribute> visible = attributes(leaf.output());
+      TapPlan tap = tapPlan("source", key, relation, uniqueNames(visible),
+          List.of("id", "rowno"), List.of("id", "id"), split(relation), "", List.of(), List.of(),
+          true);
+      Pending pending = new Pending(tap, List.of(id.toAttribute(), rowno.toAttribute()), visible);
+      return materialize(new Placed(plan, visible, id.toAttribute(), pending, key));
+    }
+
+    /** A projection: each row keeps its node; a fresh node not placed yet moves past it, so the
+     * root can name it (frame.py's _carry_pending). */
+    private Placed projection(Project p) {
+      Placed child = place(p.child());
+      if (child.pending() != null && !child.pending().plan().relation().isEmpty()) {
+        child = materialize(child);
+      }
+      List<NamedExpression> list = new ArrayList<>(CollectionConverters.asJava(p.projectList()));
+      Set<Long> listed = new HashSet<>();
+      for (NamedExpression e : list) {
+        listed.add(e.exprId().id());
+      }
+      List<Attribute> carried = new ArrayList<>();
+      carried.add(child.id());
+      if (child.pending() != null) {
+        for (Expression e : child.pending().inputs()) {
+          carried.add((Attribute) e);
+        }
+      }
+      for (Attribute a : carried) {
+        if (listed.add(a.exprId().id())) {
+          list.add(a);
+        }
+      }
+      return new Placed(new Project(seq(list), child.plan()), attributes(p.output()), child.id(),
+          child.pending(), child.origin());
+    }
+
+    /** Filters, sorts, limits, repartitions: each row keeps its node. */
+    private Placed passThrough(LogicalPlan node) {
+      Placed child = materialize(place(node.children().head()));
+      LogicalPlan plan = node.withNewChildren(seq(List.of(child.plan())));
+      return new Placed(plan, attributes(node.output()), child.id(), null, child.origin());
+    }
+
+    /** Inner, cross and outer joins: a TIMES node per joined row, fed by its rows (of its one
+     * side where an outer join found no partner): frame.py's join. */
+    private Placed join(Join j) {
+      String type = j.joinType().toString();
+      if (!Set.of("Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter").contains(type)) {
+        throw new UnsupportedPlan("a " + type + " join");
+      }
+      Placed left = materialize(place(j.left()));
+      Placed right = materialize(place(j.right()));
+      LogicalPlan joined = j.withNewChildren(seq(List.of(left.plan(), right.plan())));
+      Attribute l = inOutput(joined, left.id());
+      Attribute r = inOutput(joined, right.id());
+      String key = run.nextKey("join");
+      Alias id = alias(nodeId(key, l, r), "id");
+      LogicalPlan plan = project(joined, joined.output(), id);
+      TapPlan tap = tapPlan("join", key, "", List.of(), List.of("id", "left", "right"),
+          List.of("id", "id", "id"), split(""), "", List.of(),
+          List.of(left.origin(), right.origin()), false);
+      Pending pending = new Pending(tap, List.of(id.toAttribute(), l, r), List.of());
+      return new Placed(plan, attributes(j.output()), id.toAttribute(), pending, "");
+    }
+
+    /** {@code placed} with its pending capture point placed, keeping its visible columns and
+     * id only. */
+    Placed materialize(Placed placed) {
+      Pending pending = placed.pending();
+      if (pending == null) {
+        return placed;
+      }
+      List<Expression> inputs = new ArrayList<>(pending.inputs());
+      inputs.addAll(pending.attributes());
+      Tap tap = new Tap(pending.plan(), run.sink(), run.counts());
+      LogicalPlan tapped = new Filter(new TapExpression(inputs, tap), placed.plan());
+      List<NamedExpression> kept = new ArrayList<>(placed.visible());
+      kept.add(placed.id());
+      return new Placed(new Project(seq(kept), tapped), placed.visible(), placed.id(), null,
+          placed.origin());
+    }
+
+    TapPlan tapPlan(String kind, String key, String relation, List<String> attributes,
+        List<String> inputs, List<String> types, String[] split, String groupKey,
+        List<String> functions, List<String> origins, boolean valuesRead) {
+      return tapPlan(kind, key, relation, attributes, inputs, types, split, groupKey, functions,
+          List.of(), 0, origins, valuesRead);
+    }
+
+    TapPlan tapPlan(String kind, String key, String relation, List<String> attributes,
+        List<String> inputs, List<String> types, String[] split, String groupKey,
+        List<String> functions, List<Long> salts, int aggregates, List<String> origins,
+        boolean valuesRead) {
+      return new TapPlan(kind, key, run.runId(), run.workflow(), relation, attributes, inputs,
+          types, List.of(split), "", 0L, functions, groupKey, kind.equals("member"), aggregates,
+          salts, origins, "", run.rowsPerMessage(), CaptureRun.MAX_TEXT_BYTES, valuesRead);
+    }
+
+    CaptureRun run() {
+      return run;
+    }
+
+    /** The split path of nodes built outside modules: context.py's split_for. */
+    static String[] split(String relation) {
+      return relation.isEmpty() ? new String[] {MAIN_SPLIT} : new String[] {MAIN_SPLIT, relation};
+    }
+
+    /** A valid relation name for {@code leaf}, numbered when one is read twice (plan_capture.py's
+     * _relation). */
+    private String relationName(LogicalPlan leaf) {
+      String name = SourceNames.of(leaf);
+      if (name == null) {
+        name = "relation";
+      }
+      StringBuilder clean = new StringBuilder();
+      for (char c : name.toCharArray()) {
+        clean.append(Character.isLetterOrDigit(c) || c == '_' ? c : '_');
+      }
+      String base = clean.length() == 0 ? "relation" : clean.toString();
+      int seen = relations.merge(base, 1, Integer::sum);
+      return seen == 1 ? base : base + "_" + seen;
+    }
+
+    /** A node id: xxhash64 of the run, the capture key and {@code columns} (NodeIds). */
+    Expression nodeId(String key, Expression... columns) {
+      long seed = NodeIds.seed(run.runId(), key);
+      if (columns.length == 0) {
+        return new RunConstant(seed);
+      }
+      List<Expression> children = new ArrayList<>();
+      children.add(new RunConstant(NodeIds.unhashLong(seed, NodeIds.SPARK_SEED)));
+      children.addAll(List.of(columns));
+      return new XxHash64(seq(children), NodeIds.SPARK_SEED);
+    }
+
+    /** The hash inputs of grouping keys: each key and whether it is null (grouping.py). */
+    static List<Expression> keyInputs(List<Expression> keys) {
+      List<Expression> out = new ArrayList<>();
+      for (Expression k : keys) {
+        out.add(k);
+        out.add(new IsNull(k));
+      }
+      return out;
+    }
+  }
+
+  // -- Catalyst plumbing --------------------------------------------------------------------
+
+  static Alias alias(Expression child, String name) {
+    return new Alias(child, HIDDEN + name, org.apache.spark.sql.catalyst.expressions
+        .NamedExpression$.MODULE$.newExprId(), seq(List.of()), scala.Option.empty(),
+        seq(List.of()));
+  }
+
+  /** {@code child} projected to {@code output} and {@code more}. */
+  static LogicalPlan project(LogicalPlan child, scala.collection.Seq<Attribute> output,
+      NamedExpression... more) {
+    List<NamedExpression> list = new ArrayList<>(CollectionConverters.asJava(output));
+    list.addAll(List.of(more));
+    return new Project(seq(list), child);
+  }
+
+  /** {@code a} as {@code plan}'s output holds it (an outer join makes a side nullable). */
+  static Attribute inOutput(LogicalPlan plan, Attribute a) {
+    for (Attribute o : CollectionConverters.asJava(plan.output())) {
+      if (o.exprId().equals(a.exprId())) {
+        return o;
+      }
+    }
+    throw new IllegalStateException("no " + a + " in " + plan.nodeName() + "'s output");
+  }
+
+  static List<Attribute> attributes(scala.collection.Seq<Attribute> output) {
+    return new ArrayList<>(CollectionConverters.asJava(output));
+  }
+
+  /** Attribute names as a tap's attribute names: unique (plan_capture.py's _child). */
+  static List<String> uniqueNames(List<Attribute> attributes) {
+    Map<String, Integer> taken = new HashMap<>();
+    List<String> out = new ArrayList<>();
+    for (Attribute a : attributes) {
+      int n = taken.merge(a.name(), 1, Integer::sum);
+      out.add(n == 1 ? a.name() : a.name() + "_sparkprov" + n);
+    }
+    return out;
+  }
+
+  static <T> scala.collection.immutable.Seq<T> seq(List<T> list) {
+    return CollectionConverters.asScala(list).toList();
+  }
+
+  static boolean isAggregate(Expression e) {
+    for (Expression sub : PlanFacts.subtree(e)) {
+      if (sub instanceof AggregateExpression) {
+        return true;
+      }
+    }
+    return false;
+  }
+}

@@ -1,0 +1,184 @@
+"""A job under sparkprov's capture extension (io.sparkprov.capture.CaptureExtension), run in a
+process of its own by tests/unit/test_capture_extension.py: ``spark.sql.extensions`` is read
+when a session starts, and the test suite's session runs in one JVM per pytest process.
+
+Each query runs three ways in one session: plain (``spark.sparkprov.capture=false``), captured by
+the extension alone (SQL text, not a line of sparkprov's API), and captured by a
+``ProvenanceSession``'s ``tracked`` (capture_agent.plan_capture, the reference) with the extension
+off. Printed as JSON: per query, the rows of each, and per output row the labels of the source
+rows its lineage reaches, read from the emitted graph; or the error the extension raised.
+
+Usage: python -m tests.unit.extension_job JAR QUERIES.json OUT.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+CAPTURE = "spark.sparkprov.capture"
+
+
+class _Messages:
+    """The extension's memory sink, as bench.tpc_sql.oracle.emitted_graph reads an emitter."""
+
+    def __init__(self, run: Any) -> None:
+        self._run = run
+
+    def messages(self) -> list[tuple[bytes, bytes]]:
+        return [(b"", bytes(v)) for v in self._run.memory()]
+
+
+def lineage(emitter: Any, relation: str) -> list[list[Any]]:
+    """Per output row of ``relation``: its values, then the sorted labels of the TOKEN nodes it
+    reaches back to; sorted."""
+    from bench.tpc_sql.oracle import emitted_graph
+    from sparkprov.events import ATTRIBUTE_PREFIX
+
+    nodes, graph = emitted_graph(emitter)
+    out = []
+    for i, node in nodes.items():
+        if node["relation"] != relation:
+            continue
+        values = {
+            k[len(ATTRIBUTE_PREFIX) :]: v
+            for k, v in node["props"].items()
+            if k.startswith(ATTRIBUTE_PREFIX)
+        }
+        tokens = sorted(
+            f"{nodes[a]['relation']}#{nodes[a]['label']}"
+            for a in nx.ancestors(graph, i)
+            if nodes[a]["op"] == "TOKEN"
+        )
+        out.append([sorted(values.items()), tokens])
+    return sorted(out, key=repr)
+
+
+def shape(emitter: Any, relation: str) -> dict[str, int]:
+    """The ops of the nodes ``relation``'s rows reach back to (themselves included), counted, and
+    the edges among them: the graph's shape, without its ids."""
+    from bench.tpc_sql.oracle import emitted_graph
+
+    nodes, graph = emitted_graph(emitter)
+    reached: set[int] = set()
+    for i, node in nodes.items():
+        if node["relation"] == relation:
+            reached |= nx.ancestors(graph, i) | {i}
+    counts: dict[str, int] = {}
+    for i in reached:
+        op = nodes[i]["op"] if i in nodes else "MISSING"
+        counts[op] = counts.get(op, 0) + 1
+    counts["edges"] = graph.subgraph(reached).number_of_edges()
+    return counts
+
+
+def dataframe_calls(spark: Any) -> Any:
+    """A query of DataFrame calls over a view, with no SQL text."""
+    from pyspark.sql import functions as F
+
+    orders, customers = spark.table("orders"), spark.table("customers")
+    joined = orders.join(customers, orders.cust == customers.id).where(F.col("amount") > 2)
+    return joined.groupBy("city").agg(F.max("amount").alias("top")).select("city", "top")
+
+
+def checks(spark: Any, run: Any, queries: dict[str, str]) -> dict[str, Any]:
+    """What placing alone does: explain() sends nothing; with the extension off, or under the
+    local property sparkprov.skip, the plan has no capture point."""
+    query = next(iter(queries.values()))
+    sent = len(run.memory())
+    explained = (
+        spark.sql(query)
+        ._jdf.queryExecution()
+        .explainString(spark._jvm.org.apache.spark.sql.execution.ExplainMode.fromString("extended"))
+    )
+    out = {
+        "explain_sends": len(run.memory()) - sent,
+        "explained_taps": "sparkprov_tap" in explained,
+    }
+    spark.conf.set(CAPTURE, "false")
+    out["off_taps"] = "sparkprov_tap" in _plan(spark.sql(query))
+    spark.conf.set(CAPTURE, "true")
+    spark.sparkContext.setLocalProperty("sparkprov.skip", "true")
+    out["skipped_taps"] = "sparkprov_tap" in _plan(spark.sql(query))
+    spark.sparkContext.setLocalProperty("sparkprov.skip", None)
+    out["on_taps"] = "sparkprov_tap" in _plan(spark.sql(query))
+    return out
+
+
+def _plan(df: Any) -> str:
+    return str(df._jdf.queryExecution().optimizedPlan().toString())
+
+
+def main(jar: str, queries_path: str, out_path: str) -> None:
+    from capture_agent import ProvenanceSession
+    from capture_agent.emitters import MemoryEmitter
+    from examples.spark import local_spark
+
+    spec = json.loads(Path(queries_path).read_text())
+    spark = local_spark(
+        "sparkprov-extension",
+        conf={
+            "spark.jars": jar,
+            "spark.sql.extensions": "io.sparkprov.capture.CaptureExtension",
+            "spark.sparkprov.sink": "memory",
+            "spark.sparkprov.runId": "extension-test",
+            "spark.sql.codegen.fallback": "false",
+        },
+    )
+    for view, table in spec["views"].items():
+        spark.createDataFrame(table["rows"], table["columns"]).createOrReplaceTempView(view)
+    jvm = spark._jvm
+    run = jvm.io.sparkprov.capture.CaptureRun.of(spark._jsc.sc())
+    results: dict[str, Any] = {"__checks__": checks(spark, run, spec["queries"])}
+    built = {name: (lambda q=query: spark.sql(q)) for name, query in spec["queries"].items()}
+    built["dataframe_calls"] = lambda: dataframe_calls(spark)
+    for name, query in built.items():
+        spark.conf.set(CAPTURE, "false")
+        plain = [list(r) for r in query().collect()]
+        spark.conf.set(CAPTURE, "true")
+        before = run.totals()
+        try:
+            df = query()
+            rows = [list(r) for r in df.collect()]
+            plan = df._jdf.queryExecution().executedPlan().toString()
+        except Exception as e:  # the error the extension raised, for the test to read
+            results[name] = {"error": str(e)}
+            continue
+        after = run.totals()
+        result = str(run.lastResult())
+        spark.conf.set(CAPTURE, "false")
+        emitter = MemoryEmitter(spark)
+        with ProvenanceSession(spark, f"reference-{name}", values="all", emitter=emitter) as prov:
+            prov.tracked(query()).named("Out").collect()
+        spark.conf.set(CAPTURE, "true")
+        results[name] = {
+            "plain": plain,
+            "rows": rows,
+            "plan": plan,
+            "emitted": [after[0] - before[0], after[1] - before[1]],
+            "result": result,
+            "reference": lineage(emitter, "Out"),
+            "reference_shape": shape(emitter, "Out"),
+        }
+    messages = _Messages(run)
+    for name, r in results.items():
+        if name != "__checks__" and "error" not in r:
+            r["lineage"] = lineage(messages, r["result"])
+            r["shape"] = shape(messages, r["result"])
+    from bench.tpc_sql.oracle import emitted_graph
+
+    nodes, graph = emitted_graph(messages)
+    results["__totals__"] = {
+        "counted": list(run.totals()),
+        "emitted": [len(nodes), graph.number_of_edges()],
+    }
+    Path(out_path).write_text(json.dumps(results, default=str))
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])
