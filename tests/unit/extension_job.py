@@ -109,6 +109,54 @@ def checks(spark: Any, run: Any, queries: dict[str, str]) -> dict[str, Any]:
     return out
 
 
+def written(spark: Any, run: Any, path: str) -> dict[str, Any]:
+    """A write's rows, named by the folder written to, and their lineage."""
+    spark.sql("SELECT oid, amount FROM orders WHERE amount > 2").write.mode("overwrite").parquet(
+        path
+    )
+    relation = str(run.lastResult())
+    return {"relation": relation, "lineage": lineage(_Messages(run), relation)}
+
+
+def markers(run: Any) -> dict[str, Any]:
+    """The run markers the sink received, decoded, and whether Python's encoders give the same
+    bytes for the same fields."""
+    from sparkprov.events import (
+        RunComplete,
+        RunStarted,
+        decode,
+        encode_run_complete,
+        encode_run_started,
+    )
+
+    out: dict[str, Any] = {"started": [], "complete": []}
+    for value in run.memory():
+        raw = bytes(value)
+        event = decode(raw)
+        if isinstance(event, RunStarted):
+            same = raw == encode_run_started(
+                event.run_id, event.workflow, event.started_unix_ms, event.application_id
+            )
+            out["started"].append({"run_id": event.run_id, "same_bytes": same})
+        elif isinstance(event, RunComplete):
+            same = raw == encode_run_complete(
+                event.run_id,
+                event.workflow,
+                event.node_count,
+                event.edge_count,
+                finished_unix_ms=event.finished_unix_ms,
+            )
+            out["complete"].append(
+                {
+                    "run_id": event.run_id,
+                    "counts": [event.node_count, event.edge_count],
+                    "same_bytes": same,
+                }
+            )
+    out["totals"] = list(run.totals())
+    return out
+
+
 def _plan(df: Any) -> str:
     return str(df._jdf.queryExecution().optimizedPlan().toString())
 
@@ -164,9 +212,13 @@ def main(jar: str, queries_path: str, out_path: str) -> None:
             "reference": lineage(emitter, "Out"),
             "reference_shape": shape(emitter, "Out"),
         }
+    results["__write__"] = written(spark, run, str(Path(out_path).parent / "big_orders.parquet"))
+    run.finish()
+    run.finish()  # once: the second call publishes nothing
+    results["__markers__"] = markers(run)
     messages = _Messages(run)
     for name, r in results.items():
-        if name != "__checks__" and "error" not in r:
+        if not name.startswith("__") and "error" not in r:
             r["lineage"] = lineage(messages, r["result"])
             r["shape"] = shape(messages, r["result"])
     from bench.tpc_sql.oracle import emitted_graph

@@ -142,3 +142,22 @@ def test_explain_sends_nothing_and_the_switches_leave_the_plan_alone(
     assert checks["on_taps"]
     assert not checks["off_taps"]  # spark.sparkprov.capture=false
     assert not checks["skipped_taps"]  # the local property sparkprov.skip
+
+
+def test_a_write_names_its_rows_by_the_folder_written_to(job: dict[str, Any]) -> None:
+    write = job["__write__"]
+    assert write["relation"] == "big_orders"
+    kept = {str(o[0]): i for i, o in enumerate(ORDERS) if o[2] > 2}
+    assert sorted(dict(values)["oid"] for values, _ in write["lineage"]) == sorted(kept)
+    assert all(len(tokens) == 1 for _, tokens in write["lineage"])  # each row its one order
+
+
+def test_the_run_is_marked_started_and_complete_once_as_python_encodes_markers(
+    job: dict[str, Any],
+) -> None:
+    markers = job["__markers__"]
+    assert [m["run_id"] for m in markers["started"]] == ["extension-test"]
+    assert len(markers["complete"]) == 1  # finish() twice: one marker
+    (complete,) = markers["complete"]
+    assert complete["counts"] == markers["totals"] == job["__totals__"]["emitted"]
+    assert complete["same_bytes"] and markers["started"][0]["same_bytes"]

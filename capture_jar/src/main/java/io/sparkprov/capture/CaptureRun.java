@@ -1,11 +1,17 @@
 package io.sparkprov.capture;
 
+import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkContext;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerApplicationEnd;
 
 /**
  * The provenance run of an application captured through {@link CaptureExtension}: one per
@@ -45,6 +51,9 @@ public final class CaptureRun {
   private final AtomicInteger keys = new AtomicInteger();
   private final AtomicInteger results = new AtomicInteger();
 
+  private boolean finished;
+  private volatile String lastResult;
+
   private CaptureRun(SparkContext sc) {
     SparkConf conf = sc.getConf();
     this.runId = conf.get(RUN_ID, UUID.randomUUID().toString());
@@ -52,6 +61,43 @@ public final class CaptureRun {
     this.rowsPerMessage = Integer.parseInt(conf.get(ROWS_PER_MESSAGE, "2048"));
     this.sink = sink(sc, conf);
     this.counts = new Counts(sc);
+    publish(RunMarkers.started(runId, workflow, System.currentTimeMillis(), sc.applicationId()));
+    sc.addSparkListener(new SparkListener() {
+      @Override
+      public void onApplicationEnd(SparkListenerApplicationEnd end) {
+        finish();
+      }
+    });
+  }
+
+  /**
+   * Completes the run: publishes its marker with the nodes and edges its completed tasks
+   * emitted, which ingest waits to hold before it calls the run complete. Called when the
+   * application ends (a listener); a notebook or a long-lived driver calls it when the work it
+   * wants to query is done. Once: later calls do nothing, and later queries are not counted.
+   */
+  public synchronized void finish() {
+    if (finished) {
+      return;
+    }
+    finished = true;
+    long[] totals = counts.totals();
+    publish(RunMarkers.complete(runId, workflow, totals[0], totals[1],
+        System.currentTimeMillis()));
+  }
+
+  /** Sends a driver's marker and waits until the sink has it. */
+  private void publish(byte[] marker) {
+    try {
+      sink.send(runId.getBytes(StandardCharsets.UTF_8), marker)
+          .get(sink.timeoutMs(), TimeUnit.MILLISECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw Failures.publish("interrupted publishing the run marker of " + runId, e);
+    } catch (ExecutionException | TimeoutException e) {
+      throw Failures.publish("could not publish the run marker of " + runId + " to "
+          + sink.describe(), e);
+    }
   }
 
   /** The run of {@code sc}'s application, made on first use. */
@@ -120,11 +166,15 @@ public final class CaptureRun {
     return "result" + results.incrementAndGet();
   }
 
-  /** The relation that names the rows of the query placed last (its {@code result<n>}), or
-   * null before the first: what to trace a result from. */
+  /** Records the relation that names the rows of the query placed last. */
+  void placed(String relation) {
+    lastResult = relation;
+  }
+
+  /** The relation that names the rows of the query placed last ({@code result<n>}, or the
+   * folder a write wrote to), or null before the first: what to trace a result from. */
   public String lastResult() {
-    int n = results.get();
-    return n == 0 ? null : "result" + n;
+    return lastResult;
   }
 
   /** The memory sink's messages (values), for tests; null when the sink is another. */

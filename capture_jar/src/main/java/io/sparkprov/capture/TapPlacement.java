@@ -31,6 +31,8 @@ import org.apache.spark.sql.catalyst.plans.logical.RepartitionByExpression;
 import org.apache.spark.sql.catalyst.plans.logical.Sort;
 import org.apache.spark.sql.catalyst.plans.logical.Subquery;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand;
+import org.apache.spark.sql.execution.datasources.WriteFiles;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
@@ -78,10 +80,43 @@ public final class TapPlacement extends Rule<LogicalPlan> {
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
     if (!ExtraOptimizations.enabled(CONF) || skipped() || plan instanceof Subquery
-        || plan instanceof Command || holdsTap(plan)) {
+        || holdsTap(plan)) {
       return plan;
     }
-    return new Placement(CaptureRun.of(activeContext())).root(plan);
+    if (plan instanceof InsertIntoHadoopFsRelationCommand write) { // df.write to files
+      Placement placement = new Placement(CaptureRun.of(activeContext()));
+      String relation = relationOfPath(outputPath(write));
+      LogicalPlan query = write.query();
+      if (query instanceof WriteFiles files) { // planned writes (V1Writes): the rows below it
+        query = files.withNewChildren(seq(List.of(placement.root(files.child(), relation))));
+      } else {
+        query = placement.root(query, relation);
+      }
+      return write.withNewChildren(seq(List.of(query)));
+    }
+    if (plan instanceof Command) { // catalog and session commands, other writes: not captured
+      return plan;
+    }
+    return new Placement(CaptureRun.of(activeContext())).root(plan, null);
+  }
+
+  /** The last part of the folder a write writes to. Read by reflection: its type is Hadoop's
+   * Path, and the jar compiles without Hadoop. */
+  private static String outputPath(InsertIntoHadoopFsRelationCommand write) {
+    try {
+      String path = String.valueOf(write.getClass().getMethod("outputPath").invoke(write));
+      String trimmed = path.replaceAll("[/\\\\]+$", "");
+      return trimmed.substring(Math.max(trimmed.lastIndexOf('/'), trimmed.lastIndexOf('\\')) + 1);
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("cannot read a write's output path", e);
+    }
+  }
+
+  /** A relation name from a path's last part, without its extension, in letters, digits and _
+   * (capture_agent/actions.py's _relation_of); result<n> when nothing is left. */
+  static String relationOfPath(String last) {
+    String name = last.split("\\.")[0].replaceAll("[^A-Za-z0-9_]", "_").replaceAll("^_+|_+$", "");
+    return name.isEmpty() ? null : name;
   }
 
   private static boolean skipped() {
@@ -141,9 +176,11 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       this.run = run;
     }
 
-    LogicalPlan root(LogicalPlan plan) {
+    /** {@code plan} placed, its rows named {@code relation} (a result<n> when null). */
+    LogicalPlan root(LogicalPlan plan, String given) {
       Placed top = place(plan);
-      String relation = run.nextResult();
+      String relation = given != null ? given : run.nextResult();
+      run.placed(relation);
       List<Attribute> visible = top.visible();
       List<String> names = uniqueNames(visible);
       Placed named;
