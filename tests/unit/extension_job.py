@@ -145,7 +145,12 @@ def markers(run: Any) -> dict[str, Any]:
                 event.node_count,
                 event.edge_count,
                 finished_unix_ms=event.finished_unix_ms,
+                source_files=event.source_files,
             )
+            out["sources"] = [
+                {"relation": f.relation, "files": list(f.files), "masks": list(f.masks)}
+                for f in event.source_files
+            ]
             out["complete"].append(
                 {
                     "run_id": event.run_id,
@@ -179,6 +184,13 @@ def main(jar: str, queries_path: str, out_path: str) -> None:
     )
     for view, table in spec["views"].items():
         spark.createDataFrame(table["rows"], table["columns"]).createOrReplaceTempView(view)
+    spark.conf.set(CAPTURE, "false")
+    for view, table in spec.get("parquet_views", {}).items():  # read back from parquet files
+        folder = str(Path(out_path).parent / view)
+        frame = spark.createDataFrame(table["rows"], table["columns"]).repartition(2)
+        frame.write.mode("overwrite").parquet(folder)
+        spark.read.parquet(folder).createOrReplaceTempView(view)
+    spark.conf.set(CAPTURE, "true")
     jvm = spark._jvm
     run = jvm.io.sparkprov.capture.CaptureRun.of(spark._jsc.sc())
     results: dict[str, Any] = {"__checks__": checks(spark, run, spec["queries"])}

@@ -40,6 +40,9 @@ EXTRA = {
     "distinct_keys": "SELECT DISTINCT city FROM customers",
     "full_outer": """
         SELECT c.name, o.oid FROM customers c FULL OUTER JOIN orders o ON o.cust = c.id""",
+    "file_source": """
+        SELECT c.city, MAX(f.amount) AS top FROM orders_files f JOIN customers c
+        ON f.cust = c.id WHERE f.amount > 1.5 GROUP BY c.city""",
 }
 REFUSED = {"in_subquery": "a LeftSemi join", "distinct_union": "the plan operator Union"}
 
@@ -54,6 +57,7 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "orders": {"rows": ORDERS, "columns": ["oid", "cust", "amount"]},
             "customers": {"rows": CUSTOMERS, "columns": ["id", "name", "city"]},
         },
+        "parquet_views": {"orders_files": {"rows": ORDERS, "columns": ["oid", "cust", "amount"]}},
         "queries": queries,
     }
     (work / "queries.json").write_text(json.dumps(spec))
@@ -111,6 +115,18 @@ def test_a_query_under_the_extension_emits_the_references_graph(
         expected["edges"] -= plus
     assert job[name]["shape"] == expected
     assert "MISSING" not in job[name]["shape"]  # no edge names a node never sent
+
+
+def test_a_file_sources_rows_are_labelled_by_file_and_row_index(job: dict[str, Any]) -> None:
+    """Parquet rows are labelled <relation>#<file>.<row> (their file's ordinal among the scan's
+    sorted files), as plan capture labels them: the same rows in every run over the files."""
+    labels = {t for _, tokens in job["file_source"]["lineage"] for t in tokens}
+    files = {t for t in labels if t.startswith("orders_files#")}
+    assert files and {t.split("#")[-1].split(".")[0] for t in files} <= {"0", "1"}
+    assert job["file_source"]["lineage"] == job["file_source"]["reference"]
+    (listed,) = [s for s in job["__markers__"]["sources"] if s["relation"] == "orders_files"]
+    assert len(listed["files"]) == 2 and listed["files"] == sorted(listed["files"])
+    assert len(listed["masks"]) == 1
 
 
 def test_the_runs_counts_equal_what_its_sink_received(job: dict[str, Any]) -> None:

@@ -1,7 +1,11 @@
 package io.sparkprov.capture;
 
 import java.nio.charset.StandardCharsets;
+import io.sparkprov.v1.SourceFiles;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
@@ -38,6 +42,8 @@ public final class CaptureRun {
   public static final String KAFKA_PREFIX = "spark.sparkprov.kafka.";
   public static final String ROWS_PER_MESSAGE = "spark.sparkprov.rowsPerMessage";
   public static final String DEFAULT_TOPIC = "sparkprov.lineage";
+  /** The most files of a source the run marker lists (sparkprov/limits.py MAX_SOURCE_FILES). */
+  static final int MAX_SOURCE_FILES = 2000;
   /** The longest text a tap keeps (sparkprov/limits.py MAX_TEXT_BYTES). */
   static final int MAX_TEXT_BYTES = 65536;
 
@@ -52,6 +58,10 @@ public final class CaptureRun {
   private final AtomicInteger results = new AtomicInteger();
 
   private boolean finished;
+  /** The sources positioned by file: per relation, its files and the TOKEN id masks of its
+   * capture points over them (session.py's _file_source). */
+  private final Map<String, Map.Entry<List<String>, List<Long>>> sourceFiles =
+      new LinkedHashMap<>();
   private volatile String lastResult;
 
   private CaptureRun(SparkContext sc) {
@@ -83,7 +93,32 @@ public final class CaptureRun {
     finished = true;
     long[] totals = counts.totals();
     publish(RunMarkers.complete(runId, workflow, totals[0], totals[1],
-        System.currentTimeMillis()));
+        System.currentTimeMillis(), listedSources()));
+  }
+
+  /** Records a source positioned by {@code files}, read with TOKEN id mask {@code mask}. A
+   * relation read again from other files keeps the last list (a label's file index refers to
+   * it) and that list's masks only. */
+  synchronized void sourceFiles(String relation, List<String> files, long mask) {
+    Map.Entry<List<String>, List<Long>> known = sourceFiles.get(relation);
+    if (known == null || !known.getKey().equals(files)) {
+      known = Map.entry(List.copyOf(files), new ArrayList<>());
+      sourceFiles.put(relation, known);
+    }
+    known.getValue().add(mask);
+  }
+
+  /** The sources the run marker lists: those of at most {@value #MAX_SOURCE_FILES} files (a
+   * source of more keeps its positions only, as Python's markers do). */
+  private synchronized List<SourceFiles> listedSources() {
+    List<SourceFiles> out = new ArrayList<>();
+    sourceFiles.forEach((relation, known) -> {
+      if (known.getKey().size() <= MAX_SOURCE_FILES) {
+        out.add(SourceFiles.newBuilder().setRelation(relation).addAllFiles(known.getKey())
+            .addAllMasks(known.getValue()).build());
+      }
+    });
+    return out;
   }
 
   /** Sends a driver's marker and waits until the sink has it. */

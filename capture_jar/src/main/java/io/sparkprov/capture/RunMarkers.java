@@ -3,6 +3,8 @@ package io.sparkprov.capture;
 import io.sparkprov.v1.LineageEvent;
 import io.sparkprov.v1.RunComplete;
 import io.sparkprov.v1.RunStarted;
+import io.sparkprov.v1.SourceFiles;
+import java.util.List;
 
 /**
  * The run markers a driver publishes (lineage.proto's RunStarted and RunComplete), as
@@ -27,12 +29,13 @@ final class RunMarkers {
   }
 
   static byte[] complete(String runId, String workflow, long nodes, long edges,
-      long finishedUnixMs) {
+      long finishedUnixMs, List<SourceFiles> sources) {
     return envelope(runId, workflow)
         .setRunComplete(RunComplete.newBuilder()
             .setNodeCount(nodes)
             .setEdgeCount(edges)
-            .setFinishedUnixMs(finishedUnixMs))
+            .setFinishedUnixMs(finishedUnixMs)
+            .addAllSourceFiles(sources))
         .build()
         .toByteArray();
   }

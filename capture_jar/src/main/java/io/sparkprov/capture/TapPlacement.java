@@ -231,14 +231,24 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       throw new UnsupportedPlan("the plan operator " + node.nodeName());
     }
 
-    /** A leaf's rows as a source: a TOKEN per row, labelled by its partition and offset. */
+    /** A leaf's rows as a source: a TOKEN per row, labelled by its file and row index where
+     * the scan gives them ({@link FilePositions}), else by its partition and offset. */
     private Placed source(LogicalPlan leaf) {
       String relation = relationName(leaf);
       String key = run.nextKey("source:" + relation);
-      Alias rowno = alias(new MonotonicallyIncreasingID(), "rowno");
-      Alias id = alias(new BitwiseXor(rowno.toAttribute(), new RunConstant(
-          NodeIds.seed(run.runId(), key))), "id");
-      LogicalPlan numbered = project(leaf, leaf.output(), rowno);
+      long mask = NodeIds.seed(run.runId(), key);
+      FilePositions files = FilePositions.of(leaf);
+      LogicalPlan scan = leaf;
+      Alias rowno;
+      if (files != null) {
+        scan = files.scan();
+        rowno = alias(files.position(), "rowno");
+        run.sourceFiles(relation, files.files(), mask);
+      } else {
+        rowno = alias(new MonotonicallyIncreasingID(), "rowno");
+      }
+      Alias id = alias(new BitwiseXor(rowno.toAttribute(), new RunConstant(mask)), "id");
+      LogicalPlan numbered = project(scan, leaf.output(), rowno);
       LogicalPlan plan = project(numbered, numbered.output(), id);
       List<Attribute> visible = attributes(leaf.output());
       TapPlan tap = tapPlan("source", key, relation, uniqueNames(visible),
