@@ -148,6 +148,7 @@ def tpch_rows(spark: SparkSession, paths: dict[str, str]) -> int:
 
 # io.sparkprov.capture.SourceFiltersFirst's and SourceRowsOnce's switches (docs/capture.md,
 # "Source rows a filter drops", "Source rows sent once per run").
+EXTENSION_CAPTURE = "spark.sparkprov.capture"  # io.sparkprov.capture.TapPlacement.CONF
 FILTERS_FIRST = "spark.sparkprov.sourceFiltersFirst"
 ROWS_ONCE = "spark.sparkprov.sourceRowsOnce"
 
@@ -163,7 +164,10 @@ def timed(
     mode, _, rows = mode.partition("@")
     mode, _, positions = mode.partition("+")
     capture, _, codec = mode.partition("-")
-    enabled = capture != "plain"
+    extension = capture == "extension"
+    enabled = capture not in ("plain", "extension")
+    spark.conf.set(EXTENSION_CAPTURE, "true" if extension else "false")
+    before = _extension_totals(spark) if extension else (0, 0)
     saved = os.environ.get(defaults.ENV_KAFKA_COMPRESSION)
     os.environ[defaults.ENV_KAFKA_COMPRESSION] = codec or saved or defaults.KAFKA_COMPRESSION
     if rows not in ("", "all", "resend"):
@@ -181,14 +185,25 @@ def timed(
             source_positions=positions or None,
         ) as prov:
             body(prov)
-        return time.perf_counter() - started, prov.counts()
+        elapsed = time.perf_counter() - started
+        if extension:
+            after = _extension_totals(spark)
+            return elapsed, (after[0] - before[0], after[1] - before[1])
+        return elapsed, prov.counts()
     finally:
+        spark.conf.set(EXTENSION_CAPTURE, "false")
         spark.conf.unset(FILTERS_FIRST)
         spark.conf.unset(ROWS_ONCE)
         if saved is None:
             os.environ.pop(defaults.ENV_KAFKA_COMPRESSION, None)
         else:
             os.environ[defaults.ENV_KAFKA_COMPRESSION] = saved
+
+
+def _extension_totals(spark: SparkSession) -> tuple[int, int]:
+    """Nodes and edges the capture extension's run has emitted so far (its completed tasks)."""
+    totals = spark._jvm.io.sparkprov.capture.CaptureRun.of(spark._jsc.sc()).totals()  # type: ignore[union-attr]
+    return int(totals[0]), int(totals[1])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,7 +230,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--topic", default=TOPIC, help="sparkprov.lineage: ingest consumes it")
     args = parser.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = local_spark("sparkprov-bench")
+    bootstrap = os.environ.get(defaults.ENV_KAFKA_BOOTSTRAP, defaults.KAFKA_BOOTSTRAP)
+    conf = {}
+    if "extension" in args.modes.split(","):
+        from capture_agent.jvm import ENV_JAR, jar_path
+
+        conf = {
+            "spark.jars": str(jar_path(os.environ.get(ENV_JAR, ""))),
+            "spark.sql.extensions": "io.sparkprov.capture.CaptureExtension",
+            "spark.sparkprov.kafka.bootstrap": bootstrap,
+            "spark.sparkprov.topic": args.topic,
+            "spark.sparkprov.workflow": "bench",
+            EXTENSION_CAPTURE: "false",  # on for the extension's runs only
+        }
+    spark = local_spark("sparkprov-bench", conf=conf)
     data = Path(args.data)
     data.mkdir(parents=True, exist_ok=True)
     facts, dims = make_pipeline_inputs(spark, data, args.rows, args.dim)
@@ -236,7 +264,6 @@ def main(argv: list[str] | None = None) -> int:
         paths = tpch_inputs(spark, data, args.tpch_scale)
         workloads["tpch"] = lambda prov: tpch(prov, paths, args.tpch_values)
         input_rows["tpch"] = tpch_rows(spark, paths)
-    bootstrap = os.environ.get(defaults.ENV_KAFKA_BOOTSTRAP, defaults.KAFKA_BOOTSTRAP)
     modes = [m for m in args.modes.split(",") if m]
     if modes[0] != "plain" or len(modes) < 2:
         parser.error("--modes starts with plain and names at least one capture mode")

@@ -46,7 +46,14 @@ final class Aggregation {
     if (keys.isEmpty() && aggregated.isEmpty()) {
       throw new UnsupportedPlan("an aggregate with neither keys nor aggregates");
     }
-    Placed child = at.materialize(at.place(node.child()));
+    // Members that are a join's rows travel as the join's pairs of positions (frame.py's
+    // materialize_with_origin): the join's capture point is placed, its pair kept for the members.
+    Placed placed = at.place(node.child());
+    Pending join = placed.pending() != null && placed.pending().plan().kind().equals("join")
+        ? placed.pending() : null;
+    List<Attribute> pair = join == null ? List.of()
+        : List.of((Attribute) join.inputs().get(1), (Attribute) join.inputs().get(2));
+    Placed child = at.materialize(placed, pair);
     CaptureRun run = at.run();
     String key = run.nextKey("group");
     Alias group = TapPlacement.alias(
@@ -68,9 +75,17 @@ final class Aggregation {
       salts.add(Salts.salt(key, i, "aggregate"));
     }
     List<String> origins = child.origin().isEmpty() ? List.of() : List.of(child.origin());
+    String pairKey = "";
+    if (join != null) {
+      inputs.addAll(List.of("left", "right"));
+      types.addAll(List.of("id", "id"));
+      values.addAll(pair);
+      pairKey = join.plan().key();
+      origins = join.plan().origins();
+    }
     TapPlan memberTap = at.tapPlan("member", key + ":members", "", List.of(), inputs, types,
         TapPlacement.Placement.split(""), key, List.of(), List.of(), aggregated.size(), origins,
-        false);
+        pairKey, false);
     LogicalPlan tapped = new Filter(
         new TapExpression(values, new Tap(memberTap, run.sink(), run.counts())), members);
 

@@ -237,25 +237,44 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       String relation = relationName(leaf);
       String key = run.nextKey("source:" + relation);
       long mask = NodeIds.seed(run.runId(), key);
-      FilePositions files = FilePositions.of(leaf);
-      LogicalPlan scan = leaf;
-      Alias rowno;
-      if (files != null) {
-        scan = files.scan();
-        rowno = alias(files.position(), "rowno");
-        run.sourceFiles(relation, files.files(), mask);
-      } else {
-        rowno = alias(new MonotonicallyIncreasingID(), "rowno");
-      }
-      Alias id = alias(new BitwiseXor(rowno.toAttribute(), new RunConstant(mask)), "id");
-      LogicalPlan numbered = project(scan, leaf.output(), rowno);
-      LogicalPlan plan = project(numbered, numbered.output(), id);
       List<Attribute> visible = attributes(leaf.output());
       TapPlan tap = tapPlan("source", key, relation, uniqueNames(visible),
           List.of("id", "rowno"), List.of("id", "id"), split(relation), "", List.of(), List.of(),
           true);
+      FilePositions files = FilePositions.of(leaf);
+      if (files != null) {
+        run.sourceFiles(relation, files.files(), mask);
+        return filePositioned(files, tap, mask, visible, key);
+      }
+      // A partition and offset: numbered once, below the capture point (the counter moves with
+      // every evaluation, so the tap and the id read the one column).
+      Alias rowno = alias(new MonotonicallyIncreasingID(), "rowno");
+      Alias id = alias(new BitwiseXor(rowno.toAttribute(), new RunConstant(mask)), "id");
+      LogicalPlan numbered = project(leaf, leaf.output(), rowno);
+      LogicalPlan plan = project(numbered, numbered.output(), id);
       Pending pending = new Pending(tap, List.of(id.toAttribute(), rowno.toAttribute()), visible);
       return materialize(new Placed(plan, visible, id.toAttribute(), pending, key));
+    }
+
+    /**
+     * A file source: the capture point right over the scan, reading the position and the id as
+     * expressions, and the id projected above it, as the optimizer leaves a ProvenanceSession's
+     * source: a filter over the source then goes between the two ({@link #passThrough}), where
+     * {@link SourceFiltersFirst} finds it and runs it first, and {@link SourceRowsOnce} finds
+     * the capture point's positions.
+     */
+    private Placed filePositioned(FilePositions files, TapPlan tap, long mask,
+        List<Attribute> visible, String key) {
+      Expression id = new BitwiseXor(files.position(), new RunConstant(mask));
+      List<Expression> inputs = new ArrayList<>(List.of(id, files.position()));
+      inputs.addAll(visible);
+      LogicalPlan tapped = new Filter(
+          new TapExpression(inputs, new Tap(tap, run.sink(), run.counts())), files.scan());
+      Alias idColumn = alias(id, "id");
+      List<NamedExpression> columns = new ArrayList<>(visible);
+      columns.add(idColumn);
+      return new Placed(new Project(seq(columns), tapped), visible, idColumn.toAttribute(), null,
+          key);
     }
 
     /** A projection: each row keeps its node; a fresh node not placed yet moves past it, so the
@@ -289,7 +308,14 @@ public final class TapPlacement extends Rule<LogicalPlan> {
     /** Filters, sorts, limits, repartitions: each row keeps its node. */
     private Placed passThrough(LogicalPlan node) {
       Placed child = materialize(place(node.children().head()));
-      LogicalPlan plan = node.withNewChildren(seq(List.of(child.plan())));
+      LogicalPlan plan;
+      if (node instanceof Filter filter && child.plan() instanceof Project p
+          && p.child() instanceof Filter tap && SourceFiltersFirst.isSourceTap(tap.condition())) {
+        // A filter over a file source: below the id's projection, over its capture point.
+        plan = p.withNewChildren(seq(List.of(filter.withNewChildren(seq(List.of(tap))))));
+      } else {
+        plan = node.withNewChildren(seq(List.of(child.plan())));
+      }
       return new Placed(plan, attributes(node.output()), child.id(), null, child.origin());
     }
 
@@ -318,6 +344,14 @@ public final class TapPlacement extends Rule<LogicalPlan> {
     /** {@code placed} with its pending capture point placed, keeping its visible columns and
      * id only. */
     Placed materialize(Placed placed) {
+      return materialize(placed, List.of());
+    }
+
+    /** As {@link #materialize(Placed)}, keeping {@code kept} hidden columns too (a join's pair,
+     * for the members above it). A source's capture point stays the top of its plan, with no
+     * projection above it: a filter over the source then meets it there and runs first
+     * ({@link SourceFiltersFirst}), as it does over a ProvenanceSession's source. */
+    Placed materialize(Placed placed, List<Attribute> kept) {
       Pending pending = placed.pending();
       if (pending == null) {
         return placed;
@@ -326,9 +360,13 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       inputs.addAll(pending.attributes());
       Tap tap = new Tap(pending.plan(), run.sink(), run.counts());
       LogicalPlan tapped = new Filter(new TapExpression(inputs, tap), placed.plan());
-      List<NamedExpression> kept = new ArrayList<>(placed.visible());
-      kept.add(placed.id());
-      return new Placed(new Project(seq(kept), tapped), placed.visible(), placed.id(), null,
+      if (pending.plan().kind().equals("source")) {
+        return new Placed(tapped, placed.visible(), placed.id(), null, placed.origin());
+      }
+      List<NamedExpression> columns = new ArrayList<>(placed.visible());
+      columns.add(placed.id());
+      columns.addAll(kept);
+      return new Placed(new Project(seq(columns), tapped), placed.visible(), placed.id(), null,
           placed.origin());
     }
 
@@ -343,9 +381,17 @@ public final class TapPlacement extends Rule<LogicalPlan> {
         List<String> inputs, List<String> types, String[] split, String groupKey,
         List<String> functions, List<Long> salts, int aggregates, List<String> origins,
         boolean valuesRead) {
+      return tapPlan(kind, key, relation, attributes, inputs, types, split, groupKey, functions,
+          salts, aggregates, origins, "", valuesRead);
+    }
+
+    TapPlan tapPlan(String kind, String key, String relation, List<String> attributes,
+        List<String> inputs, List<String> types, String[] split, String groupKey,
+        List<String> functions, List<Long> salts, int aggregates, List<String> origins,
+        String pairKey, boolean valuesRead) {
       return new TapPlan(kind, key, run.runId(), run.workflow(), relation, attributes, inputs,
           types, List.of(split), "", 0L, functions, groupKey, kind.equals("member"), aggregates,
-          salts, origins, "", run.rowsPerMessage(), CaptureRun.MAX_TEXT_BYTES, valuesRead);
+          salts, origins, pairKey, run.rowsPerMessage(), CaptureRun.MAX_TEXT_BYTES, valuesRead);
     }
 
     CaptureRun run() {
