@@ -75,7 +75,11 @@ public final class CaptureRun {
     sc.addSparkListener(new SparkListener() {
       @Override
       public void onApplicationEnd(SparkListenerApplicationEnd end) {
-        finish();
+        try {
+          finish();
+        } finally {
+          forget(sc);
+        }
       }
     });
   }
@@ -138,6 +142,10 @@ public final class CaptureRun {
   /** The run of {@code sc}'s application, made on first use. */
   public static synchronized CaptureRun of(SparkContext sc) {
     return RUNS.computeIfAbsent(sc, CaptureRun::new);
+  }
+
+  private static synchronized void forget(SparkContext sc) {
+    RUNS.remove(sc);
   }
 
   private static Sink sink(SparkContext sc, SparkConf conf) {

@@ -10,6 +10,7 @@ import org.apache.spark.SparkContext;
 import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.BitwiseXor;
+import org.apache.spark.sql.catalyst.expressions.DynamicPruningSubquery;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.IsNull;
 import org.apache.spark.sql.catalyst.expressions.MonotonicallyIncreasingID;
@@ -50,7 +51,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * aggregated column). Any other operator fails the query with {@link UnsupportedPlan} naming it:
  * never a result without its lineage. Plans left as they are: when {@value #CONF} is false, when
  * the driver thread's local property {@value #SKIP} is true (sparkprov's own queries), commands,
- * subquery plans, and plans that hold a capture point already (a {@code ProvenanceSession}'s).
+ * subquery plans, streaming plans, and plans that hold a capture point already (a {@code
+ * ProvenanceSession}'s). A dynamic partition pruning subquery only filters a scan's files: the
+ * rows it lets through keep their lineage, so it stays as it is.
  */
 public final class TapPlacement extends Rule<LogicalPlan> {
   public static final TapPlacement INSTANCE = new TapPlacement();
@@ -80,7 +83,7 @@ public final class TapPlacement extends Rule<LogicalPlan> {
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
     if (!ExtraOptimizations.enabled(CONF) || skipped() || plan instanceof Subquery
-        || holdsTap(plan)) {
+        || plan.isStreaming() || holdsTap(plan)) {
       return plan;
     }
     if (plan instanceof InsertIntoHadoopFsRelationCommand write) { // df.write to files
@@ -206,7 +209,7 @@ public final class TapPlacement extends Rule<LogicalPlan> {
     Placed place(LogicalPlan node) {
       for (Expression e : CollectionConverters.asJava(node.expressions())) {
         for (Expression sub : PlanFacts.subtree(e)) {
-          if (sub instanceof SubqueryExpression) {
+          if (sub instanceof SubqueryExpression && !(sub instanceof DynamicPruningSubquery)) {
             throw new UnsupportedPlan("a " + sub.getClass().getSimpleName() + " expression");
           }
         }
