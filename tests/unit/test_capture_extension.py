@@ -34,14 +34,17 @@ CAPTURED = [
     "empty_total",
     "self_join",
     "outputs_computed_from_keys",
+    "distinct_union",
 ]
 EXTRA = {
     "filter_project": "SELECT oid, amount * 2 AS twice FROM orders WHERE amount > 2",
     "distinct_keys": "SELECT DISTINCT city FROM customers",
     "full_outer": """
         SELECT c.name, o.oid FROM customers c FULL OUTER JOIN orders o ON o.cust = c.id""",
+    "union_all_of_a_view_with_itself": """
+        SELECT oid, amount FROM orders UNION ALL SELECT oid, amount FROM orders""",
 }
-REFUSED = {"in_subquery": "a LeftSemi join", "distinct_union": "the plan operator Union"}
+REFUSED = {"in_subquery": "a LeftSemi join", "rank_in_city": "the plan operator Window"}
 
 
 @pytest.fixture(scope="module")

@@ -104,7 +104,7 @@ final class Aggregation {
     TapPlan groupTap = at.tapPlan("group", key, "", List.of(), groupInputs, groupTypes,
         TapPlacement.Placement.split(""), "", functions, salts, 0, List.of(), false);
     return new Placed(grouped, TapPlacement.attributes(node.output()), id,
-        new Pending(groupTap, groupValues, List.of()), "");
+        new Pending(groupTap, groupValues, List.of()), "", java.util.Set.of(key));
   }
 
   /** The aggregated output columns, in order; a column that is a key or a function of the keys
