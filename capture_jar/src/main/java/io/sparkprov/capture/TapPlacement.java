@@ -47,7 +47,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * limits and repartitions (a row keeps its node), inner, cross and outer joins (a TIMES per
  * pair), aggregates of one-input functions (members, a DELTA per group, an AGGREGATE per
  * aggregated column) and unions (a row keeps its node, or a later side gets a PLUS per row
- * where the sides may hold the same nodes). Any other operator fails the query with {@link UnsupportedPlan} naming it:
+ * where the sides may hold the same nodes), left semi joins (a TIMES of the row and its
+ * matches) and left anti joins (a row keeps its node; an excluded one is recorded, {@link
+ * SemiJoins}). Any other operator fails the query with {@link UnsupportedPlan} naming it:
  * never a result without its lineage. Plans left as they are: when {@value #CONF} is false, when
  * the driver thread's local property {@value #SKIP} is true (sparkprov's own queries), commands,
  * subquery plans, and plans that hold a capture point already (a {@code ProvenanceSession}'s).
@@ -247,9 +249,17 @@ public final class TapPlacement extends Rule<LogicalPlan> {
     }
 
     /** Inner, cross and outer joins: a TIMES node per joined row, fed by its rows (of its one
-     * side where an outer join found no partner): frame.py's join. */
+     * side where an outer join found no partner): frame.py's join. Semi and anti joins: {@link
+     * SemiJoins}. */
     private Placed join(Join j) {
       String type = j.joinType().toString();
+      if (type.equals("LeftSemi") || type.equals("LeftAnti")) {
+        return SemiJoins.place(this, j);
+      }
+      if (type.startsWith("ExistenceJoin")) {
+        throw new UnsupportedPlan("an ExistenceJoin (EXISTS or IN under OR: plan capture reads"
+            + " its left side twice, as a semi and an anti join)");
+      }
       if (!Set.of("Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter").contains(type)) {
         throw new UnsupportedPlan("a " + type + " join");
       }
