@@ -38,6 +38,8 @@ CAPTURED = [
     "distinct_union",
     "in_subquery",
     "not_exists",
+    "rollup_with_grouping",
+    "cube",
 ]
 EXTRA = {
     "filter_project": "SELECT oid, amount * 2 AS twice FROM orders WHERE amount > 2",
@@ -50,6 +52,7 @@ EXTRA = {
 REFUSED = {
     "exists_under_or": "an ExistenceJoin",
     "rank_in_city": "the plan operator Window",
+    "distinct_beside_plain": "(DISTINCT or FILTER)",
 }
 
 

@@ -46,7 +46,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * <p>Handled: leaves (sources, positioned by partition and offset), Filter, Project, Sort,
  * limits and repartitions (a row keeps its node), inner, cross and outer joins (a TIMES per
  * pair), aggregates of one-input functions (members, a DELTA per group, an AGGREGATE per
- * aggregated column) and unions (a row keeps its node, or a later side gets a PLUS per row
+ * aggregated column; over grouping sets too) and unions (a row keeps its node, or a later side gets a PLUS per row
  * where the sides may hold the same nodes), left semi joins (a TIMES of the row and its
  * matches) and left anti joins (a row keeps its node; an excluded one is recorded, {@link
  * SemiJoins}). Any other operator fails the query with {@link UnsupportedPlan} naming it:
