@@ -40,6 +40,7 @@ CAPTURED = [
     "not_exists",
     "rollup_with_grouping",
     "cube",
+    "exists_under_or",
 ]
 EXTRA = {
     "filter_project": "SELECT oid, amount * 2 AS twice FROM orders WHERE amount > 2",
@@ -50,7 +51,6 @@ EXTRA = {
         SELECT oid, amount FROM orders UNION ALL SELECT oid, amount FROM orders""",
 }
 REFUSED = {
-    "exists_under_or": "an ExistenceJoin",
     "rank_in_city": "the plan operator Window",
     "distinct_beside_plain": "(DISTINCT or FILTER)",
 }

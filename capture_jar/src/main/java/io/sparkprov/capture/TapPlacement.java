@@ -46,13 +46,14 @@ import scala.jdk.javaapi.CollectionConverters;
  * <p>Handled: leaves (sources, positioned by partition and offset), Filter, Project, Sort,
  * limits and repartitions (a row keeps its node), inner, cross and outer joins (a TIMES per
  * pair), aggregates of one-input functions (members, a DELTA per group, an AGGREGATE per
- * aggregated column; over grouping sets too) and unions (a row keeps its node, or a later side gets a PLUS per row
- * where the sides may hold the same nodes), left semi joins (a TIMES of the row and its
- * matches) and left anti joins (a row keeps its node; an excluded one is recorded, {@link
- * SemiJoins}). Any other operator fails the query with {@link UnsupportedPlan} naming it:
- * never a result without its lineage. Plans left as they are: when {@value #CONF} is false, when
- * the driver thread's local property {@value #SKIP} is true (sparkprov's own queries), commands,
- * subquery plans, and plans that hold a capture point already (a {@code ProvenanceSession}'s).
+ * aggregated column; over grouping sets too), unions (a row keeps its node, or a later side
+ * gets a PLUS per row where the sides may hold the same nodes), left semi joins (a TIMES of the
+ * row and its matches), left anti joins (a row keeps its node; an excluded one is recorded) and
+ * existence joins (either, by row: {@link SemiJoins}). Any other operator fails the query with
+ * {@link UnsupportedPlan} naming it: never a result without its lineage. Plans left as they
+ * are: when {@value #CONF} is false, when the driver thread's local property {@value #SKIP} is
+ * true (sparkprov's own queries), commands, subquery plans, and plans that hold a capture point
+ * already (a {@code ProvenanceSession}'s).
  */
 public final class TapPlacement extends Rule<LogicalPlan> {
   public static final TapPlacement INSTANCE = new TapPlacement();
@@ -253,12 +254,8 @@ public final class TapPlacement extends Rule<LogicalPlan> {
      * SemiJoins}. */
     private Placed join(Join j) {
       String type = j.joinType().toString();
-      if (type.equals("LeftSemi") || type.equals("LeftAnti")) {
+      if (Set.of("LeftSemi", "LeftAnti").contains(type) || type.startsWith("ExistenceJoin")) {
         return SemiJoins.place(this, j);
-      }
-      if (type.startsWith("ExistenceJoin")) {
-        throw new UnsupportedPlan("an ExistenceJoin (EXISTS or IN under OR: plan capture reads"
-            + " its left side twice, as a semi and an anti join)");
       }
       if (!Set.of("Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter").contains(type)) {
         throw new UnsupportedPlan("a " + type + " join");
