@@ -26,11 +26,21 @@ CAPTURE = "spark.sparkprov.capture"
 class _Messages:
     """The extension's memory sink, as bench.tpc_sql.oracle.emitted_graph reads an emitter."""
 
-    def __init__(self, run: Any) -> None:
+    def __init__(self, run: Any, start: int = 0, end: int | None = None) -> None:
         self._run = run
+        self._slice = slice(start, end)  # one query's messages
 
     def messages(self) -> list[tuple[bytes, bytes]]:
-        return [(b"", bytes(v)) for v in self._run.memory()]
+        return [(b"", bytes(v)) for v in list(self._run.memory())[self._slice]]
+
+
+def _tokens(nodes: dict[int, Any], graph: Any, node: int) -> list[str]:
+    """The sorted labels of the TOKEN nodes ``node`` reaches back to (itself included)."""
+    return sorted(
+        f"{nodes[a]['relation']}#{nodes[a]['label']}"
+        for a in nx.ancestors(graph, node) | {node}
+        if nodes[a]["op"] == "TOKEN"
+    )
 
 
 def lineage(emitter: Any, relation: str) -> list[list[Any]]:
@@ -49,13 +59,29 @@ def lineage(emitter: Any, relation: str) -> list[list[Any]]:
             for k, v in node["props"].items()
             if k.startswith(ATTRIBUTE_PREFIX)
         }
-        tokens = sorted(
-            f"{nodes[a]['relation']}#{nodes[a]['label']}"
-            for a in nx.ancestors(graph, i)
-            if nodes[a]["op"] == "TOKEN"
-        )
-        out.append([sorted(values.items()), tokens])
+        out.append([sorted(values.items()), _tokens(nodes, graph, i)])
     return sorted(out, key=repr)
+
+
+def exclusions(emitter: Any) -> list[list[list[str]]]:
+    """Per EXCLUDED node (a row an anti join dropped, which no output row reaches): the labels
+    of the source rows the dropped row reaches back to, then those of its match (the parent
+    whose id is the node's value); sorted."""
+    from bench.tpc_sql.oracle import emitted_graph
+
+    nodes, graph = emitted_graph(emitter)
+    out = []
+    for i, n in nodes.items():
+        if n["op"] == "EXCLUDED":
+            match = int(n["value"])
+            dropped = [p for p in graph.predecessors(i) if p != match]
+            out.append(
+                [
+                    sorted(t for p in dropped for t in _tokens(nodes, graph, p)),
+                    _tokens(nodes, graph, match),
+                ]
+            )
+    return sorted(out)
 
 
 def shape(emitter: Any, relation: str) -> dict[str, int]:
@@ -200,7 +226,7 @@ def main(jar: str, queries_path: str, out_path: str) -> None:
         spark.conf.set(CAPTURE, "false")
         plain = [list(r) for r in query().collect()]
         spark.conf.set(CAPTURE, "true")
-        before = run.totals()
+        before, start = run.totals(), len(run.memory())
         try:
             df = query()
             rows = [list(r) for r in df.collect()]
@@ -208,7 +234,7 @@ def main(jar: str, queries_path: str, out_path: str) -> None:
         except Exception as e:  # the error the extension raised, for the test to read
             results[name] = {"error": str(e)}
             continue
-        after = run.totals()
+        after, end = run.totals(), len(run.memory())
         result = str(run.lastResult())
         spark.conf.set(CAPTURE, "false")
         emitter = MemoryEmitter(spark)
@@ -223,6 +249,8 @@ def main(jar: str, queries_path: str, out_path: str) -> None:
             "result": result,
             "reference": lineage(emitter, "Out"),
             "reference_shape": shape(emitter, "Out"),
+            "reference_exclusions": exclusions(emitter),
+            "exclusions": exclusions(_Messages(run, start, end)),
         }
     results["__write__"] = written(spark, run, str(Path(out_path).parent / "big_orders.parquet"))
     run.finish()

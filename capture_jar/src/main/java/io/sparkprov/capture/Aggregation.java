@@ -29,18 +29,19 @@ import scala.jdk.javaapi.CollectionConverters;
  * gives each group a DELTA node and an AGGREGATE node per aggregated column. A DISTINCT (keys,
  * no aggregates) is a DELTA per distinct key, fed by its copies. Over no keys, the one group's
  * id is a constant of the run, added above the aggregation so that an empty input still gives
- * Spark's one row.
+ * Spark's one row. Over grouping sets, the Expand below copies each row once per set, keeping
+ * its node.
  */
 final class Aggregation {
+  /** The grouping id column of grouping sets (Spark's VirtualColumn.groupingIdName). */
+  private static final String GROUPING_ID = "spark_grouping_id";
+
   private Aggregation() {}
 
   /** One aggregated output column: the function's name and its one input. */
   private record Aggregated(Attribute output, String function, Expression input) {}
 
   static Placed place(TapPlacement.Placement at, Aggregate node) {
-    if (node.child() instanceof Expand) {
-      throw new UnsupportedPlan("an aggregate over grouping sets (ROLLUP, CUBE, GROUPING SETS)");
-    }
     List<Expression> keys = new ArrayList<>(CollectionConverters.asJava(node.groupingExpressions()));
     List<Aggregated> aggregated = aggregated(node, keys);
     if (keys.isEmpty() && aggregated.isEmpty()) {
@@ -48,12 +49,19 @@ final class Aggregation {
     }
     // Members that are a join's rows travel as the join's pairs of positions (frame.py's
     // materialize_with_origin): the join's capture point is placed, its pair kept for the members.
-    Placed placed = at.place(node.child());
-    Pending join = placed.pending() != null && placed.pending().plan().kind().equals("join")
-        ? placed.pending() : null;
-    List<Attribute> pair = join == null ? List.of()
-        : List.of((Attribute) join.inputs().get(1), (Attribute) join.inputs().get(2));
-    Placed child = at.materialize(placed, pair);
+    Pending join = null;
+    List<Attribute> pair = List.of();
+    Placed child;
+    if (node.child() instanceof Expand e) {
+      child = groupingSets(at, e);
+    } else {
+      Placed placed = at.place(node.child());
+      if (placed.pending() != null && placed.pending().plan().kind().equals("join")) {
+        join = placed.pending();
+        pair = List.of((Attribute) join.inputs().get(1), (Attribute) join.inputs().get(2));
+      }
+      child = at.materialize(placed, pair);
+    }
     CaptureRun run = at.run();
     String key = run.nextKey("group");
     Alias group = TapPlacement.alias(
@@ -119,7 +127,39 @@ final class Aggregation {
     TapPlan groupTap = at.tapPlan("group", key, "", List.of(), groupInputs, groupTypes,
         TapPlacement.Placement.split(""), "", functions, salts, 0, List.of(), false);
     return new Placed(grouped, TapPlacement.attributes(node.output()), id,
-        new Pending(groupTap, groupValues, List.of()), "");
+        new Pending(groupTap, groupValues, List.of()), "", java.util.Set.of(key));
+  }
+
+  /**
+   * The Expand of grouping sets (ROLLUP, CUBE, GROUPING SETS) below an aggregate
+   * (plan_capture.py's {@code _Expand}): each input row once per grouping set, every copy keeping
+   * the row's node, so it is a member of one group per set; the grouping id is a key like any
+   * other, so the sets' groups stay apart. The Expand that Spark writes for distinct aggregates
+   * beside other aggregates (RewriteDistinctAggregates, no grouping id) fails naming it.
+   */
+  private static Placed groupingSets(TapPlacement.Placement at, Expand node) {
+    boolean sets = false;
+    for (Attribute a : CollectionConverters.asJava(node.output())) {
+      sets |= a.name().equals(GROUPING_ID);
+    }
+    if (!sets) {
+      throw new UnsupportedPlan("the Expand of distinct aggregates beside other aggregates"
+          + " (each aggregate's rows are copied apart)");
+    }
+    Placed child = at.materialize(at.place(node.child()));
+    List<scala.collection.immutable.Seq<Expression>> projections = new ArrayList<>();
+    for (scala.collection.Seq<Expression> p : CollectionConverters.asJava(node.projections())) {
+      List<Expression> copy = new ArrayList<>(CollectionConverters.asJava(p));
+      copy.add(child.id());
+      projections.add(TapPlacement.seq(copy));
+    }
+    List<Attribute> output = TapPlacement.attributes(node.output());
+    Attribute id = TapPlacement.alias(child.id(), "id").toAttribute();
+    output.add(id);
+    LogicalPlan expanded = new Expand(TapPlacement.seq(projections), TapPlacement.seq(output),
+        child.plan());
+    return new Placed(expanded, TapPlacement.attributes(node.output()), id, null, child.origin(),
+        child.idKeys());
   }
 
   /** The aggregated output columns, in order; a column that is a key or a function of the keys

@@ -31,6 +31,7 @@ import org.apache.spark.sql.catalyst.plans.logical.Repartition;
 import org.apache.spark.sql.catalyst.plans.logical.RepartitionByExpression;
 import org.apache.spark.sql.catalyst.plans.logical.Sort;
 import org.apache.spark.sql.catalyst.plans.logical.Subquery;
+import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand;
 import org.apache.spark.sql.execution.datasources.WriteFiles;
@@ -47,13 +48,17 @@ import scala.jdk.javaapi.CollectionConverters;
  *
  * <p>Handled: leaves (sources, positioned by partition and offset), Filter, Project, Sort,
  * limits and repartitions (a row keeps its node), inner, cross and outer joins (a TIMES per
- * pair), and aggregates of one-input functions (members, a DELTA per group, an AGGREGATE per
- * aggregated column). Any other operator fails the query with {@link UnsupportedPlan} naming it:
- * never a result without its lineage. Plans left as they are: when {@value #CONF} is false, when
- * the driver thread's local property {@value #SKIP} is true (sparkprov's own queries), commands,
- * subquery plans, streaming plans, and plans that hold a capture point already (a {@code
- * ProvenanceSession}'s). A dynamic partition pruning subquery only filters a scan's files: the
- * rows it lets through keep their lineage, so it stays as it is.
+ * pair), aggregates of one-input functions (members, a DELTA per group, an AGGREGATE per
+ * aggregated column; over grouping sets too), unions (a row keeps its node, or a later side
+ * gets a PLUS per row where the sides may hold the same nodes), left semi joins (a TIMES of the
+ * row and its matches), left anti joins (a row keeps its node; an excluded one is recorded) and
+ * existence joins (either, by row: {@link SemiJoins}). Any other operator fails the query with
+ * {@link UnsupportedPlan} naming it: never a result without its lineage. Plans left as they
+ * are: when {@value #CONF} is false, when the driver thread's local property {@value #SKIP} is
+ * true (sparkprov's own queries), commands, subquery plans, streaming plans, and plans that hold
+ * a capture point already (a {@code ProvenanceSession}'s). A dynamic partition pruning subquery
+ * only filters a scan's files: the rows it lets through keep their lineage, so it stays as it
+ * is.
  */
 public final class TapPlacement extends Rule<LogicalPlan> {
   public static final TapPlacement INSTANCE = new TapPlacement();
@@ -154,10 +159,12 @@ public final class TapPlacement extends Rule<LogicalPlan> {
    * A rewritten node: its plan (the node's output, then hidden columns), the attribute holding
    * each row's node id, the capture point that still has to publish the rows' fresh nodes (so
    * the root can name them), and the source key whose TOKEN ids the id column holds as they
-   * are ("" when none: a join then sends that side as ids, not positions).
+   * are ("" when none: a join then sends that side as ids, not positions), and the capture keys
+   * of the nodes the id column may hold (frame.py's {@code id_keys}: a union whose sides may
+   * hold the same node gives the later side fresh nodes, {@link Unions}).
    */
   record Placed(LogicalPlan plan, List<Attribute> visible, Attribute id, Pending pending,
-      String origin) {}
+      String origin, Set<String> idKeys) {}
 
   /** A capture point not placed yet: its plan and its input expressions, in the plan's order. */
   record Pending(TapPlan plan, List<Expression> inputs, List<Attribute> attributes) {
@@ -189,17 +196,9 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       Placed named;
       if (top.pending() != null && top.pending().plan().relation().isEmpty()) {
         named = new Placed(top.plan(), visible, top.id(),
-            top.pending().named(relation, names, visible, split(relation)), "");
+            top.pending().named(relation, names, visible, split(relation)), "", top.idKeys());
       } else {
-        Placed parent = materialize(top);
-        String key = run.nextKey("named:" + relation);
-        Alias id = alias(nodeId(key, parent.id()), "id");
-        LogicalPlan p = project(parent.plan(), parent.plan().output(), id);
-        List<String> origins = parent.origin().isEmpty() ? List.of() : List.of(parent.origin());
-        TapPlan tap = tapPlan("plus", key, relation, names, List.of("id", "parent"),
-            List.of("id", "id"), split(relation), "", List.of(), origins, false);
-        named = new Placed(p, visible, id.toAttribute(),
-            new Pending(tap, List.of(id.toAttribute(), parent.id()), visible), "");
+        named = plus(materialize(top), run.nextKey("named:" + relation), relation, names);
       }
       Placed done = materialize(named);
       return new Project(seq(new ArrayList<NamedExpression>(CollectionConverters.asJava(plan.output()))),
@@ -231,6 +230,9 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       if (node instanceof Aggregate a) {
         return Aggregation.place(this, a);
       }
+      if (node instanceof Union u) {
+        return Unions.place(this, u);
+      }
       throw new UnsupportedPlan("the plan operator " + node.nodeName());
     }
 
@@ -256,7 +258,7 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       LogicalPlan numbered = project(leaf, leaf.output(), rowno);
       LogicalPlan plan = project(numbered, numbered.output(), id);
       Pending pending = new Pending(tap, List.of(id.toAttribute(), rowno.toAttribute()), visible);
-      return materialize(new Placed(plan, visible, id.toAttribute(), pending, key));
+      return materialize(new Placed(plan, visible, id.toAttribute(), pending, key, Set.of(key)));
     }
 
     /**
@@ -277,7 +279,7 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       List<NamedExpression> columns = new ArrayList<>(visible);
       columns.add(idColumn);
       return new Placed(new Project(seq(columns), tapped), visible, idColumn.toAttribute(), null,
-          key);
+          key, Set.of(key));
     }
 
     /** A projection: each row keeps its node; a fresh node not placed yet moves past it, so the
@@ -305,7 +307,7 @@ public final class TapPlacement extends Rule<LogicalPlan> {
         }
       }
       return new Placed(new Project(seq(list), child.plan()), attributes(p.output()), child.id(),
-          child.pending(), child.origin());
+          child.pending(), child.origin(), child.idKeys());
     }
 
     /** Filters, sorts, limits, repartitions: each row keeps its node. */
@@ -319,13 +321,18 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       } else {
         plan = node.withNewChildren(seq(List.of(child.plan())));
       }
-      return new Placed(plan, attributes(node.output()), child.id(), null, child.origin());
+      return new Placed(plan, attributes(node.output()), child.id(), null, child.origin(),
+          child.idKeys());
     }
 
     /** Inner, cross and outer joins: a TIMES node per joined row, fed by its rows (of its one
-     * side where an outer join found no partner): frame.py's join. */
+     * side where an outer join found no partner): frame.py's join. Semi and anti joins: {@link
+     * SemiJoins}. */
     private Placed join(Join j) {
       String type = j.joinType().toString();
+      if (Set.of("LeftSemi", "LeftAnti").contains(type) || type.startsWith("ExistenceJoin")) {
+        return SemiJoins.place(this, j);
+      }
       if (!Set.of("Inner", "Cross", "LeftOuter", "RightOuter", "FullOuter").contains(type)) {
         throw new UnsupportedPlan("a " + type + " join");
       }
@@ -341,7 +348,7 @@ public final class TapPlacement extends Rule<LogicalPlan> {
           List.of("id", "id", "id"), split(""), "", List.of(),
           List.of(left.origin(), right.origin()), false);
       Pending pending = new Pending(tap, List.of(id.toAttribute(), l, r), List.of());
-      return new Placed(plan, attributes(j.output()), id.toAttribute(), pending, "");
+      return new Placed(plan, attributes(j.output()), id.toAttribute(), pending, "", Set.of(key));
     }
 
     /** {@code placed} with its pending capture point placed, keeping its visible columns and
@@ -364,13 +371,28 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       Tap tap = new Tap(pending.plan(), run.sink(), run.counts());
       LogicalPlan tapped = new Filter(new TapExpression(inputs, tap), placed.plan());
       if (pending.plan().kind().equals("source")) {
-        return new Placed(tapped, placed.visible(), placed.id(), null, placed.origin());
+        return new Placed(tapped, placed.visible(), placed.id(), null, placed.origin(),
+            placed.idKeys());
       }
       List<NamedExpression> columns = new ArrayList<>(placed.visible());
       columns.add(placed.id());
       columns.addAll(kept);
       return new Placed(new Project(seq(columns), tapped), placed.visible(), placed.id(), null,
-          placed.origin());
+          placed.origin(), placed.idKeys());
+    }
+
+    /** {@code parent}'s rows as fresh PLUS nodes (key {@code key}), each fed by its row, named
+     * {@code relation} with {@code names} when one is given (frame.py's {@code _fresh} with a
+     * PlusSpec): not placed yet. */
+    Placed plus(Placed parent, String key, String relation, List<String> names) {
+      Alias id = alias(nodeId(key, parent.id()), "id");
+      LogicalPlan p = project(parent.plan(), parent.plan().output(), id);
+      List<String> origins = parent.origin().isEmpty() ? List.of() : List.of(parent.origin());
+      TapPlan tap = tapPlan("plus", key, relation, names, List.of("id", "parent"),
+          List.of("id", "id"), split(relation), "", List.of(), origins, false);
+      List<Attribute> kept = relation.isEmpty() ? List.of() : parent.visible();
+      return new Placed(p, parent.visible(), id.toAttribute(),
+          new Pending(tap, List.of(id.toAttribute(), parent.id()), kept), "", Set.of(key));
     }
 
     TapPlan tapPlan(String kind, String key, String relation, List<String> attributes,

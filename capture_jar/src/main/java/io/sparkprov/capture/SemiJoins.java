@@ -1,0 +1,184 @@
+package io.sparkprov.capture;
+
+import io.sparkprov.capture.TapPlacement.Pending;
+import io.sparkprov.capture.TapPlacement.Placed;
+import io.sparkprov.shared.Salts;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.If;
+import org.apache.spark.sql.catalyst.expressions.IsNotNull;
+import org.apache.spark.sql.catalyst.expressions.IsNull;
+import org.apache.spark.sql.catalyst.expressions.MonotonicallyIncreasingID;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.Or;
+import org.apache.spark.sql.catalyst.expressions.aggregate.CollectList;
+import org.apache.spark.sql.catalyst.expressions.aggregate.First;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Min;
+import org.apache.spark.sql.catalyst.plans.ExistenceJoin;
+import org.apache.spark.sql.catalyst.plans.Inner$;
+import org.apache.spark.sql.catalyst.plans.JoinType;
+import org.apache.spark.sql.catalyst.plans.LeftOuter$;
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.Join;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+
+/**
+ * Left semi, left anti and existence joins (capture_agent/joins.py, on a condition, as plan
+ * capture always joins): the join's rows are no fresh product of both sides, so the join is
+ * rebuilt as the left rows, numbered, paired with the right rows by the join's own condition and
+ * grouped back per left row. A semi join pairs them inner and collects the matches' ids: the
+ * kept row is a TIMES of its left row and the sum of its matches (SemiJoinSpec). An anti join
+ * pairs them left outer and takes the smallest match's id: a row with one gets an EXCLUDED node
+ * (AntiJoinSpec) and is dropped, a row without one is kept with its own node. An existence join
+ * is both, row by row.
+ */
+final class SemiJoins {
+  private SemiJoins() {}
+
+  /** The left rows, once each, under their own attributes and id, as a plan. */
+  private record PerLeftRow(LogicalPlan plan, Attribute left) {}
+
+  static Placed place(TapPlacement.Placement at, Join node) {
+    Placed left = at.materialize(at.place(node.left()));
+    Placed right = at.materialize(at.place(node.right()));
+    if (node.joinType() instanceof ExistenceJoin e) {
+      return existence(at, node, e.exists(), left, right);
+    }
+    return node.joinType().toString().equals("LeftSemi") ? semi(at, node, left, right)
+        : anti(at, node, left, right);
+  }
+
+  /** A semi join's kept rows, each a fresh TIMES node (not placed yet, so the root may name
+   * them): fed by its left row and by its matches (their sum, a PLUS, where more than one). */
+  private static Placed semi(TapPlacement.Placement at, Join node, Placed left, Placed right) {
+    Alias witnesses = witnesses(right);
+    PerLeftRow kept = perLeftRow(node, left, right, Inner$.MODULE$, witnesses);
+    String key = at.run().nextKey("semijoin");
+    Alias id = TapPlacement.alias(at.nodeId(key, kept.left()), "id");
+    LogicalPlan plan = TapPlacement.project(kept.plan(), kept.plan().output(), id);
+    Pending pending = new Pending(semiPlan(at, key),
+        List.of(id.toAttribute(), kept.left(), witnesses.toAttribute()), List.of());
+    return new Placed(plan, left.visible(), id.toAttribute(), pending, "", Set.of(key));
+  }
+
+  /** An anti join's kept rows, which keep their nodes; the capture point before the drop
+   * records each excluded row with the smallest id among its matches. */
+  private static Placed anti(TapPlacement.Placement at, Join node, Placed left, Placed right) {
+    Alias match = match(right);
+    PerLeftRow every = perLeftRow(node, left, right, LeftOuter$.MODULE$, match);
+    String key = at.run().nextKey("antijoin");
+    Alias excluded = TapPlacement.alias(at.nodeId(key, every.left()), "excluded");
+    LogicalPlan plan = TapPlacement.project(every.plan(), every.plan().output(), excluded);
+    LogicalPlan recorded = new Filter(
+        capture(at, antiPlan(at, key), excluded, every.left(), match.toAttribute()), plan);
+    LogicalPlan kept = new Filter(new IsNull(match.toAttribute()), recorded);
+    List<NamedExpression> columns = new ArrayList<>(left.visible());
+    columns.add(every.left());
+    return new Placed(new Project(TapPlacement.seq(columns), kept), left.visible(), every.left(),
+        null, left.origin(), left.idKeys());
+  }
+
+  /**
+   * An ExistenceJoin (EXISTS or IN under OR): each left row with a flag saying whether a right
+   * row matches it. plan_capture.py's {@code _existence} takes the rows with a match as a semi
+   * join and those without as an anti join, in a union; here in one pass over the left rows
+   * paired left outer: a row with a match is a TIMES node of it and its matches (its semi join
+   * capture point sees only such rows) and is recorded as excluded from the anti side; a row
+   * without one keeps its node.
+   */
+  private static Placed existence(TapPlacement.Placement at, Join node, Attribute exists,
+      Placed left, Placed right) {
+    Alias witnesses = witnesses(right);
+    Alias match = match(right);
+    PerLeftRow every = perLeftRow(node, left, right, LeftOuter$.MODULE$, witnesses, match);
+    String semiKey = at.run().nextKey("semijoin");
+    String antiKey = at.run().nextKey("antijoin");
+    Alias times = TapPlacement.alias(at.nodeId(semiKey, every.left()), "times");
+    Alias excluded = TapPlacement.alias(at.nodeId(antiKey, every.left()), "excluded");
+    LogicalPlan plan = TapPlacement.project(every.plan(), every.plan().output(), times, excluded);
+    Attribute matched = match.toAttribute();
+    // Or evaluates its right side only where its left is false: the semi join's capture point
+    // sees the rows with a match alone.
+    LogicalPlan kept = new Filter(new Or(new IsNull(matched),
+        capture(at, semiPlan(at, semiKey), times, every.left(), witnesses.toAttribute())), plan);
+    LogicalPlan recorded = new Filter(
+        capture(at, antiPlan(at, antiKey), excluded, every.left(), matched), kept);
+    Alias flag = new Alias(new IsNotNull(matched), exists.name(), exists.exprId(),
+        exists.qualifier(), scala.Option.empty(), TapPlacement.seq(List.of()));
+    Alias id = TapPlacement.alias(new If(new IsNull(matched), every.left(), times.toAttribute()),
+        "id");
+    List<NamedExpression> columns = new ArrayList<>(left.visible());
+    columns.add(flag);
+    columns.add(id);
+    Set<String> keys = new HashSet<>(left.idKeys());
+    keys.add(semiKey);
+    return new Placed(new Project(TapPlacement.seq(columns), recorded),
+        TapPlacement.attributes(node.output()), id.toAttribute(), null, "", keys);
+  }
+
+  /** The ids of a left row's matches, collected. */
+  private static Alias witnesses(Placed right) {
+    return TapPlacement.alias(new CollectList(right.id()).toAggregateExpression(), "witnesses");
+  }
+
+  /** The smallest id among a left row's matches (null where none matches). */
+  private static Alias match(Placed right) {
+    return TapPlacement.alias(new Min(right.id()).toAggregateExpression(), "match");
+  }
+
+  /** A semi join's capture point (SemiJoinSpec): inputs id, left, witnesses. */
+  private static TapPlan semiPlan(TapPlacement.Placement at, String key) {
+    return at.tapPlan("semi_join", key, "", List.of(), List.of("id", "left", "witnesses"),
+        List.of("id", "id", "ids"), TapPlacement.Placement.split(""), "", List.of(),
+        List.of(Salts.salt(key, "plus")), 0, List.of(), false);
+  }
+
+  /** An anti join's capture point (AntiJoinSpec): inputs id, left, right. */
+  private static TapPlan antiPlan(TapPlacement.Placement at, String key) {
+    return at.tapPlan("anti_join", key, "", List.of(), List.of("id", "left", "right"),
+        List.of("id", "id", "id"), TapPlacement.Placement.split(""), "", List.of(), List.of(),
+        false);
+  }
+
+  /** The capture point {@code plan} (a Filter condition, always true), reading {@code inputs}
+   * in order. */
+  private static TapExpression capture(TapPlacement.Placement at, TapPlan plan,
+      NamedExpression... inputs) {
+    List<Expression> values = new ArrayList<>();
+    for (NamedExpression e : inputs) {
+      values.add(e.toAttribute());
+    }
+    return new TapExpression(values, new Tap(plan, at.run().sink(), at.run().counts()));
+  }
+
+  /**
+   * joins.py's {@code _per_left_row} on a condition: the left rows numbered (the number only
+   * tells rows apart; ids may repeat), joined {@code how} to the right rows on the join's
+   * condition, and grouped by that number: each left column (and id) as it was, under its own
+   * attribute, and the {@code combined} aggregates of the right ids.
+   */
+  private static PerLeftRow perLeftRow(Join node, Placed left, Placed right, JoinType how,
+      Alias... combined) {
+    Alias row = TapPlacement.alias(new MonotonicallyIncreasingID(), "row");
+    LogicalPlan numbered = TapPlacement.project(left.plan(), left.plan().output(), row);
+    LogicalPlan pairs = new Join(numbered, right.plan(), how, node.condition(), node.hint());
+    List<NamedExpression> outputs = new ArrayList<>();
+    List<Attribute> columns = new ArrayList<>(left.visible());
+    columns.add(left.id());
+    for (Attribute c : columns) {
+      outputs.add(new Alias(new First(c, false).toAggregateExpression(), c.name(), c.exprId(),
+          c.qualifier(), scala.Option.empty(), TapPlacement.seq(List.of())));
+    }
+    outputs.addAll(List.of(combined));
+    LogicalPlan grouped = new Aggregate(TapPlacement.seq(List.<Expression>of(row.toAttribute())),
+        TapPlacement.seq(outputs), pairs, scala.Option.empty());
+    return new PerLeftRow(grouped, TapPlacement.inOutput(grouped, left.id()));
+  }
+}
