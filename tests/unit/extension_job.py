@@ -37,10 +37,16 @@ class _Messages:
 def _tokens(nodes: dict[int, Any], graph: Any, node: int) -> list[str]:
     """The sorted labels of the TOKEN nodes ``node`` reaches back to (itself included)."""
     return sorted(
-        f"{nodes[a]['relation']}#{nodes[a]['label']}"
-        for a in nx.ancestors(graph, node) | {node}
-        if nodes[a]["op"] == "TOKEN"
+        _label(nodes[a]) for a in nx.ancestors(graph, node) | {node} if nodes[a]["op"] == "TOKEN"
     )
+
+
+def _label(node: dict[str, Any]) -> str:
+    """A TOKEN's relation and label; the one row of a query without FROM has no position worth
+    comparing (each way scans it in a partition of its own choosing)."""
+    if node["relation"] == "one_row":
+        return "one_row"
+    return f"{node['relation']}#{node['label']}"
 
 
 def lineage(emitter: Any, relation: str) -> list[list[Any]]:

@@ -41,6 +41,11 @@ CAPTURED = [
     "rollup_with_grouping",
     "cube",
     "exists_under_or",
+    "above_average",
+    "scalar_in_select",
+    "scalar_without_from",
+    "scalar_one_row_at_run_time",
+    "scalar_of_no_rows",
 ]
 EXTRA = {
     "filter_project": "SELECT oid, amount * 2 AS twice FROM orders WHERE amount > 2",
@@ -52,10 +57,18 @@ EXTRA = {
         ON f.cust = c.id WHERE f.amount > 1.5 GROUP BY c.city""",
     "union_all_of_a_view_with_itself": """
         SELECT oid, amount FROM orders UNION ALL SELECT oid, amount FROM orders""",
+    "computed_on_aggregates": """
+        SELECT cust, SUM(amount) / COUNT(*) AS mean, 0.5 * MAX(amount) AS half, cust + 1 AS next
+        FROM orders GROUP BY cust""",
+    "distinct_count": "SELECT city, COUNT(DISTINCT name) AS names FROM customers GROUP BY city",
+    "distinct_aggregates_of_one_input": """
+        SELECT COUNT(DISTINCT cust) AS custs, SUM(DISTINCT cust) AS total FROM orders""",
 }
 REFUSED = {
     "rank_in_city": "the plan operator Window",
+    # Spark rewrites these with an Expand and aggregates FILTERed by the copy (one per input)
     "distinct_beside_plain": "(DISTINCT or FILTER)",
+    "two_distinct_inputs": "(DISTINCT or FILTER)",
 }
 
 

@@ -15,6 +15,7 @@ import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.IsNull;
 import org.apache.spark.sql.catalyst.expressions.MonotonicallyIncreasingID;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.ScalarSubquery;
 import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
 import org.apache.spark.sql.catalyst.expressions.XxHash64;
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
@@ -26,6 +27,7 @@ import org.apache.spark.sql.catalyst.plans.logical.Join;
 import org.apache.spark.sql.catalyst.plans.logical.LeafNode;
 import org.apache.spark.sql.catalyst.plans.logical.LocalLimit;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.OneRowRelation;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.Repartition;
 import org.apache.spark.sql.catalyst.plans.logical.RepartitionByExpression;
@@ -68,6 +70,8 @@ public final class TapPlacement extends Rule<LogicalPlan> {
   public static final String SKIP = "sparkprov.skip";
 
   static final String HIDDEN = "__sp_";
+  /** The source a query without FROM reads (plan_capture.py names it so too). */
+  static final String ONE_ROW = "one_row";
   private static final String MAIN_SPLIT = "main";
 
   private TapPlacement() {}
@@ -206,12 +210,18 @@ public final class TapPlacement extends Rule<LogicalPlan> {
     }
 
     Placed place(LogicalPlan node) {
+      boolean scalar = false;
       for (Expression e : CollectionConverters.asJava(node.expressions())) {
         for (Expression sub : PlanFacts.subtree(e)) {
-          if (sub instanceof SubqueryExpression && !(sub instanceof DynamicPruningSubquery)) {
+          scalar |= sub instanceof ScalarSubquery;
+          if (sub instanceof SubqueryExpression && !(sub instanceof DynamicPruningSubquery)
+              && !(sub instanceof ScalarSubquery)) {
             throw new UnsupportedPlan("a " + sub.getClass().getSimpleName() + " expression");
           }
         }
+      }
+      if (scalar) {
+        return ScalarSubqueries.place(this, node);
       }
       if (node instanceof LeafNode) {
         return source(node);
@@ -228,7 +238,8 @@ public final class TapPlacement extends Rule<LogicalPlan> {
         return join(j);
       }
       if (node instanceof Aggregate a) {
-        return Aggregation.place(this, a);
+        LogicalPlan simpler = AggregateShapes.simplified(a);
+        return simpler == a ? Aggregation.place(this, a) : place(simpler);
       }
       if (node instanceof Union u) {
         return Unions.place(this, u);
@@ -285,7 +296,12 @@ public final class TapPlacement extends Rule<LogicalPlan> {
     /** A projection: each row keeps its node; a fresh node not placed yet moves past it, so the
      * root can name it (frame.py's _carry_pending). */
     private Placed projection(Project p) {
-      Placed child = place(p.child());
+      return projection(p, place(p.child()));
+    }
+
+    /** {@code p} over its child, placed already. */
+    Placed projection(Project p, Placed placed) {
+      Placed child = placed;
       if (child.pending() != null && !child.pending().plan().relation().isEmpty()) {
         child = materialize(child);
       }
@@ -312,7 +328,12 @@ public final class TapPlacement extends Rule<LogicalPlan> {
 
     /** Filters, sorts, limits, repartitions: each row keeps its node. */
     private Placed passThrough(LogicalPlan node) {
-      Placed child = materialize(place(node.children().head()));
+      return passThrough(node, place(node.children().head()));
+    }
+
+    /** {@code node} over its child, placed already. */
+    Placed passThrough(LogicalPlan node, Placed placed) {
+      Placed child = materialize(placed);
       LogicalPlan plan;
       if (node instanceof Filter filter && child.plan() instanceof Project p
           && p.child() instanceof Filter tap && SourceFiltersFirst.isSourceTap(tap.condition())) {
@@ -431,7 +452,7 @@ public final class TapPlacement extends Rule<LogicalPlan> {
     /** A valid relation name for {@code leaf}, numbered when one is read twice (plan_capture.py's
      * _relation). */
     private String relationName(LogicalPlan leaf) {
-      String name = SourceNames.of(leaf);
+      String name = leaf instanceof OneRowRelation ? ONE_ROW : SourceNames.of(leaf);
       if (name == null) {
         name = "relation";
       }
