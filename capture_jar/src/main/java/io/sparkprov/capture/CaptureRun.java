@@ -30,7 +30,9 @@ import org.apache.spark.scheduler.SparkListenerApplicationEnd;
  *       tests: {@link #memory()}) or {@code discard};
  *   <li>{@value #BOOTSTRAP}, {@value #TOPIC} (default {@value #DEFAULT_TOPIC}) and {@value
  *       #KAFKA_PREFIX}{@code <producer setting>}: the Kafka producer's;
- *   <li>{@value #ROWS_PER_MESSAGE} (default 2048).
+ *   <li>{@value #ROWS_PER_MESSAGE} (default 2048);
+ *   <li>{@value #VALUES}: the values a source row's TOKEN keeps, {@code read} (default: the
+ *       columns the query reads) or {@code all} (read when a query is placed).
  * </ul>
  */
 public final class CaptureRun {
@@ -42,6 +44,7 @@ public final class CaptureRun {
   public static final String KAFKA_PREFIX = "spark.sparkprov.kafka.";
   public static final String ROWS_PER_MESSAGE = "spark.sparkprov.rowsPerMessage";
   public static final String DEFAULT_TOPIC = "sparkprov.lineage";
+  public static final String VALUES = "spark.sparkprov.values";
   /** The most files of a source the run marker lists (sparkprov/limits.py MAX_SOURCE_FILES). */
   static final int MAX_SOURCE_FILES = 2000;
   /** The longest text a tap keeps (sparkprov/limits.py MAX_TEXT_BYTES). */
@@ -223,6 +226,13 @@ public final class CaptureRun {
   /** The memory sink's messages (values), for tests; null when the sink is another. */
   public java.util.List<byte[]> memory() {
     return sink instanceof MemorySink m ? m.values() : null;
+  }
+
+  /** Forgets the memory sink's messages kept so far (tests that read one query at a time). */
+  public void clearMemory() {
+    if (sink instanceof MemorySink m) {
+      m.clear();
+    }
   }
 
   /** Nodes and edges the run's completed tasks emitted (the run marker's counts). */

@@ -61,6 +61,11 @@ public final class PlanNames {
     }
   }
 
+  /** Each named leaf with its name, in the order the walk met them. */
+  List<Map.Entry<LogicalPlan, String>> leaves() {
+    return leaves;
+  }
+
   /** Each named leaf's name, by the id of its first attribute. */
   Map<Long, String> byFirstAttribute() {
     return byFirstAttribute;

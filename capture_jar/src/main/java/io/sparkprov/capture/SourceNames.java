@@ -11,11 +11,14 @@ import scala.runtime.BoxedUnit;
  * The view or table names that analyzed plans read their leaves through, for {@link
  * TapPlacement}, which sees only optimized plans (where those aliases are gone): every analyzed
  * plan passes the extension's check rule, which records each leaf's name by its first
- * attribute's id ({@link PlanNames}). The optimized plan's leaves keep those ids. The most
- * recent {@value #KEPT} names are kept.
+ * attribute's id ({@link PlanNames}). The optimized plan's leaves keep those ids; a leaf the
+ * optimizer copied with fresh attributes (a CTE inlined twice) is named by a recent analyzed
+ * leaf it gives the same result as. The most recent {@value #KEPT} names and {@value
+ * #KEPT_LEAVES} leaves are kept.
  */
 final class SourceNames {
   static final int KEPT = 100_000;
+  static final int KEPT_LEAVES = 1_000;
 
   private static final Map<Long, String> NAMES = new LinkedHashMap<>(1024, 0.75f, true) {
     @Override
@@ -23,6 +26,9 @@ final class SourceNames {
       return size() > KEPT;
     }
   };
+
+  private static final java.util.ArrayDeque<Map.Entry<LogicalPlan, String>> LEAVES =
+      new java.util.ArrayDeque<>();
 
   static final Function1<LogicalPlan, BoxedUnit> CHECK_RULE =
       new AbstractFunction1<LogicalPlan, BoxedUnit>() {
@@ -36,9 +42,15 @@ final class SourceNames {
   private SourceNames() {}
 
   static void remember(LogicalPlan analyzed) {
-    Map<Long, String> found = new PlanNames(analyzed).byFirstAttribute();
+    PlanNames names = new PlanNames(analyzed);
     synchronized (NAMES) {
-      NAMES.putAll(found);
+      NAMES.putAll(names.byFirstAttribute());
+      for (Map.Entry<LogicalPlan, String> leaf : names.leaves()) {
+        LEAVES.addFirst(leaf);
+      }
+      while (LEAVES.size() > KEPT_LEAVES) {
+        LEAVES.removeLast();
+      }
     }
   }
 
@@ -48,7 +60,16 @@ final class SourceNames {
       return null;
     }
     synchronized (NAMES) {
-      return NAMES.get(leaf.output().head().exprId().id());
+      String found = NAMES.get(leaf.output().head().exprId().id());
+      if (found != null) {
+        return found;
+      }
+      for (Map.Entry<LogicalPlan, String> candidate : LEAVES) {
+        if (candidate.getKey().sameResult(leaf)) {
+          return candidate.getValue();
+        }
+      }
+      return null;
     }
   }
 }

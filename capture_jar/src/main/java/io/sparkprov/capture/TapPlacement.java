@@ -254,9 +254,11 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       String key = run.nextKey("source:" + relation);
       long mask = NodeIds.seed(run.runId(), key);
       List<Attribute> visible = attributes(leaf.output());
+      boolean read = !"all".equals(
+          org.apache.spark.sql.internal.SQLConf.get().getConfString(CaptureRun.VALUES, "read"));
       TapPlan tap = tapPlan("source", key, relation, uniqueNames(visible),
           List.of("id", "rowno"), List.of("id", "id"), split(relation), "", List.of(), List.of(),
-          true);
+          read);
       FilePositions files = FilePositions.of(leaf);
       if (files != null) {
         run.sourceFiles(relation, files.files(), mask);
