@@ -167,7 +167,6 @@ def timed(
     extension = capture == "extension"
     enabled = capture not in ("plain", "extension")
     spark.conf.set(EXTENSION_CAPTURE, "true" if extension else "false")
-    before = _extension_totals(spark) if extension else (0, 0)
     saved = os.environ.get(defaults.ENV_KAFKA_COMPRESSION)
     os.environ[defaults.ENV_KAFKA_COMPRESSION] = codec or saved or defaults.KAFKA_COMPRESSION
     if rows not in ("", "all", "resend"):
@@ -185,10 +184,13 @@ def timed(
             source_positions=positions or None,
         ) as prov:
             body(prov)
+            if extension:  # the run completes, as the session's end completes its run
+                run = spark._jvm.io.sparkprov.capture.CaptureRun.of(spark._jsc.sc())  # type: ignore[union-attr]
+                run.finish()
         elapsed = time.perf_counter() - started
-        if extension:
-            after = _extension_totals(spark)
-            return elapsed, (after[0] - before[0], after[1] - before[1])
+        if extension:  # each timed run is a run of its own, as each session's is
+            totals = run.totals()
+            return elapsed, (int(totals[0]), int(totals[1]))
         return elapsed, prov.counts()
     finally:
         spark.conf.set(EXTENSION_CAPTURE, "false")
@@ -198,12 +200,6 @@ def timed(
             os.environ.pop(defaults.ENV_KAFKA_COMPRESSION, None)
         else:
             os.environ[defaults.ENV_KAFKA_COMPRESSION] = saved
-
-
-def _extension_totals(spark: SparkSession) -> tuple[int, int]:
-    """Nodes and edges the capture extension's run has emitted so far (its completed tasks)."""
-    totals = spark._jvm.io.sparkprov.capture.CaptureRun.of(spark._jsc.sc()).totals()  # type: ignore[union-attr]
-    return int(totals[0]), int(totals[1])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,24 +50,25 @@ def main(jar: str, sf: str, sampled: str, out_path: str) -> None:
     )
     tables = generate("tpch", float(sf), Path(tempfile.mkdtemp(prefix="sparkprov-tpch-")))
     spark_views(spark, tables)
-    run = spark._jvm.io.sparkprov.capture.CaptureRun.of(spark._jsc.sc())
+    runs = spark._jvm.io.sparkprov.capture.CaptureRun
     views = [t.name for t in spark.catalog.listTables() if t.isTemporary]
     results: dict[int, Any] = {}
     for number in range(1, 23):
         sql = adapt("tpch", number, original("tpch", number))
         plain = texts(spark.sql(sql))
-        run.clearMemory()
-        before = list(run.totals())
+        run = runs.of(spark._jsc.sc())  # a run per query: finished below
         spark.conf.set(CAPTURE, "true")
         try:
             df = spark.sql(sql)
             columns, captured = df.columns, texts(df)
         except Exception as e:  # the query's result, for the test to read
             results[number] = {"error": str(e)[:2000]}
+            run.finish()
             continue
         finally:
             spark.conf.set(CAPTURE, "false")
-        after = list(run.totals())
+        run.finish()
+        counted = list(run.totals())
         graph = compact(_Messages(run))
         outputs = graph.of_relation(str(run.lastResult()))
         held = []
@@ -78,7 +79,7 @@ def main(jar: str, sf: str, sampled: str, out_path: str) -> None:
             "equal": equal(captured, plain),
             "rows": len(plain),
             "outputs": len(outputs),
-            "counted": [after[0] - before[0], after[1] - before[1]],
+            "counted": counted,
             "emitted": [graph.node_count, graph.edge_count],
             "oracle": held,
         }

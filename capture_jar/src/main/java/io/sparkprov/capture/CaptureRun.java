@@ -1,7 +1,7 @@
 package io.sparkprov.capture;
 
-import java.nio.charset.StandardCharsets;
 import io.sparkprov.v1.SourceFiles;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -18,9 +18,9 @@ import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerApplicationEnd;
 
 /**
- * The provenance run of an application captured through {@link CaptureExtension}: one per
- * SparkContext, so every query the application runs is a part of it (the run scope
- * "application"), with its id, the sink its capture points send to, their counts, and the
+ * The provenance run of an application captured through {@link CaptureExtension}: one at a time
+ * per SparkContext, so every query the application runs is a part of it (the run scope
+ * "application") until {@link #finish} completes it, with its id, the sink its capture points send to, their counts, and the
  * numbering of capture keys and result relations. Settings come from the Spark conf:
  *
  * <ul>
@@ -51,6 +51,10 @@ public final class CaptureRun {
   static final int MAX_TEXT_BYTES = 65536;
 
   private static final Map<SparkContext, CaptureRun> RUNS = new HashMap<>();
+  /** Runs begun per application, for the next run's number. */
+  private static final Map<SparkContext, Integer> STARTED = new HashMap<>();
+
+  private final SparkContext sc;
 
   private final String runId;
   private final String workflow;
@@ -66,41 +70,40 @@ public final class CaptureRun {
   private final Map<String, Map.Entry<List<String>, List<Long>>> sourceFiles =
       new LinkedHashMap<>();
   private volatile String lastResult;
+  private final Map<String, String> sourceKeys = new HashMap<>();
 
-  private CaptureRun(SparkContext sc) {
+  private CaptureRun(SparkContext sc, int number) {
     SparkConf conf = sc.getConf();
-    this.runId = conf.get(RUN_ID, UUID.randomUUID().toString());
+    String given = conf.get(RUN_ID, "");
+    this.sc = sc;
+    this.runId = given.isEmpty() ? UUID.randomUUID().toString()
+        : number == 1 ? given : given + "-" + number;
     this.workflow = conf.get(WORKFLOW, sc.appName());
     this.rowsPerMessage = Integer.parseInt(conf.get(ROWS_PER_MESSAGE, "2048"));
     this.sink = sink(sc, conf);
     this.counts = new Counts(sc);
     publish(RunMarkers.started(runId, workflow, System.currentTimeMillis(), sc.applicationId()));
-    sc.addSparkListener(new SparkListener() {
-      @Override
-      public void onApplicationEnd(SparkListenerApplicationEnd end) {
-        try {
-          finish();
-        } finally {
-          forget(sc);
-        }
-      }
-    });
   }
 
   /**
    * Completes the run: publishes its marker with the nodes and edges its completed tasks
    * emitted, which ingest waits to hold before it calls the run complete. Called when the
-   * application ends (a listener); a notebook or a long-lived driver calls it when the work it
-   * wants to query is done. Once: later calls do nothing, and later queries are not counted.
+   * application ends (a listener); a notebook, a long-lived driver or a benchmark calls it when
+   * the work it wants to query is done, and the next query captured begins a new run (its id
+   * the given {@value #RUN_ID} numbered {@code -2}, {@code -3}, ..., or a fresh UUID). Once:
+   * later calls do nothing.
    */
-  public synchronized void finish() {
-    if (finished) {
-      return;
+  public void finish() {
+    synchronized (this) {
+      if (finished) {
+        return;
+      }
+      finished = true;
+      long[] totals = counts.totals();
+      publish(RunMarkers.complete(runId, workflow, totals[0], totals[1],
+          System.currentTimeMillis(), listedSources()));
     }
-    finished = true;
-    long[] totals = counts.totals();
-    publish(RunMarkers.complete(runId, workflow, totals[0], totals[1],
-        System.currentTimeMillis(), listedSources()));
+    ended(this);
   }
 
   /** Records a source positioned by {@code files}, read with TOKEN id mask {@code mask}. A
@@ -112,7 +115,9 @@ public final class CaptureRun {
       known = Map.entry(List.copyOf(files), new ArrayList<>());
       sourceFiles.put(relation, known);
     }
-    known.getValue().add(mask);
+    if (!known.getValue().contains(mask)) {
+      known.getValue().add(mask);
+    }
   }
 
   /** The sources the run marker lists: those of at most {@value #MAX_SOURCE_FILES} files (a
@@ -142,13 +147,44 @@ public final class CaptureRun {
     }
   }
 
-  /** The run of {@code sc}'s application, made on first use. */
+  /** The current run of {@code sc}'s application, begun on first use (and after a finish). */
   public static synchronized CaptureRun of(SparkContext sc) {
-    return RUNS.computeIfAbsent(sc, CaptureRun::new);
+    CaptureRun run = RUNS.get(sc);
+    if (run == null) {
+      if (STARTED.merge(sc, 1, Integer::sum) == 1) {
+        sc.addSparkListener(new SparkListener() {
+          @Override
+          public void onApplicationEnd(SparkListenerApplicationEnd end) {
+            applicationEnded(sc);
+          }
+        });
+      }
+      run = new CaptureRun(sc, STARTED.get(sc));
+      RUNS.put(sc, run);
+    }
+    return run;
   }
 
-  private static synchronized void forget(SparkContext sc) {
-    RUNS.remove(sc);
+  /** The application's end completes its current run, and forgets the application. */
+  private static void applicationEnded(SparkContext sc) {
+    CaptureRun run;
+    synchronized (CaptureRun.class) {
+      run = RUNS.get(sc);
+    }
+    try {
+      if (run != null) {
+        run.finish();
+      }
+    } finally {
+      synchronized (CaptureRun.class) {
+        RUNS.remove(sc);
+        STARTED.remove(sc);
+      }
+    }
+  }
+
+  private static synchronized void ended(CaptureRun run) {
+    RUNS.remove(run.sc, run);
   }
 
   private static Sink sink(SparkContext sc, SparkConf conf) {
@@ -212,6 +248,13 @@ public final class CaptureRun {
     return "result" + results.incrementAndGet();
   }
 
+  /** The capture key of the file source {@code relation} over {@code files}: the same for
+   * every query of the run that reads those files under that name, fresh the first time. */
+  synchronized String sourceKey(String relation, List<String> files) {
+    return sourceKeys.computeIfAbsent(relation + "\0" + String.join("\0", files),
+        k -> nextKey("source:" + relation));
+  }
+
   /** Records the relation that names the rows of the query placed last. */
   void placed(String relation) {
     lastResult = relation;
@@ -226,13 +269,6 @@ public final class CaptureRun {
   /** The memory sink's messages (values), for tests; null when the sink is another. */
   public java.util.List<byte[]> memory() {
     return sink instanceof MemorySink m ? m.values() : null;
-  }
-
-  /** Forgets the memory sink's messages kept so far (tests that read one query at a time). */
-  public void clearMemory() {
-    if (sink instanceof MemorySink m) {
-      m.clear();
-    }
   }
 
   /** Nodes and edges the run's completed tasks emitted (the run marker's counts). */

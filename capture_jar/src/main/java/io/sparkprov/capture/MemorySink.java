@@ -46,11 +46,6 @@ public final class MemorySink implements Sink {
     return out;
   }
 
-  /** Forgets the messages kept so far (the driver's copy): a long test keeps only what it reads. */
-  public void clear() {
-    messages.reset();
-  }
-
   public List<byte[]> values() {
     List<byte[]> out = new ArrayList<>();
     for (byte[][] message : messages.value()) {

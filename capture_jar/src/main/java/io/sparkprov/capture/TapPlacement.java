@@ -251,7 +251,13 @@ public final class TapPlacement extends Rule<LogicalPlan> {
      * the scan gives them ({@link FilePositions}), else by its partition and offset. */
     private Placed source(LogicalPlan leaf) {
       String relation = relationName(leaf);
-      String key = run.nextKey("source:" + relation);
+      FilePositions files = FilePositions.of(leaf);
+      // A file source read again in the run (by a later query) is the same source: the same
+      // key, so its rows keep their TOKEN ids and are sent once (SourceRowsOnce), as one
+      // ProvenanceSession source read by many queries. Other rows' positions are Spark's
+      // partition and offset, which another scan may number otherwise: a fresh key each time.
+      String key = files != null ? run.sourceKey(relation, files.files())
+          : run.nextKey("source:" + relation);
       long mask = NodeIds.seed(run.runId(), key);
       List<Attribute> visible = attributes(leaf.output());
       boolean read = !"all".equals(
@@ -259,7 +265,6 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       TapPlan tap = tapPlan("source", key, relation, uniqueNames(visible),
           List.of("id", "rowno"), List.of("id", "id"), split(relation), "", List.of(), List.of(),
           read);
-      FilePositions files = FilePositions.of(leaf);
       if (files != null) {
         run.sourceFiles(relation, files.files(), mask);
         return filePositioned(files, tap, mask, visible, key);
