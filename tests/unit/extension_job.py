@@ -23,8 +23,9 @@ import networkx as nx
 CAPTURE = "spark.sparkprov.capture"
 
 
-class _Messages:
-    """The extension's memory sink, as bench.tpc_sql.oracle.emitted_graph reads an emitter."""
+class RunMessages:
+    """A run's memory sink (the extension's ``CaptureRun``), as bench.tpc_sql.oracle's graphs
+    read an emitter."""
 
     def __init__(self, run: Any, start: int = 0, end: int | None = None) -> None:
         self._run = run
@@ -147,7 +148,7 @@ def written(spark: Any, run: Any, path: str) -> dict[str, Any]:
         path
     )
     relation = str(run.lastResult())
-    return {"relation": relation, "lineage": lineage(_Messages(run), relation)}
+    return {"relation": relation, "lineage": lineage(RunMessages(run), relation)}
 
 
 def markers(run: Any) -> dict[str, Any]:
@@ -256,13 +257,13 @@ def main(jar: str, queries_path: str, out_path: str) -> None:
             "reference": lineage(emitter, "Out"),
             "reference_shape": shape(emitter, "Out"),
             "reference_exclusions": exclusions(emitter),
-            "exclusions": exclusions(_Messages(run, start, end)),
+            "exclusions": exclusions(RunMessages(run, start, end)),
         }
     results["__write__"] = written(spark, run, str(Path(out_path).parent / "big_orders.parquet"))
     run.finish()
     run.finish()  # once: the second call publishes nothing
     results["__markers__"] = markers(run)
-    messages = _Messages(run)
+    messages = RunMessages(run)
     for name, r in results.items():
         if not name.startswith("__") and "error" not in r:
             r["lineage"] = lineage(messages, r["result"])

@@ -18,16 +18,6 @@ from typing import Any
 CAPTURE = "spark.sparkprov.capture"
 
 
-class _Messages:
-    """The extension's memory sink, as the oracle's compact graph reads an emitter."""
-
-    def __init__(self, run: Any) -> None:
-        self._run = run
-
-    def messages(self) -> list[tuple[bytes, bytes]]:
-        return [(b"", bytes(v)) for v in self._run.memory()]
-
-
 def main(jar: str, sf: str, sampled: str, out_path: str) -> None:
     from bench.tpc_sql.compare import equal
     from bench.tpc_sql.data import generate
@@ -35,6 +25,7 @@ def main(jar: str, sf: str, sampled: str, out_path: str) -> None:
     from bench.tpc_sql.queries import adapt, original
     from bench.tpc_sql.run import spark_views
     from examples.spark import local_spark
+    from tests.unit.extension_job import RunMessages
 
     spark = local_spark(
         "sparkprov-extension-tpch",
@@ -69,7 +60,7 @@ def main(jar: str, sf: str, sampled: str, out_path: str) -> None:
             spark.conf.set(CAPTURE, "false")
         run.finish()
         counted = list(run.totals())
-        graph = compact(_Messages(run))
+        graph = compact(RunMessages(run))
         outputs = graph.of_relation(str(run.lastResult()))
         held = []
         for node in outputs[:: max(1, len(outputs) // int(sampled))][: int(sampled)]:

@@ -70,7 +70,7 @@ public final class CaptureRun {
   private final Map<String, Map.Entry<List<String>, List<Long>>> sourceFiles =
       new LinkedHashMap<>();
   private volatile String lastResult;
-  private final Map<String, String> sourceKeys = new HashMap<>();
+  private final Map<String, FileSource> fileSources = new HashMap<>();
 
   private CaptureRun(SparkContext sc, int number) {
     SparkConf conf = sc.getConf();
@@ -248,11 +248,18 @@ public final class CaptureRun {
     return "result" + results.incrementAndGet();
   }
 
-  /** The capture key of the file source {@code relation} over {@code files}: the same for
-   * every query of the run that reads those files under that name, fresh the first time. */
-  synchronized String sourceKey(String relation, List<String> files) {
-    return sourceKeys.computeIfAbsent(relation + "\0" + String.join("\0", files),
-        k -> nextKey("source:" + relation));
+  /** A file source of the run: its capture key and the relation that names it. */
+  record FileSource(String key, String relation) {}
+
+  /**
+   * The source of the run over {@code files}: made the first time they are read (named {@code
+   * relation}), the same for every later read of the same files, in this query (a self-join)
+   * or a later one, so a file row keeps its TOKEN id (one node per input row) and is sent once
+   * ({@link SourceRowsOnce}); each read's rows are counted once, as positions ({@link Counts}).
+   */
+  synchronized FileSource fileSource(String relation, List<String> files) {
+    return fileSources.computeIfAbsent(String.join("\0", files),
+        k -> new FileSource(nextKey("source:" + relation), relation));
   }
 
   /** Records the relation that names the rows of the query placed last. */

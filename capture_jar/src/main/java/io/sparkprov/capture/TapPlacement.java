@@ -252,12 +252,18 @@ public final class TapPlacement extends Rule<LogicalPlan> {
     private Placed source(LogicalPlan leaf) {
       String relation = relationName(leaf);
       FilePositions files = FilePositions.of(leaf);
-      // A file source read again in the run (by a later query) is the same source: the same
-      // key, so its rows keep their TOKEN ids and are sent once (SourceRowsOnce), as one
-      // ProvenanceSession source read by many queries. Other rows' positions are Spark's
-      // partition and offset, which another scan may number otherwise: a fresh key each time.
-      String key = files != null ? run.sourceKey(relation, files.files())
-          : run.nextKey("source:" + relation);
+      // Files read again in the run (a self-join, a subquery, a later query) are the same
+      // source, as one ProvenanceSession source read by many queries (CaptureRun.fileSource).
+      // Other rows' positions are Spark's partition and offset, which another scan may number
+      // otherwise: a source of their own each time.
+      String key;
+      if (files != null) {
+        CaptureRun.FileSource source = run.fileSource(relation, files.files());
+        key = source.key();
+        relation = source.relation();
+      } else {
+        key = run.nextKey("source:" + relation);
+      }
       long mask = NodeIds.seed(run.runId(), key);
       List<Attribute> visible = attributes(leaf.output());
       boolean read = !"all".equals(
