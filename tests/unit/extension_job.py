@@ -14,6 +14,8 @@ Usage: python -m tests.unit.extension_job JAR QUERIES.json OUT.json
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,29 @@ from typing import Any
 import networkx as nx
 
 CAPTURE = "spark.sparkprov.capture"
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_job(module: str, *args: str, out: Path, timeout_s: int) -> dict[str, Any]:
+    """Job ``module`` run in a process of its own (the extension is read when a session
+    starts), given the capture jar, ``args`` and ``out``; the JSON results it wrote there."""
+    from capture_agent.jvm import ENV_JAR, jar_path
+
+    jar = str(jar_path(os.environ.get(ENV_JAR, "")))
+    done = subprocess.run(
+        [sys.executable, "-m", module, jar, *args, str(out)],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{module} failed: {done.stderr[-4000:]}")
+    results: dict[str, Any] = json.loads(out.read_text())
+    return results
 
 
 class RunMessages:

@@ -15,18 +15,12 @@ switch and the skip property leave the plan as it was.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from capture_agent.jvm import ENV_JAR, jar_path
+from tests.unit.extension_job import run_job
 from tests.unit.test_plan_capture import CUSTOMERS, ORDERS, QUERIES
-
-ROOT = Path(__file__).resolve().parents[2]
 
 CAPTURED = [
     "join_group_order",
@@ -86,25 +80,9 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "queries": queries,
     }
     (work / "queries.json").write_text(json.dumps(spec))
-    out = work / "out.json"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.unit.extension_job",
-            str(jar_path(os.environ.get(ENV_JAR, ""))),
-            str(work / "queries.json"),
-            str(out),
-        ],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=600,
+    return run_job(
+        "tests.unit.extension_job", str(work / "queries.json"), out=work / "out.json", timeout_s=600
     )
-    assert done.returncode == 0, done.stderr[-4000:]
-    results: dict[str, Any] = json.loads(out.read_text())
-    return results
 
 
 def _dropped(exclusions: list[list[list[str]]]) -> list[list[str]]:

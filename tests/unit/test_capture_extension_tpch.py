@@ -6,35 +6,17 @@ back). The job runs in a process of its own (tests/unit/extension_tpch_job.py)."
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from capture_agent.jvm import ENV_JAR, jar_path
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.unit.extension_job import run_job
 
 
 @pytest.fixture(scope="module")
 def tpch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("extension-tpch") / "out.json"
-    jar = str(jar_path(os.environ.get(ENV_JAR, "")))
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.unit.extension_tpch_job", jar, "0.01", "1", str(out)],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    results: dict[str, Any] = json.loads(out.read_text())
-    return results
+    return run_job("tests.unit.extension_tpch_job", "0.01", "1", out=out, timeout_s=1200)
 
 
 @pytest.mark.parametrize("number", range(1, 23))

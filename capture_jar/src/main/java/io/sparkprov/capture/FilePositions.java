@@ -1,13 +1,16 @@
 package io.sparkprov.capture;
 
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GetStructField;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -36,26 +39,32 @@ record FilePositions(LogicalPlan scan, Expression position, List<String> files) 
         || relation.output().exists(a -> a.name().equals(META))) {
       return null;
     }
-    LogicalRelation scan = relation.withMetadataColumns();
-    Attribute meta = null;
-    for (Attribute a : CollectionConverters.asJava(scan.output())) {
-      if (a.name().equals(META)) {
-        meta = a;
-      }
+    LogicalRelation withMeta = relation.withMetadataColumns();
+    List<AttributeReference> output = new ArrayList<>(CollectionConverters.asJava(withMeta.output()));
+    int at = -1;
+    for (int i = 0; i < output.size(); i++) {
+      at = output.get(i).name().equals(META) ? i : at;
     }
-    if (meta == null || !(meta.dataType() instanceof StructType struct)) {
+    if (at < 0 || !(output.get(at).dataType() instanceof StructType struct)) {
       return null;
     }
     List<String> fields = Arrays.asList(struct.fieldNames());
-    int path = fields.indexOf("file_path");
-    int row = fields.indexOf("row_index");
     String[] files = fs.location().inputFiles();
-    if (path < 0 || row < 0 || files.length == 0 || files.length > MAX_FILES) {
+    if (!fields.contains("file_path") || !fields.contains("row_index") || files.length == 0
+        || files.length > MAX_FILES) {
       return null;
     }
+    // Only the two fields read: the scan then makes no other metadata field per row (the
+    // optimizer's nested schema pruning, which ran before capture, does so for a query's own).
+    StructType read = new StructType(new StructField[] {
+        struct.apply("file_path"), struct.apply("row_index")});
+    AttributeReference meta = output.get(at).withDataType(read);
+    output.set(at, meta);
+    LogicalRelation scan = withMeta.copy(withMeta.relation(), TapPlacement.seq(output),
+        withMeta.catalogTable(), withMeta.isStreaming(), withMeta.stream());
     Arrays.sort(files); // as Taps.sortedInputFiles sorts them for Python
-    Expression position = new SourcePosition(field(meta, path, "file_path"),
-        field(meta, row, "row_index"), List.of(files));
+    Expression position = new SourcePosition(field(meta, 0, "file_path"),
+        field(meta, 1, "row_index"), List.of(files));
     return new FilePositions(scan, position, List.of(files));
   }
 

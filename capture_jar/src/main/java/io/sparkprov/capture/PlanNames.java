@@ -77,9 +77,12 @@ public final class PlanNames {
       return null;
     }
     String found = byFirstAttribute.get(leaf.output().head().exprId().id());
-    if (found != null) {
-      return found;
-    }
+    return found != null ? found : sameResultAs(leaves, leaf);
+  }
+
+  /** The name of the first of {@code leaves} that gives the same result as {@code leaf} (a CTE
+   * inlined anew, with fresh attributes), or null. */
+  static String sameResultAs(Iterable<Map.Entry<LogicalPlan, String>> leaves, LogicalPlan leaf) {
     for (Map.Entry<LogicalPlan, String> candidate : leaves) {
       if (candidate.getKey().sameResult(leaf)) {
         return candidate.getValue();

@@ -61,15 +61,7 @@ final class SourceNames {
     }
     synchronized (NAMES) {
       String found = NAMES.get(leaf.output().head().exprId().id());
-      if (found != null) {
-        return found;
-      }
-      for (Map.Entry<LogicalPlan, String> candidate : LEAVES) {
-        if (candidate.getKey().sameResult(leaf)) {
-          return candidate.getValue();
-        }
-      }
-      return null;
+      return found != null ? found : PlanNames.sameResultAs(LEAVES, leaf);
     }
   }
 }

@@ -97,7 +97,7 @@ public final class TapPlacement extends Rule<LogicalPlan> {
     }
     if (plan instanceof InsertIntoHadoopFsRelationCommand write) { // df.write to files
       Placement placement = new Placement(CaptureRun.of(activeContext()));
-      String relation = relationOfPath(outputPath(write));
+      String relation = RelationNames.ofPath(outputPath(write));
       LogicalPlan query = write.query();
       if (query instanceof WriteFiles files) { // planned writes (V1Writes): the rows below it
         query = files.withNewChildren(seq(List.of(placement.root(files.child(), relation))));
@@ -122,13 +122,6 @@ public final class TapPlacement extends Rule<LogicalPlan> {
     } catch (ReflectiveOperationException e) {
       throw new IllegalStateException("cannot read a write's output path", e);
     }
-  }
-
-  /** A relation name from a path's last part, without its extension, in letters, digits and _
-   * (capture_agent/actions.py's _relation_of); result<n> when nothing is left. */
-  static String relationOfPath(String last) {
-    String name = last.split("\\.")[0].replaceAll("[^A-Za-z0-9_]", "_").replaceAll("^_+|_+$", "");
-    return name.isEmpty() ? null : name;
   }
 
   private static boolean skipped() {

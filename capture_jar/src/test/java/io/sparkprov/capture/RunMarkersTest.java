@@ -37,9 +37,9 @@ class RunMarkersTest {
 
   @Test
   void aWrittenFolderNamesItsRowsWithoutExtensionInLettersDigitsAndUnderscores() {
-    assertEquals("big_orders", TapPlacement.relationOfPath("big_orders.parquet"));
-    assertEquals("x_2026", TapPlacement.relationOfPath("x-2026"));
-    assertEquals("enriched", TapPlacement.relationOfPath("__enriched__"));
-    assertNull(TapPlacement.relationOfPath("---"));
+    assertEquals("big_orders", RelationNames.ofPath("big_orders.parquet"));
+    assertEquals("x_2026", RelationNames.ofPath("x-2026"));
+    assertEquals("enriched", RelationNames.ofPath("__enriched__"));
+    assertNull(RelationNames.ofPath("---"));
   }
 }
