@@ -48,7 +48,10 @@ final class Aggregation {
       throw new UnsupportedPlan("an aggregate with neither keys nor aggregates");
     }
     // Members that are a join's rows travel as the join's pairs of positions (frame.py's
-    // materialize_with_origin): the join's capture point is placed, its pair kept for the members.
+    // materialize_with_origin). An unnamed join that only this aggregate reads (nothing but
+    // projections between them: a filter would have placed the join's capture point) gets none
+    // of its own: its TIMES nodes travel with the members, from the same pairs (Emission's
+    // JOIN_MEMBER), so each joined row is written, copied and encoded once, not twice.
     Pending join = null;
     List<Attribute> pair = List.of();
     Placed child;
@@ -56,11 +59,14 @@ final class Aggregation {
       child = groupingSets(at, e);
     } else {
       Placed placed = at.place(node.child());
-      if (placed.pending() != null && placed.pending().plan().kind().equals("join")) {
+      if (placed.pending() != null && placed.pending().plan().kind().equals("join")
+          && placed.pending().plan().relation().isEmpty()) {
         join = placed.pending();
         pair = List.of((Attribute) join.inputs().get(1), (Attribute) join.inputs().get(2));
+        child = placed;
+      } else {
+        child = at.materialize(placed, pair);
       }
-      child = at.materialize(placed, pair);
     }
     CaptureRun run = at.run();
     String key = run.nextKey("group");
@@ -91,7 +97,8 @@ final class Aggregation {
       pairKey = join.plan().key();
       origins = join.plan().origins();
     }
-    TapPlan memberTap = at.tapPlan("member", key + ":members", "", List.of(), inputs, types,
+    TapPlan memberTap = at.tapPlan(join != null ? "join_member" : "member", key + ":members", "",
+        List.of(), inputs, types,
         TapPlacement.Placement.split(""), key, List.of(), List.of(), aggregated.size(), origins,
         pairKey, false);
     LogicalPlan tapped = new Filter(

@@ -27,7 +27,9 @@ import org.apache.spark.scheduler.SparkListenerApplicationEnd;
  *   <li>{@value #RUN_ID}: the run's id (default: a random UUID);
  *   <li>{@value #WORKFLOW}: its workflow (default: the application's name);
  *   <li>{@value #SINK}: {@code kafka} (default), {@code memory} (kept in an accumulator, for
- *       tests: {@link #memory()}) or {@code discard};
+ *       tests: {@link #memory()}) or {@code discard} (sent nowhere; {@code discard:call},
+ *       {@code :copy}, {@code :emit} or {@code :encode}, the default, name the last step a
+ *       capture point takes with its rows, as {@link DiscardSink.Step} says: for profiles);
  *   <li>{@value #BOOTSTRAP}, {@value #TOPIC} (default {@value #DEFAULT_TOPIC}) and {@value
  *       #KAFKA_PREFIX}{@code <producer setting>}: the Kafka producer's;
  *   <li>{@value #ROWS_PER_MESSAGE} (default 2048);
@@ -189,6 +191,15 @@ public final class CaptureRun {
 
   private static Sink sink(SparkContext sc, SparkConf conf) {
     String kind = conf.get(SINK, "kafka");
+    if (kind.startsWith("discard:")) {
+      String step = kind.substring("discard:".length()).toUpperCase(java.util.Locale.ROOT);
+      try {
+        return new DiscardSink(step);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException(SINK + "=" + kind + ": after discard: comes one of "
+            + java.util.Arrays.toString(DiscardSink.Step.values()).toLowerCase(java.util.Locale.ROOT), e);
+      }
+    }
     switch (kind) {
       case "memory":
         return new MemorySink(sc);

@@ -10,10 +10,14 @@ import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * Up to {@code capacity} rows of one tap's inputs, column by column, in primitive arrays: ids,
- * numbers and flags as longs with a null mask, texts as UTF-8 bytes, id arrays as long[]. How a
- * column is held is its {@link Slot}: an input's type says what it means (an id, a text), its
- * slot how Spark holds it (a "text" input of a numeric column arrives as the number).
+ * Up to {@code capacity} rows of one tap's inputs in primitive arrays: ids, numbers and flags as
+ * longs with a null flag, row by row in one array each ({@link #cells}, {@link #cellNulls}: row
+ * {@code r}'s input {@code i} at {@code r * width + i}), so that the generated code of a tap
+ * writes a row's numbers where they stay, side by side ({@link TapExpression}); texts as UTF-8
+ * bytes and id arrays as long[], column by column. Read column by column when the chunk is full
+ * ({@link Emission}). How an input is held is its {@link Slot}: an input's type says what it
+ * means (an id, a text), its slot how Spark holds it (a "text" input of a numeric column arrives
+ * as the number).
  */
 final class Chunk {
   /** How Spark hands a tap one input: the physical side of a TapPlan input type. */
@@ -44,10 +48,15 @@ final class Chunk {
   private final TapPlan plan;
   private final Slot[] slots;
   private final int[] scales; // a DECIMAL column's scale
-  private final long[][] longs;
-  private final boolean[][] nulls;
-  private final byte[][][] texts; // UTF-8, as Spark holds them
+  private final int width;
+  // Row-major: row r's input i at r * width + i. A null's long is whatever was there before.
+  private final long[] cells;
+  private final boolean[] cellNulls;
+  private final byte[][][] texts; // UTF-8, as Spark holds them; per input, per row
   private final long[][][] arrays;
+  private final int[] refSlots; // the inputs held as objects (texts, arrays, wide decimals)
+  // Where the next row's cells begin (size * width): the codegen tap reads it before each row.
+  private final int[] next = new int[1];
   private int size;
 
   /** A chunk whose texts arrive as texts (the slots the plan's input types name). */
@@ -71,22 +80,31 @@ final class Chunk {
               + " slots and " + scales.length + " scales");
     }
     int capacity = plan.rowsPerMessage();
-    longs = new long[width][];
-    nulls = new boolean[width][];
+    this.width = width;
+    cells = new long[capacity * width];
+    cellNulls = new boolean[capacity * width];
     texts = new byte[width][][];
     arrays = new long[width][][];
+    int objects = 0;
     for (int i = 0; i < width; i++) {
+      objects += slots[i] == Slot.TEXT || slots[i] == Slot.ARRAY || slots[i] == Slot.WIDE_DECIMAL
+          ? 1 : 0;
+    }
+    refSlots = new int[objects];
+    for (int i = 0, k = 0; i < width; i++) {
       switch (slots[i]) {
-        case LONG, DOUBLE, BOOL, DATE, DECIMAL -> {
-          longs[i] = new long[capacity];
-          nulls[i] = new boolean[capacity];
-        }
-        case TEXT -> texts[i] = new byte[capacity][];
-        case ARRAY -> arrays[i] = new long[capacity][];
-        case WIDE_DECIMAL -> {
-          longs[i] = new long[capacity];
-          nulls[i] = new boolean[capacity];
+        case LONG, DOUBLE, BOOL, DATE, DECIMAL -> { }
+        case TEXT -> {
           texts[i] = new byte[capacity][];
+          refSlots[k++] = i;
+        }
+        case ARRAY -> {
+          arrays[i] = new long[capacity][];
+          refSlots[k++] = i;
+        }
+        case WIDE_DECIMAL -> {
+          texts[i] = new byte[capacity][];
+          refSlots[k++] = i;
         }
         default -> throw new IllegalStateException();
       }
@@ -111,29 +129,53 @@ final class Chunk {
 
   void clear() {
     size = 0;
+    next[0] = 0;
   }
 
   /**
-   * Copies one row as the codegen tap hands it ({@link TapExpression}): per input, its null
-   * flag, its number in {@code values} (a double's bits, a flag as 0 or 1), or its object in
-   * {@code refs} (a UTF8String, whose bytes may be reused by Spark after the call, or an
-   * ArrayData).
+   * The arrays the codegen tap writes its next row into ({@link TapExpression}): {@code
+   * {long[] cells, boolean[] nulls, Object[] refs, int[] next}}. Input {@code i}'s null flag
+   * goes to {@code nulls[next[0] + i]} and, if not null, its number to {@code cells[next[0] +
+   * i]} (a double's bits, a flag as 0 or 1); an object (a UTF8String, whose bytes Spark may
+   * reuse after the call, an ArrayData, a Decimal) to {@code refs[i]}. {@link #commit} then
+   * makes it a row of the chunk; a row not committed is written over by the next.
    */
-  void add(long[] values, boolean[] isNull, Object[] refs) {
+  Object[] writer(Object[] refs) {
+    return new Object[] {cells, cellNulls, refs, next};
+  }
+
+  /** The row written at {@code next} ({@link #writer}) as the chunk's next, its objects in
+   * {@code refs} copied. */
+  void commit(Object[] refs) {
     int r = size;
-    for (int i = 0; i < slots.length; i++) {
+    int at = r * width;
+    for (int i : refSlots) {
+      boolean isNull = cellNulls[at + i];
       switch (slots[i]) {
-        case LONG, DOUBLE, BOOL, DATE, DECIMAL -> {
-          nulls[i][r] = isNull[i];
-          longs[i][r] = isNull[i] ? 0L : values[i];
-        }
-        case TEXT -> texts[i][r] = isNull[i] ? null : ((UTF8String) refs[i]).getBytes();
-        case ARRAY -> arrays[i][r] = isNull[i] ? null : longs((ArrayData) refs[i]);
-        case WIDE_DECIMAL -> wide(i, r, isNull[i] ? null : (Decimal) refs[i]);
+        case TEXT -> texts[i][r] = isNull ? null : ((UTF8String) refs[i]).getBytes();
+        case ARRAY -> arrays[i][r] = isNull ? null : longs((ArrayData) refs[i]);
+        case WIDE_DECIMAL -> wide(i, r, isNull ? null : (Decimal) refs[i]);
         default -> throw new IllegalStateException();
       }
     }
     size = r + 1;
+    next[0] = at + width;
+  }
+
+  /** The long of input {@code i} in the row being written ({@link #writer}). */
+  long written(int i) {
+    return cells[next[0] + i];
+  }
+
+  /**
+   * Copies one row given as arrays (tests): per input, its null flag, its number in {@code
+   * values} or its object in {@code refs}, as {@link #writer} says.
+   */
+  void add(long[] values, boolean[] isNull, Object[] refs) {
+    int at = next[0];
+    System.arraycopy(values, 0, cells, at, width);
+    System.arraycopy(isNull, 0, cellNulls, at, width);
+    commit(refs);
   }
 
   /** Copies one row of Spark's internal types (the interpreted path, tests). */
@@ -155,30 +197,52 @@ final class Chunk {
             wide(i, r, isNull ? null : row.getDecimal(i, DecimalType.MAX_PRECISION(), scales[i]));
         default -> throw new IllegalStateException();
       }
+      if (slots[i] == Slot.TEXT || slots[i] == Slot.ARRAY) {
+        cellNulls[r * width + i] = isNull;
+      }
     }
     size = r + 1;
+    next[0] = size * width;
   }
 
   /** A wide decimal: its unscaled long at the column's scale where it has at most 18 digits
    * (what StringColumn.unscaled carries), else its text as Spark's cast writes it (plainly, every
    * digit of its scale). */
   private void wide(int i, int r, Decimal value) {
-    nulls[i][r] = value == null;
+    cellNulls[r * width + i] = value == null;
     texts[i][r] = null;
     if (value == null) {
       return;
     }
     BigDecimal d = value.toJavaBigDecimal();
     if (d.scale() == scales[i] && d.unscaledValue().abs().compareTo(UNSCALED_BOUND) < 0) {
-      longs[i][r] = d.unscaledValue().longValue();
+      cells[r * width + i] = d.unscaledValue().longValue();
     } else {
       texts[i][r] = d.toPlainString().getBytes(StandardCharsets.UTF_8);
     }
   }
 
   private void put(int i, int r, boolean isNull, long value) {
-    nulls[i][r] = isNull;
-    longs[i][r] = value;
+    cellNulls[r * width + i] = isNull;
+    cells[r * width + i] = value;
+  }
+
+  /** Input {@code i}'s longs over the chunk's rows, 0 where null. */
+  private long[] column(int i) {
+    long[] out = new long[size];
+    for (int r = 0, at = i; r < size; r++, at += width) {
+      out[r] = cellNulls[at] ? 0L : cells[at];
+    }
+    return out;
+  }
+
+  /** Input {@code i}'s null flags over the chunk's rows. */
+  private boolean[] nullColumn(int i) {
+    boolean[] out = new boolean[size];
+    for (int r = 0, at = i; r < size; r++, at += width) {
+      out[r] = cellNulls[at];
+    }
+    return out;
   }
 
   private static long[] longs(ArrayData values) {
@@ -196,22 +260,22 @@ final class Chunk {
   /** The id column {@code name}; a null where the caller needs an id is refused. */
   long[] ids(String name) {
     int i = plan.input(name);
-    for (int r = 0; r < size; r++) {
-      if (nulls[i][r]) {
+    for (int r = 0, at = i; r < size; r++, at += width) {
+      if (cellNulls[at]) {
         throw new IllegalStateException(
             "id column " + name + " of tap " + plan.key() + " holds nulls where every row needs an id");
       }
     }
-    return Arrays.copyOf(longs[i], size);
+    return column(i);
   }
 
-  /** The id column {@code name} as it is, and where it holds no id. */
+  /** The id column {@code name} (0 where it holds none: {@link #nullMask}), one per row. */
   long[] rawIds(String name) {
-    return longs[plan.input(name)];
+    return column(plan.input(name));
   }
 
   boolean[] nullMask(String name) {
-    return nulls[plan.input(name)];
+    return nullColumn(plan.input(name));
   }
 
   /** The text column {@code name}, as text (for the few texts that become labels). */
@@ -231,22 +295,24 @@ final class Chunk {
   private ValueColumn values(int i) {
     return switch (slots[i]) {
       case TEXT -> ValueColumn.ofTexts(Arrays.copyOf(texts[i], size));
-      case LONG -> ValueColumn.ofLongs(Arrays.copyOf(longs[i], size), Arrays.copyOf(nulls[i], size));
-      case DATE -> ValueColumn.ofDates(Arrays.copyOf(longs[i], size), Arrays.copyOf(nulls[i], size));
-      case DECIMAL -> ValueColumn.ofUnscaled(
-          Arrays.copyOf(longs[i], size), scales[i], Arrays.copyOf(nulls[i], size));
+      case LONG -> ValueColumn.ofLongs(column(i), nullColumn(i));
+      case DATE -> ValueColumn.ofDates(column(i), nullColumn(i));
+      case DECIMAL -> ValueColumn.ofUnscaled(column(i), scales[i], nullColumn(i));
       case WIDE_DECIMAL -> wideValues(i);
       case DOUBLE -> {
+        long[] bits = column(i);
         double[] doubles = new double[size];
         for (int r = 0; r < size; r++) {
-          doubles[r] = Double.longBitsToDouble(longs[i][r]);
+          doubles[r] = Double.longBitsToDouble(bits[r]);
         }
-        yield ValueColumn.ofDoubles(doubles, Arrays.copyOf(nulls[i], size));
+        yield ValueColumn.ofDoubles(doubles, nullColumn(i));
       }
       case BOOL -> {
+        long[] flags = column(i);
+        boolean[] missing = nullColumn(i);
         byte[][] column = new byte[size][];
         for (int r = 0; r < size; r++) {
-          column[r] = nulls[i][r] ? null : (longs[i][r] != 0 ? TRUE : FALSE);
+          column[r] = missing[r] ? null : (flags[r] != 0 ? TRUE : FALSE);
         }
         yield ValueColumn.ofTexts(column);
       }
@@ -261,14 +327,15 @@ final class Chunk {
     for (int r = 0; r < size && fits; r++) {
       fits = texts[i][r] == null;
     }
+    long[] unscaled = column(i);
+    boolean[] missing = nullColumn(i);
     if (fits) {
-      return ValueColumn.ofUnscaled(
-          Arrays.copyOf(longs[i], size), scales[i], Arrays.copyOf(nulls[i], size));
+      return ValueColumn.ofUnscaled(unscaled, scales[i], missing);
     }
     byte[][] column = new byte[size][];
     for (int r = 0; r < size; r++) {
-      column[r] = nulls[i][r] ? null : texts[i][r] != null ? texts[i][r]
-          : BigDecimal.valueOf(longs[i][r], scales[i]).toPlainString()
+      column[r] = missing[r] ? null : texts[i][r] != null ? texts[i][r]
+          : BigDecimal.valueOf(unscaled[r], scales[i]).toPlainString()
               .getBytes(StandardCharsets.UTF_8);
     }
     return ValueColumn.ofTexts(column);
@@ -280,8 +347,8 @@ final class Chunk {
   boolean[] flags(String name) {
     int i = plan.input(name);
     boolean[] out = new boolean[size];
-    for (int r = 0; r < size; r++) {
-      out[r] = !nulls[i][r] && longs[i][r] != 0;
+    for (int r = 0, at = i; r < size; r++, at += width) {
+      out[r] = !cellNulls[at] && cells[at] != 0;
     }
     return out;
   }
@@ -298,18 +365,16 @@ final class Chunk {
 
   /** Adds the chunk's source positions (its "rowno" input) to {@code rows}. */
   void addPositionsTo(org.roaringbitmap.longlong.Roaring64NavigableMap rows) {
-    long[] column = longs[plan.input("rowno")];
-    for (int r = 0; r < size; r++) {
-      rows.addLong(column[r]);
+    for (int r = 0, at = plan.input("rowno"); r < size; r++, at += width) {
+      rows.addLong(cells[at]);
     }
   }
 
   /** The smallest value of the "id" input over the chunk (it names the partition's rows). */
   long minId() {
-    long[] column = longs[plan.input("id")];
     long low = Long.MAX_VALUE;
-    for (int r = 0; r < size; r++) {
-      low = Math.min(low, column[r]);
+    for (int r = 0, at = plan.input("id"); r < size; r++, at += width) {
+      low = Math.min(low, cells[at]);
     }
     return low;
   }

@@ -19,7 +19,7 @@ record Emission(
 
   enum Kind {
     SOURCE, PLUS, BLACK_BOX, BLACK_BOX_GROUP, JOIN, SEMI_JOIN, ANTI_JOIN, EXPLODE, MODULE_ROW,
-    STATE, MEMBER, WINDOW_ROW, GROUP;
+    STATE, MEMBER, JOIN_MEMBER, WINDOW_ROW, GROUP;
 
     static Kind of(String name) {
       try {
@@ -46,6 +46,7 @@ record Emission(
       case MODULE_ROW -> b.moduleRow();
       case STATE -> b.state();
       case MEMBER -> b.member();
+      case JOIN_MEMBER -> b.joinMember();
       case WINDOW_ROW -> b.windowRow();
       case GROUP -> b.group();
       default -> throw new IllegalStateException("unhandled tap kind " + plan.kind());
@@ -260,7 +261,12 @@ record Emission(
 
     void join() {
       long[] ids = chunk.ids("id");
-      Wire.Derived pairs = pairs(ids, seed());
+      times(ids, pairs(ids, seed()));
+    }
+
+    /** A join's rows: TIMES nodes {@code ids} and their edges from the rows joined, as the pairs
+     * ({@code pairs}) they derive from where they do. */
+    private void times(long[] ids, Wire.Derived pairs) {
       if (pairs != null) {
         // The pairs only: the reader derives the ids and both edges of every row.
         node(new NodeBlock(Op.TIMES, null, "·", null, plan.relation(), plan.attributes(),
@@ -466,6 +472,23 @@ record Emission(
 
     void member() {
       long[] ids = chunk.ids("id");
+      member(ids, memberIds(ids));
+    }
+
+    /**
+     * Members that are the rows of a join no other operator reads ({@link Aggregation}): the
+     * join has no capture point of its own, so its TIMES nodes and their edges travel here, from
+     * the pairs the members travel as. The same nodes and edges as the join's capture point and
+     * a member tap send; one row written, copied and encoded once instead of twice.
+     */
+    void joinMember() {
+      long[] ids = chunk.ids("id");
+      Wire.Derived pairs = memberIds(ids);
+      times(ids, pairs);
+      member(ids, pairs);
+    }
+
+    private void member(long[] ids, Wire.Derived derived) {
       long[] groups = chunk.ids("group");
       List<ValueColumn> values = new ArrayList<>();
       long present = 0;
@@ -474,7 +497,6 @@ record Emission(
         present += column.present();
         values.add(column);
       }
-      Wire.Derived derived = memberIds(ids);
       members.add(new MemberBlock(derived == null ? ids : null, groups, plan.groupKey(),
           plan.delta(), values, derived));
       // The reader stores the expansion: count it (sparkprov.derived.MemberColumns' counts).

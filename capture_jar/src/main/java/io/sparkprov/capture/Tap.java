@@ -35,7 +35,6 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
   private final Roaring64NavigableMap sentBefore;
   // Spark deserializes the plan, and so this tap, once per task; the state is the task's.
   private transient TaskState state;
-  private transient Object[] row;
 
   public Tap(TapPlan plan, Sink sink, Counts counts) {
     this(plan, sink, counts, null, null, null);
@@ -99,22 +98,15 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
   }
 
   /**
-   * The row the codegen tap ({@link TapExpression}) fills before each {@link #accept}: {@code
-   * {long[] numbers, boolean[] nulls, Object[] refs}}, one entry per input (see {@link
-   * Chunk#add(long[], boolean[], Object[])}). One per task, reused for every row.
+   * Where the codegen tap ({@link TapExpression}) writes its next row before each {@link
+   * #accept}: the arrays of this task's chunk, as {@link Chunk#writer} says.
    */
   @Override
   public Object get() {
-    Object[] r = row;
-    if (r == null) {
-      int width = plan.width();
-      r = new Object[] {new long[width], new boolean[width], new Object[width]};
-      row = r;
-    }
-    return r;
+    return taskState().writer;
   }
 
-  /** One row: the filled {@link #get()} of the codegen tap, or an InternalRow of the inputs. */
+  /** One row: the row written where {@link #get()} said, or an InternalRow of the inputs. */
   @Override
   public void accept(Object filled) {
     TaskState s = taskState();
@@ -125,11 +117,10 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
         }
         s.chunk.add(internal);
       } else {
-        Object[] r = (Object[]) filled;
-        if (s.skip != null && s.skip.contains(((long[]) r[0])[s.rowno])) {
-          return;
+        if (s.skip != null && s.skip.contains(s.chunk.written(s.rowno))) {
+          return; // written over by the next row
         }
-        s.chunk.add((long[]) r[0], (boolean[]) r[1], (Object[]) r[2]);
+        s.chunk.commit(s.refs);
       }
       s.sendIfFull();
     }
@@ -157,6 +148,8 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
   /** The messages of this tap in one task. */
   private final class TaskState {
     final Chunk chunk = new Chunk(plan, slots(), scales());
+    final Object[] refs = new Object[plan.width()];
+    final Object[] writer = chunk.writer(refs);
     final byte[] key;
     final int partition;
     final DiscardSink.Step stopAfter =

@@ -248,17 +248,18 @@ public final class TapExpression extends Expression implements Serializable {
     long[] longs = (long[]) row[0];
     boolean[] nulls = (boolean[]) row[1];
     Object[] refs = (Object[]) row[2];
+    int at = ((int[]) row[3])[0];
     for (int i = 0; i < slots.length; i++) {
       Object v = typedValues[i].eval(input);
-      nulls[i] = v == null;
+      nulls[at + i] = v == null;
       if (v == null) {
         continue;
       }
       switch (slots[i]) {
-        case LONG, DATE -> longs[i] = ((Number) v).longValue();
-        case DECIMAL -> longs[i] = ((Decimal) v).toUnscaledLong();
-        case DOUBLE -> longs[i] = Double.doubleToRawLongBits((Double) v);
-        case BOOL -> longs[i] = ((Boolean) v) ? 1L : 0L;
+        case LONG, DATE -> longs[at + i] = ((Number) v).longValue();
+        case DECIMAL -> longs[at + i] = ((Decimal) v).toUnscaledLong();
+        case DOUBLE -> longs[at + i] = Double.doubleToRawLongBits((Double) v);
+        case BOOL -> longs[at + i] = ((Boolean) v) ? 1L : 0L;
         case TEXT, ARRAY, WIDE_DECIMAL -> refs[i] = v;
         default -> throw new IllegalStateException();
       }
@@ -278,6 +279,7 @@ public final class TapExpression extends Expression implements Serializable {
     String longs = ctx.freshName("sparkprovLongs");
     String nulls = ctx.freshName("sparkprovNulls");
     String refs = ctx.freshName("sparkprovRefs");
+    String at = ctx.freshName("sparkprovAt");
     List<String> parts = new ArrayList<>();
     List<JavaCode> args = new ArrayList<>();
     StringBuilder code = new StringBuilder()
@@ -285,16 +287,18 @@ public final class TapExpression extends Expression implements Serializable {
         .append("long[] ").append(longs).append(" = (long[]) ").append(row).append("[0];\n")
         .append("boolean[] ").append(nulls).append(" = (boolean[]) ").append(row)
         .append("[1];\n")
-        .append("Object[] ").append(refs).append(" = (Object[]) ").append(row).append("[2];\n");
+        .append("Object[] ").append(refs).append(" = (Object[]) ").append(row).append("[2];\n")
+        .append("int ").append(at).append(" = ((int[]) ").append(row).append("[3])[0];\n");
     Block block = new CodeBlock(scalaSeq(List.of(code.toString())), scalaSeq(List.of()));
     for (int i = 0; i < slots.length; i++) {
       ExprCode input = value(i, slots[i]).genCode(ctx);
       block = block.$plus(input.code());
+      String cell = "[" + at + " + " + i + "]";
       String store = switch (slots[i]) {
-        case LONG, DATE -> longs + "[" + i + "] = (long) ";
-        case DECIMAL -> longs + "[" + i + "] = (";
-        case DOUBLE -> longs + "[" + i + "] = java.lang.Double.doubleToRawLongBits(";
-        case BOOL -> longs + "[" + i + "] = (";
+        case LONG, DATE -> longs + cell + " = (long) ";
+        case DECIMAL -> longs + cell + " = (";
+        case DOUBLE -> longs + cell + " = java.lang.Double.doubleToRawLongBits(";
+        case BOOL -> longs + cell + " = (";
         case TEXT, ARRAY, WIDE_DECIMAL -> refs + "[" + i + "] = ";
       };
       String end = switch (slots[i]) {
@@ -305,9 +309,9 @@ public final class TapExpression extends Expression implements Serializable {
       };
       parts.clear();
       args.clear();
-      parts.add(nulls + "[" + i + "] = ");
+      parts.add(nulls + cell + " = ");
       args.add(input.isNull());
-      parts.add(";\nif (!" + nulls + "[" + i + "]) { " + store);
+      parts.add(";\nif (!" + nulls + cell + ") { " + store);
       args.add(input.value());
       parts.add(end + "}\n");
       block = block.$plus(new CodeBlock(scalaSeq(List.copyOf(parts)), scalaSeq(List.copyOf(args))));

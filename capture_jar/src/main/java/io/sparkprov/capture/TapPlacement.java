@@ -442,7 +442,8 @@ public final class TapPlacement extends Rule<LogicalPlan> {
         List<String> functions, List<Long> salts, int aggregates, List<String> origins,
         String pairKey, boolean valuesRead) {
       return new TapPlan(kind, key, run.runId(), run.workflow(), relation, attributes, inputs,
-          types, List.of(split), "", 0L, functions, groupKey, kind.equals("member"), aggregates,
+          types, List.of(split), "", 0L, functions, groupKey,
+          kind.equals("member") || kind.equals("join_member"), aggregates,
           salts, origins, pairKey, run.rowsPerMessage(), CaptureRun.MAX_TEXT_BYTES, valuesRead);
     }
 

@@ -182,6 +182,65 @@ class EmissionTest {
     assertArrayEquals(new long[] {12}, t.derived().positions());
   }
 
+  private static void assertSamePairs(Wire.Derived expected, Wire.Derived actual) {
+    assertEquals(expected.seed(), actual.seed());
+    for (Wire.Side[] sides : new Wire.Side[][] {
+        {expected.left(), actual.left()}, {expected.right(), actual.right()}}) {
+      assertArrayEquals(sides[0].ids(), sides[1].ids());
+      assertArrayEquals(sides[0].positions(), sides[1].positions());
+      assertEquals(sides[0].mask(), sides[1].mask());
+      assertArrayEquals(sides[0].nullRows(), sides[1].nullRows());
+    }
+  }
+
+  @Test
+  void membersOfAJoinWithoutACapturePointOfItsOwnCarryItsTimesNodesAndEdges() {
+    List<String> origins = List.of("source:A#0", "");
+    TapPlan folded = new TapPlan("join_member", "g#1:members", "run", "wf", "", List.of(),
+        List.of("id", "group", "left", "right"), List.of("id", "id", "id", "id"),
+        List.of("main"), "", 0, List.of(), "g#1", true, 0, List.of(), origins, "join#2", 4, 16,
+        false);
+    TapPlan join = new TapPlan("join", "join#2", "run", "wf", "", List.of(),
+        List.of("id", "left", "right"), List.of("id", "id", "id"), List.of("main"), "", 0,
+        List.of(), "", false, 0, List.of(), origins, "", 4, 16, false);
+    TapPlan member = new TapPlan("member", "g#1:members", "run", "wf", "", List.of(),
+        List.of("id", "group", "left", "right"), List.of("id", "id", "id", "id"),
+        List.of("main"), "", 0, List.of(), "g#1", true, 0, List.of(), origins, "join#2", 4, 16,
+        false);
+    long mask = NodeIds.seed("run", "source:A#0");
+    Chunk rows = new Chunk(folded);
+    Chunk joinRows = new Chunk(join);
+    Chunk memberRows = new Chunk(member);
+    long[][] pairs = {{7L ^ mask, 3L}, {8L ^ mask, 3L}, {9L ^ mask, 4L}};
+    for (long[] pair : pairs) {
+      long id = sparkId(join, pair[0], pair[1]);
+      rows.add(row(id, 99L, pair[0], pair[1]));
+      joinRows.add(row(id, pair[0], pair[1]));
+      memberRows.add(row(id, 99L, pair[0], pair[1]));
+    }
+    Emission both = Emission.of(folded, rows);
+    Emission apart = Emission.of(join, joinRows);
+    Emission members = Emission.of(member, memberRows);
+    Wire.NodeBlock times = both.nodes().get(0);
+    assertEquals(1, both.nodes().size());
+    assertEquals(null, times.ids());
+    assertSamePairs(apart.nodes().get(0).derived(), times.derived());
+    assertEquals(null, both.src()); // the edges are implied by the pairs
+    assertEquals(1, both.members().size());
+    assertSamePairs(members.members().get(0).derived(), both.members().get(0).derived());
+    assertArrayEquals(members.members().get(0).groups(), both.members().get(0).groups());
+    assertEquals(apart.nodeCount() + members.nodeCount(), both.nodeCount());
+    assertEquals(apart.edgeCount() + members.edgeCount(), both.edgeCount());
+
+    Chunk notTheJoins = new Chunk(folded); // an id that is not the pair's hash: ids travel
+    notTheJoins.add(row(5L, 99L, 7L ^ mask, 3L));
+    Emission sent = Emission.of(folded, notTheJoins);
+    assertArrayEquals(new long[] {5L}, sent.nodes().get(0).ids());
+    assertArrayEquals(new long[] {7L ^ mask, 3L}, sent.src());
+    assertArrayEquals(new long[] {5L, 5L}, sent.dst());
+    assertArrayEquals(new long[] {5L}, sent.members().get(0).members());
+  }
+
   @Test
   void aNamedRowsPlusTravelsAsItsParentAPositionWhereTheParentIsASourcesRow() {
     TapPlan plus = plan("plus", List.of("id", "parent"), List.of("id", "id"), List.of(),

@@ -52,7 +52,22 @@ class FileOrdinalsTest {
     UTF8String view = UTF8String.fromBytes(bytes);
     assertEquals(1L << 33, p.applyAsLong(view));
     byte[] other = "file:/data/orders/part-0.parquet".getBytes(StandardCharsets.UTF_8);
-    System.arraycopy(other, 0, bytes, 0, bytes.length); // the scan reuses its buffer
-    assertEquals(0L, p.applyAsLong(view));
+    System.arraycopy(other, 0, bytes, 0, bytes.length); // the scan reuses its buffer ...
+    // ... and reads it through a new UTF8String (UnsafeRow, column vectors): compared by bytes
+    assertEquals(0L, p.applyAsLong(UTF8String.fromBytes(bytes)));
+  }
+
+  @Test
+  void theObjectAScanHandsForEveryRowOfAFileIsLookedUpOnce() {
+    FileOrdinals p = new FileOrdinals(FILES);
+    // A constant column vector hands one UTF8String per file, the same object for each row.
+    UTF8String first = UTF8String.fromString("file:/data/orders/part-1.parquet");
+    UTF8String second = UTF8String.fromString("file:/data/orders/part-0.parquet");
+    for (int row = 0; row < 3; row++) {
+      assertEquals(1L << 33, p.applyAsLong(first));
+    }
+    assertEquals(0L, p.applyAsLong(second));
+    assertEquals(0L, p.applyAsLong(UTF8String.fromString("file:/data/orders/part-0.parquet")));
+    assertEquals(1L << 33, p.applyAsLong(first));
   }
 }
