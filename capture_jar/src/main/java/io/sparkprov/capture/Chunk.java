@@ -85,30 +85,20 @@ final class Chunk {
     cellNulls = new boolean[capacity * width];
     texts = new byte[width][][];
     arrays = new long[width][][];
-    int objects = 0;
-    for (int i = 0; i < width; i++) {
-      objects += slots[i] == Slot.TEXT || slots[i] == Slot.ARRAY || slots[i] == Slot.WIDE_DECIMAL
-          ? 1 : 0;
-    }
-    refSlots = new int[objects];
-    for (int i = 0, k = 0; i < width; i++) {
+    refSlots = java.util.stream.IntStream.range(0, width).filter(i -> isObject(slots[i]))
+        .toArray();
+    for (int i : refSlots) {
       switch (slots[i]) {
-        case LONG, DOUBLE, BOOL, DATE, DECIMAL -> { }
-        case TEXT -> {
-          texts[i] = new byte[capacity][];
-          refSlots[k++] = i;
-        }
-        case ARRAY -> {
-          arrays[i] = new long[capacity][];
-          refSlots[k++] = i;
-        }
-        case WIDE_DECIMAL -> {
-          texts[i] = new byte[capacity][];
-          refSlots[k++] = i;
-        }
+        case TEXT, WIDE_DECIMAL -> texts[i] = new byte[capacity][];
+        case ARRAY -> arrays[i] = new long[capacity][];
         default -> throw new IllegalStateException();
       }
     }
+  }
+
+  /** Whether Spark hands an input of {@code slot} as an object (copied when its row commits). */
+  private static boolean isObject(Slot slot) {
+    return slot == Slot.TEXT || slot == Slot.ARRAY || slot == Slot.WIDE_DECIMAL;
   }
 
   static Slot[] defaultSlots(TapPlan plan) {
@@ -197,7 +187,7 @@ final class Chunk {
             wide(i, r, isNull ? null : row.getDecimal(i, DecimalType.MAX_PRECISION(), scales[i]));
         default -> throw new IllegalStateException();
       }
-      if (slots[i] == Slot.TEXT || slots[i] == Slot.ARRAY) {
+      if (isObject(slots[i])) {
         cellNulls[r * width + i] = isNull;
       }
     }

@@ -451,16 +451,15 @@ record Emission(
      * {@code seed}), each side as positions where the plan names its source; null if some id
      * is not that hash or a row has neither side. */
     private Wire.Derived pairs(long[] ids, long seed) {
-      long[] left = Arrays.copyOf(chunk.rawIds("left"), n);
-      long[] right = Arrays.copyOf(chunk.rawIds("right"), n);
-      boolean[] leftNull = Arrays.copyOf(chunk.nullMask("left"), n);
-      boolean[] rightNull = Arrays.copyOf(chunk.nullMask("right"), n);
+      // Fresh arrays of the chunk's rows (Chunk gathers each), 0 where null.
+      long[] left = chunk.rawIds("left");
+      long[] right = chunk.rawIds("right");
+      boolean[] leftNull = chunk.nullMask("left");
+      boolean[] rightNull = chunk.nullMask("right");
       for (int r = 0; r < n; r++) {
         if (leftNull[r] && rightNull[r]) {
           return null;
         }
-        left[r] = leftNull[r] ? 0L : left[r];
-        right[r] = rightNull[r] ? 0L : right[r];
       }
       if (!derivable(seed, ids, new long[][] {left, right},
           new boolean[][] {leftNull, rightNull})) {
