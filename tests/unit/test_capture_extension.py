@@ -15,6 +15,7 @@ switch and the skip property leave the plan as it was.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -57,6 +58,17 @@ EXTRA = {
     "distinct_count": "SELECT city, COUNT(DISTINCT name) AS names FROM customers GROUP BY city",
     "distinct_aggregates_of_one_input": """
         SELECT COUNT(DISTINCT cust) AS custs, SUM(DISTINCT cust) AS total FROM orders""",
+    # scalar subqueries over one table merged into one CTE (MergeScalarSubqueries): a WithCTE
+    # until Spark's last optimizer batch, placed with each reference in place (TPC-DS q9)
+    "scalar_subqueries_merged": """
+        SELECT (SELECT SUM(amount) FROM orders WHERE amount > 1) AS total,
+               (SELECT COUNT(*) FROM orders WHERE amount > 1) AS n""",
+}
+# Files read twice in one query: one source under the extension (CaptureRun.fileSource), where
+# plan capture makes the second read a source of its own (orders_files_2): checked on its own.
+SAME_FILES = {
+    "union_all_of_files_with_itself": """
+        SELECT oid, amount FROM orders_files UNION ALL SELECT oid, amount FROM orders_files""",
 }
 REFUSED = {
     "rank_in_city": "the plan operator Window",
@@ -70,7 +82,7 @@ REFUSED = {
 def job(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The job's results, run once for the module."""
     work = tmp_path_factory.mktemp("extension")
-    queries = {name: QUERIES[name] for name in [*CAPTURED, *REFUSED]} | EXTRA
+    queries = {name: QUERIES[name] for name in [*CAPTURED, *REFUSED]} | EXTRA | SAME_FILES
     spec = {
         "views": {
             "orders": {"rows": ORDERS, "columns": ["oid", "cust", "amount"]},
@@ -137,6 +149,29 @@ def test_a_file_sources_rows_are_labelled_by_file_and_row_index(job: dict[str, A
     (listed,) = [s for s in job["__markers__"]["sources"] if s["relation"] == "orders_files"]
     assert len(listed["files"]) == 2 and listed["files"] == sorted(listed["files"])
     assert len(listed["masks"]) == 1
+
+
+def test_files_read_twice_are_one_source_and_the_second_reads_rows_are_rows_of_their_own(
+    job: dict[str, Any],
+) -> None:
+    """Each order is two result rows; both reach the order's one TOKEN (labelled by its file and
+    row, under one relation), the second through a PLUS of its own (Unions): two rows of the
+    graph as of the result, over the same source row."""
+    result = job["union_all_of_files_with_itself"]
+    assert "error" not in result, result.get("error", "")[:2000]
+    assert sorted(map(repr, result["rows"])) == sorted(map(repr, result["plain"]))
+    assert len(result["rows"]) == 2 * len(ORDERS)
+    tokens = [t for _, reached in result["lineage"] for t in reached]
+    assert len(tokens) == len(result["rows"])  # each row its one order
+    assert set(Counter(tokens).values()) == {2}
+    assert all(t.startswith("orders_files#orders_files#") for t in tokens)
+    reference = [
+        t.replace("orders_files_2", "orders_files") for _, r in result["reference"] for t in r
+    ]
+    assert sorted(tokens) == sorted(reference)
+    # one TOKEN per order; a named PLUS per result row and one more per second-read row
+    assert result["shape"]["TOKEN"] == len(ORDERS)
+    assert result["shape"]["PLUS"] == 3 * len(ORDERS)
 
 
 def test_an_anti_join_records_each_row_it_dropped_with_a_match(job: dict[str, Any]) -> None:

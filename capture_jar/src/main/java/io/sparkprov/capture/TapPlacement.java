@@ -19,6 +19,7 @@ import org.apache.spark.sql.catalyst.expressions.ScalarSubquery;
 import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
 import org.apache.spark.sql.catalyst.expressions.XxHash64;
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
+import org.apache.spark.sql.catalyst.optimizer.ReplaceCTERefWithRepartition$;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
 import org.apache.spark.sql.catalyst.plans.logical.Command;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
@@ -34,6 +35,7 @@ import org.apache.spark.sql.catalyst.plans.logical.RepartitionByExpression;
 import org.apache.spark.sql.catalyst.plans.logical.Sort;
 import org.apache.spark.sql.catalyst.plans.logical.Subquery;
 import org.apache.spark.sql.catalyst.plans.logical.Union;
+import org.apache.spark.sql.catalyst.plans.logical.WithCTE;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand;
 import org.apache.spark.sql.execution.datasources.WriteFiles;
@@ -90,11 +92,12 @@ public final class TapPlacement extends Rule<LogicalPlan> {
   }
 
   @Override
-  public LogicalPlan apply(LogicalPlan plan) {
-    if (!ExtraOptimizations.enabled(CONF) || skipped() || plan instanceof Subquery
-        || plan.isStreaming() || holdsTap(plan)) {
-      return plan;
+  public LogicalPlan apply(LogicalPlan given) {
+    if (!ExtraOptimizations.enabled(CONF) || skipped() || given instanceof Subquery
+        || given.isStreaming() || holdsTap(given)) {
+      return given;
     }
+    LogicalPlan plan = withoutCtes(given);
     if (plan instanceof InsertIntoHadoopFsRelationCommand write) { // df.write to files
       Placement placement = new Placement(CaptureRun.of(activeContext()));
       String relation = RelationNames.ofPath(outputPath(write));
@@ -110,6 +113,24 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       return plan;
     }
     return new Placement(CaptureRun.of(activeContext())).root(plan, null);
+  }
+
+  /**
+   * The plan with its common table expressions in place of their references, as Spark's last
+   * optimizer batch puts them after capture's rules (ReplaceCTERefWithRepartition): a CTE kept
+   * apart (read more than once, or a scalar subquery merged with another) is then placed where
+   * each reference reads it, and its rows' capture points publish per reference.
+   */
+  static LogicalPlan withoutCtes(LogicalPlan plan) {
+    boolean[] found = {false};
+    plan.foreach(new scala.runtime.AbstractFunction1<LogicalPlan, scala.runtime.BoxedUnit>() {
+      @Override
+      public scala.runtime.BoxedUnit apply(LogicalPlan node) {
+        found[0] |= node instanceof WithCTE;
+        return scala.runtime.BoxedUnit.UNIT;
+      }
+    });
+    return found[0] ? ReplaceCTERefWithRepartition$.MODULE$.apply(plan) : plan;
   }
 
   /** The last part of the folder a write writes to. Read by reflection: its type is Hadoop's
