@@ -271,23 +271,42 @@ record Emission(
         // The pairs only: the reader derives the ids and both edges of every row.
         node(new NodeBlock(Op.TIMES, null, "·", null, plan.relation(), plan.attributes(),
             attributeColumns(), null, false, pairs));
-        edgeCount += 2L * n - pairs.left().nullRows().length - pairs.right().nullRows().length;
+        // A row joined with itself (the same files read on both sides) derives its edge twice:
+        // the reader stores it once, and so it is counted.
+        edgeCount += 2L * n - pairs.left().nullRows().length - pairs.right().nullRows().length
+            - selfPairs().length;
         return;
       }
       node(rowNodes(Op.TIMES, "·", ids, null));
       LongList from = new LongList();
       LongList to = new LongList();
+      boolean[] self = new boolean[n];
+      for (int r : selfPairs()) {
+        self[r] = true;
+      }
       for (String side : new String[] {"left", "right"}) {
         long[] column = chunk.rawIds(side);
         boolean[] missing = chunk.nullMask(side);
         for (int r = 0; r < n; r++) {
-          if (!missing[r]) {
+          if (!missing[r] && !(self[r] && side.equals("right"))) {
             from.add(column[r]);
             to.add(ids[r]);
           }
         }
       }
       edge(from.toArray(), to.toArray());
+    }
+
+    /** The rows whose left and right rows are one node (both present): their TIMES node has one
+     * edge from it, not two. */
+    private int[] selfPairs() {
+      long[] left = chunk.rawIds("left");
+      long[] right = chunk.rawIds("right");
+      boolean[] leftMissing = chunk.nullMask("left");
+      boolean[] rightMissing = chunk.nullMask("right");
+      return java.util.stream.IntStream.range(0, n)
+          .filter(r -> !leftMissing[r] && !rightMissing[r] && left[r] == right[r])
+          .toArray();
     }
 
     void semiJoin() {
@@ -305,7 +324,7 @@ record Emission(
         if (matches[r].length == 0) {
           throw new IllegalStateException("a semi join kept a row without a matching right row");
         }
-        if (matches[r].length == 1) {
+        if (matches[r].length == 1 && matches[r][0] != left[r]) { // a row matching itself: one edge
           from.add(matches[r][0]);
           to.add(ids[r]);
         }
@@ -347,12 +366,16 @@ record Emission(
       LongList from = new LongList();
       LongList matches = new LongList();
       List<String> texts = new ArrayList<>();
+      LongList matchedIds = new LongList();
       for (int r = 0; r < n; r++) {
         if (!missing[r]) {
           excluded.add(ids[r]);
           from.add(left[r]);
-          matches.add(right[r]);
           texts.add(Long.toString(right[r]));
+          if (right[r] != left[r]) { // a row excluded by itself: one edge from it
+            matches.add(right[r]);
+            matchedIds.add(ids[r]);
+          }
         }
       }
       long[] excludedIds = excluded.toArray();
@@ -362,7 +385,7 @@ record Emission(
       from.addAll(matches.toArray());
       LongList to = new LongList();
       to.addAll(excludedIds);
-      to.addAll(excludedIds);
+      to.addAll(matchedIds.toArray());
       edge(from.toArray(), to.toArray());
     }
 

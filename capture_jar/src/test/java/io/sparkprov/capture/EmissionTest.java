@@ -109,6 +109,27 @@ class EmissionTest {
   }
 
   @Test
+  void aRowJoinedWithItselfHasOneEdgeFromIt() {
+    // The same files read on both sides of a join are one source: a row that matches itself is
+    // both sides of its TIMES node, which a reader stores with one edge from it, and counts so.
+    TapPlan join = plan("join", List.of("id", "left", "right"), List.of("id", "id", "id"),
+        List.of(), List.of());
+    Chunk derived = new Chunk(join);
+    derived.add(row(sparkId(join, 1L, 1L), 1L, 1L));
+    derived.add(row(sparkId(join, 1L, 2L), 1L, 2L));
+    Emission pairs = Emission.of(join, derived);
+    assertEquals(null, pairs.src()); // still the pairs only: the reader derives both edges
+    assertEquals(3, pairs.edgeCount());
+    Chunk explicit = new Chunk(join); // ids that are not their pairs' hash: edges sent
+    explicit.add(row(10L, 1L, 1L));
+    explicit.add(row(11L, 1L, 2L));
+    Emission e = Emission.of(join, explicit);
+    assertArrayEquals(new long[] {1, 1, 2}, e.src());
+    assertArrayEquals(new long[] {10, 11, 11}, e.dst());
+    assertEquals(3, e.edgeCount());
+  }
+
+  @Test
   void aJoinSideOfSourceTokensTravelsAsPositions() {
     TapPlan join = plan("join", List.of("id", "left", "right"), List.of("id", "id", "id"),
         List.of(), List.of(), List.of("source:A#0", ""));
@@ -271,6 +292,34 @@ class EmissionTest {
     assertArrayEquals(new long[] {1, 2, 5, sum, 6, 8}, e.src());
     assertArrayEquals(new long[] {10, 11, 10, 11, sum, sum}, e.dst());
     assertEquals(3, e.nodeCount()); // two TIMES rows and one PLUS
+  }
+
+  @Test
+  void aSemiJoinRowWhoseOneMatchIsItselfHasOneEdgeFromIt() {
+    TapPlan semi = plan("semi_join", List.of("id", "left", "witnesses"),
+        List.of("id", "id", "ids"), List.of(), List.of(7L));
+    Chunk chunk = new Chunk(semi);
+    chunk.add(row(10L, 1L, seq(1L)));
+    chunk.add(row(11L, 2L, seq(2L, 8L))); // itself among several: into the sum, a new edge
+    Emission e = Emission.of(semi, chunk);
+    long sum = Emission.derive(11L, 7L);
+    assertArrayEquals(new long[] {1, 2, sum, 2, 8}, e.src());
+    assertArrayEquals(new long[] {10, 11, 11, sum, sum}, e.dst());
+    assertEquals(5, e.edgeCount());
+  }
+
+  @Test
+  void anAntiJoinRowExcludedByItselfHasOneEdgeFromIt() {
+    TapPlan anti = plan("anti_join", List.of("id", "left", "right"), List.of("id", "id", "id"),
+        List.of(), List.of());
+    Chunk chunk = new Chunk(anti);
+    chunk.add(row(10L, 1L, 1L));
+    chunk.add(row(11L, 2L, -5L));
+    Emission e = Emission.of(anti, chunk);
+    assertArrayEquals(new long[] {1, 2, -5}, e.src());
+    assertArrayEquals(new long[] {10, 11, 11}, e.dst());
+    assertEquals(3, e.edgeCount());
+    assertArrayEquals(new String[] {"1", "-5"}, e.nodes().get(0).values()); // the match named
   }
 
   @Test
