@@ -58,6 +58,14 @@ EXTRA = {
     "distinct_count": "SELECT city, COUNT(DISTINCT name) AS names FROM customers GROUP BY city",
     "distinct_aggregates_of_one_input": """
         SELECT COUNT(DISTINCT cust) AS custs, SUM(DISTINCT cust) AS total FROM orders""",
+    # a distinct aggregate beside plain ones (TPC-DS q16, q28, q94, q95): an aggregation per
+    # kind, joined on the keys (over files: both reads are one source, as plan capture's one)
+    "distinct_beside_plain_files": """
+        SELECT COUNT(DISTINCT cust) AS custs, SUM(amount) AS s, AVG(amount) AS a
+        FROM orders_files""",
+    "distinct_beside_plain_grouped_files": """
+        SELECT cust, COUNT(DISTINCT amount) AS amounts, SUM(amount) AS s, MAX(oid) AS top
+        FROM orders_files GROUP BY cust""",
     # scalar subqueries over one table merged into one CTE (MergeScalarSubqueries): a WithCTE
     # until Spark's last optimizer batch, placed with each reference in place (TPC-DS q9)
     "scalar_subqueries_merged": """
@@ -72,8 +80,7 @@ SAME_FILES = {
 }
 REFUSED = {
     "rank_in_city": "the plan operator Window",
-    # Spark rewrites these with an Expand and aggregates FILTERed by the copy (one per input)
-    "distinct_beside_plain": "(DISTINCT or FILTER)",
+    # Spark rewrites this with an Expand and aggregates FILTERed by the copy (one per input)
     "two_distinct_inputs": "(DISTINCT or FILTER)",
 }
 
@@ -122,7 +129,7 @@ def test_a_query_under_the_extension_gives_the_plain_result_and_the_reference_li
 # Where plan capture names a join's rows through a PLUS node each (its rebuilt projection could
 # not carry the pending join past it), the extension names the TIMES nodes themselves, as a
 # projection after a join does in the DataFrame API (docs/capture.md).
-NAMED_DIRECTLY = {"self_join"}
+NAMED_DIRECTLY = {"self_join", "distinct_beside_plain_grouped_files"}
 
 
 @pytest.mark.parametrize("name", [*CAPTURED, *EXTRA, "dataframe_calls"])

@@ -8,12 +8,18 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.And;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.EqualNullSafe;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.MakeDecimal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
+import org.apache.spark.sql.catalyst.plans.Cross$;
+import org.apache.spark.sql.catalyst.plans.Inner$;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.plans.logical.Join;
+import org.apache.spark.sql.catalyst.plans.logical.JoinHint;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import scala.jdk.javaapi.CollectionConverters;
@@ -30,7 +36,9 @@ import scala.jdk.javaapi.CollectionConverters;
  *   <li>distinct aggregates over one set of inputs ({@code count(DISTINCT x)}, beside other
  *       distinct aggregates of the same inputs): first the distinct (keys, inputs) rows, a DELTA
  *       each fed by its copies, then the same aggregates, not distinct, over those rows (their
- *       definition, as grouping.py aggregates them).
+ *       definition, as grouping.py aggregates them);
+ *   <li>distinct aggregates beside plain ones or over other inputs: an aggregation per kind,
+ *       joined on the keys ({@link #byKind}).
  * </ul>
  */
 final class AggregateShapes {
@@ -42,7 +50,80 @@ final class AggregateShapes {
     if (distinct != node) {
       return distinct;
     }
-    return computedApart(node);
+    LogicalPlan computed = computedApart(node);
+    return computed != node ? computed : byKind(node);
+  }
+
+  /**
+   * Distinct aggregates beside plain ones, or over other inputs (grouping.py's
+   * {@code aggregate_by_kind}): one aggregation per kind (the plain aggregates; the distinct
+   * ones of each set of inputs), their rows joined on the grouping keys (null-safe; crossed when
+   * there are none), so each result row is a TIMES of its group in every aggregation. The rows
+   * below are read once per kind.
+   */
+  private static LogicalPlan byKind(Aggregate node) {
+    Map<String, List<NamedExpression>> kinds = new java.util.LinkedHashMap<>();
+    List<NamedExpression> others = new ArrayList<>();
+    for (NamedExpression named : CollectionConverters.asJava(node.aggregateExpressions())) {
+      Expression o = (Expression) named;
+      Expression body = o instanceof Alias a ? a.child() : o;
+      if (body instanceof MakeDecimal m) {
+        body = m.child();
+      }
+      if (!(body instanceof AggregateExpression ae)) {
+        others.add(named);
+        continue;
+      }
+      kinds.computeIfAbsent(kindOf(ae), k -> new ArrayList<>()).add(named);
+    }
+    if (kinds.size() < 2 || kinds.keySet().stream().allMatch(String::isEmpty)) {
+      return node;
+    }
+    List<Expression> keys = CollectionConverters.asJava(node.groupingExpressions());
+    LogicalPlan joined = null;
+    List<Attribute> joinedKeys = null;
+    for (List<NamedExpression> aggregates : kinds.values()) {
+      List<NamedExpression> outputs = new ArrayList<>();
+      List<Attribute> keyColumns = new ArrayList<>();
+      for (int i = 0; i < keys.size(); i++) {
+        Alias key = TapPlacement.alias(keys.get(i), "key" + i);
+        outputs.add(key);
+        keyColumns.add(key.toAttribute());
+      }
+      if (joined == null) {
+        outputs.addAll(others);
+      }
+      outputs.addAll(aggregates);
+      LogicalPlan side = new Aggregate(node.groupingExpressions(), TapPlacement.seq(outputs),
+          node.child(), node.hint());
+      if (joined == null) {
+        joined = side;
+        joinedKeys = keyColumns;
+        continue;
+      }
+      Expression on = null;
+      for (int i = 0; i < keys.size(); i++) {
+        Expression same = new EqualNullSafe(joinedKeys.get(i), keyColumns.get(i));
+        on = on == null ? same : new And(on, same);
+      }
+      joined = new Join(joined, side, on == null ? Cross$.MODULE$ : Inner$.MODULE$,
+          scala.Option.apply(on), JoinHint.NONE());
+    }
+    return new Project(TapPlacement.seq(new ArrayList<NamedExpression>(
+        CollectionConverters.asJava(node.output()))), joined);
+  }
+
+  /** An aggregate's kind: "" when plain, else its distinct inputs (FILTERed ones refused
+   * later by {@link Aggregation}, as before). */
+  private static String kindOf(AggregateExpression ae) {
+    if (!ae.isDistinct()) {
+      return "";
+    }
+    StringBuilder kind = new StringBuilder("distinct:");
+    for (Expression input : CollectionConverters.asJava(ae.aggregateFunction().children())) {
+      kind.append(input.canonicalized().sql()).append('\u0000');
+    }
+    return kind.toString();
   }
 
   /** An aggregated output is one aggregate (possibly DecimalAggregates' MakeDecimal of one). */
