@@ -41,6 +41,7 @@ CAPTURED = [
     "scalar_without_from",
     "scalar_one_row_at_run_time",
     "scalar_of_no_rows",
+    "share_of_city",
 ]
 EXTRA = {
     "filter_project": "SELECT oid, amount * 2 AS twice FROM orders WHERE amount > 2",
@@ -66,6 +67,14 @@ EXTRA = {
     "distinct_beside_plain_grouped_files": """
         SELECT cust, COUNT(DISTINCT amount) AS amounts, SUM(amount) AS s, MAX(oid) AS top
         FROM orders_files GROUP BY cust""",
+    # window aggregates over whole partitions (TPC-DS q12, q20, q53, q63, q89, q98)
+    "window_over_aggregates": """
+        SELECT c.city, o.cust, SUM(o.amount) AS s,
+               AVG(SUM(o.amount)) OVER (PARTITION BY c.city) AS city_mean
+        FROM orders o JOIN customers c ON o.cust = c.id GROUP BY c.city, o.cust""",
+    "window_over_everything": """
+        SELECT oid, amount - AVG(amount) OVER () AS off, MAX(amount) OVER () AS top
+        FROM orders""",
     # scalar subqueries over one table merged into one CTE (MergeScalarSubqueries): a WithCTE
     # until Spark's last optimizer batch, placed with each reference in place (TPC-DS q9)
     "scalar_subqueries_merged": """
@@ -79,7 +88,8 @@ SAME_FILES = {
         SELECT oid, amount FROM orders_files UNION ALL SELECT oid, amount FROM orders_files""",
 }
 REFUSED = {
-    "rank_in_city": "the plan operator Window",
+    "rank_in_city": "the plan operator Window with rank",
+    "running_sum": "the plan operator Window over a running or sliding frame",
     # Spark rewrites this with an Expand and aggregates FILTERed by the copy (one per input)
     "two_distinct_inputs": "(DISTINCT or FILTER)",
 }

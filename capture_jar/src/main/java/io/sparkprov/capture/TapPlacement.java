@@ -35,6 +35,7 @@ import org.apache.spark.sql.catalyst.plans.logical.RepartitionByExpression;
 import org.apache.spark.sql.catalyst.plans.logical.Sort;
 import org.apache.spark.sql.catalyst.plans.logical.Subquery;
 import org.apache.spark.sql.catalyst.plans.logical.Union;
+import org.apache.spark.sql.catalyst.plans.logical.Window;
 import org.apache.spark.sql.catalyst.plans.logical.WithCTE;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand;
@@ -257,6 +258,9 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       }
       if (node instanceof Union u) {
         return Unions.place(this, u);
+      }
+      if (node instanceof Window w) {
+        return Windows.place(this, w);
       }
       throw new UnsupportedPlan("the plan operator " + node.nodeName());
     }

@@ -74,6 +74,13 @@ public record TapPlan(
         rowsPerMessage, maxTextBytes, valuesRead);
   }
 
+  /** This plan without member to DELTA edges (a window partition's members: no row merged). */
+  TapPlan withoutDelta() {
+    return new TapPlan(kind, key, runId, workflow, relation, attributes, inputs, inputTypes,
+        split, label, module, functions, groupKey, false, aggregates, salts, origins, pairKey,
+        rowsPerMessage, maxTextBytes, valuesRead);
+  }
+
   public static TapPlan parse(String json) {
     try {
       return JSON.readValue(json, TapPlan.class);
