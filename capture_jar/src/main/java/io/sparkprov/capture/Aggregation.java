@@ -39,7 +39,30 @@ final class Aggregation {
   private Aggregation() {}
 
   /** One aggregated output column: the function's name and its one input. */
-  private record Aggregated(Attribute output, String function, Expression input) {}
+  record Aggregated(Attribute output, String function, Expression input) {}
+
+  /**
+   * A MEMBER capture point's inputs (grouping.py's {@code _member_tap}): the member's id, its
+   * group's id, then each aggregate's input ({@code x0}, {@code x1}, ...); with the functions'
+   * names and the salts of the groups' AGGREGATE nodes under {@code key}.
+   */
+  record MemberColumns(List<String> inputs, List<String> types, List<Expression> values,
+      List<String> functions, List<Long> salts) {
+    static MemberColumns of(String key, Expression id, Expression group,
+        List<Aggregated> aggregated) {
+      MemberColumns m = new MemberColumns(new ArrayList<>(List.of("id", "group")),
+          new ArrayList<>(List.of("id", "id")), new ArrayList<>(List.of(id, group)),
+          new ArrayList<>(), new ArrayList<>());
+      for (int i = 0; i < aggregated.size(); i++) {
+        m.inputs.add("x" + i);
+        m.types.add("text");
+        m.values.add(aggregated.get(i).input());
+        m.functions.add(aggregated.get(i).function());
+        m.salts.add(Salts.salt(key, i, "aggregate"));
+      }
+      return m;
+    }
+  }
 
   static Placed place(TapPlacement.Placement at, Aggregate node) {
     List<Expression> keys = new ArrayList<>(CollectionConverters.asJava(node.groupingExpressions()));
@@ -76,18 +99,12 @@ final class Aggregation {
         "group");
     LogicalPlan members = TapPlacement.project(child.plan(), child.plan().output(), group);
 
-    List<String> inputs = new ArrayList<>(List.of("id", "group"));
-    List<String> types = new ArrayList<>(List.of("id", "id"));
-    List<Expression> values = new ArrayList<>(List.of(child.id(), group.toAttribute()));
-    List<String> functions = new ArrayList<>();
-    List<Long> salts = new ArrayList<>();
-    for (int i = 0; i < aggregated.size(); i++) {
-      inputs.add("x" + i);
-      types.add("text");
-      values.add(aggregated.get(i).input());
-      functions.add(aggregated.get(i).function());
-      salts.add(Salts.salt(key, i, "aggregate"));
-    }
+    MemberColumns columns = MemberColumns.of(key, child.id(), group.toAttribute(), aggregated);
+    List<String> inputs = columns.inputs();
+    List<String> types = columns.types();
+    List<Expression> values = columns.values();
+    List<String> functions = columns.functions();
+    List<Long> salts = columns.salts();
     List<String> origins = child.origin().isEmpty() ? List.of() : List.of(child.origin());
     String pairKey = "";
     if (join != null) {

@@ -3,7 +3,6 @@ package io.sparkprov.capture;
 import io.sparkprov.capture.TapPlacement.Pending;
 import io.sparkprov.capture.TapPlacement.Placed;
 import io.sparkprov.capture.TapPlacement.UnsupportedPlan;
-import io.sparkprov.shared.Salts;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -43,11 +42,8 @@ import scala.jdk.javaapi.CollectionConverters;
 final class Windows {
   private Windows() {}
 
-  /** One window aggregate: its output, the function's name and its one input. */
-  private record Aggregated(NamedExpression output, String function, Expression input) {}
-
   static Placed place(TapPlacement.Placement at, Window node) {
-    List<Aggregated> aggregated = new ArrayList<>();
+    List<Aggregation.Aggregated> aggregated = new ArrayList<>();
     for (NamedExpression e : CollectionConverters.asJava(node.windowExpressions())) {
       aggregated.add(aggregated(e));
     }
@@ -60,24 +56,15 @@ final class Windows {
         "partition");
     LogicalPlan members = TapPlacement.project(child.plan(), child.plan().output(), group);
 
-    List<String> inputs = new ArrayList<>(List.of("id", "group"));
-    List<String> types = new ArrayList<>(List.of("id", "id"));
-    List<Expression> values = new ArrayList<>(List.of(child.id(), group.toAttribute()));
-    List<String> functions = new ArrayList<>();
-    List<Long> salts = new ArrayList<>();
-    for (int i = 0; i < aggregated.size(); i++) {
-      inputs.add("x" + i);
-      types.add("text");
-      values.add(aggregated.get(i).input());
-      functions.add(aggregated.get(i).function());
-      salts.add(Salts.salt(key, i, "aggregate"));
-    }
+    Aggregation.MemberColumns columns =
+        Aggregation.MemberColumns.of(key, child.id(), group.toAttribute(), aggregated);
     List<String> origins = child.origin().isEmpty() ? List.of() : List.of(child.origin());
-    TapPlan memberTap = at.tapPlan("member", key + ":members", "", List.of(), inputs, types,
-        TapPlacement.Placement.split(""), key, List.of(), List.of(), aggregated.size(), origins,
-        false).withoutDelta();
+    TapPlan memberTap = at.tapPlan("member", key + ":members", "", List.of(), columns.inputs(),
+        columns.types(), TapPlacement.Placement.split(""), key, List.of(), List.of(),
+        aggregated.size(), origins, false).withoutDelta();
     LogicalPlan tapped = new Filter(
-        new TapExpression(values, new Tap(memberTap, run.sink(), run.counts())), members);
+        new TapExpression(columns.values(), new Tap(memberTap, run.sink(), run.counts())),
+        members);
     LogicalPlan windowed = new Window(node.windowExpressions(), node.partitionSpec(),
         node.orderSpec(), tapped, node.hint());
 
@@ -102,17 +89,18 @@ final class Windows {
     for (int i = 0; i < aggregated.size(); i++) {
       rowInputs.add("x" + i);
       rowTypes.add("text");
-      rowValues.add(aggregated.get(i).output().toAttribute());
+      rowValues.add(aggregated.get(i).output());
     }
     TapPlan rowTap = at.tapPlan("window_row", key, "", List.of(), rowInputs, rowTypes,
-        TapPlacement.Placement.split(""), key, functions, salts, 0, List.of(), false);
+        TapPlacement.Placement.split(""), key, columns.functions(), columns.salts(), 0,
+        List.of(), false);
     return new Placed(plan, TapPlacement.attributes(node.output()), id.toAttribute(),
         new Pending(rowTap, rowValues, List.of()), "", Set.of(key));
   }
 
   /** A window expression over its whole partition of one aggregate of one input; others fail
    * naming them. */
-  private static Aggregated aggregated(NamedExpression named) {
+  private static Aggregation.Aggregated aggregated(NamedExpression named) {
     Expression body = named instanceof Alias a ? a.child() : (Expression) named;
     if (!(body instanceof WindowExpression w)) {
       throw new UnsupportedPlan("the plan operator Window computing " + body.sql());
@@ -135,7 +123,7 @@ final class Windows {
       throw new UnsupportedPlan("the plan operator Window with " + ae.sql() + " of " + args.size()
           + " inputs");
     }
-    return new Aggregated(named, ae.aggregateFunction().prettyName().toUpperCase(Locale.ROOT),
-        args.get(0));
+    return new Aggregation.Aggregated(named.toAttribute(),
+        ae.aggregateFunction().prettyName().toUpperCase(Locale.ROOT), args.get(0));
   }
 }
