@@ -256,14 +256,14 @@ class JoinSpec(TapSpec):
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
         ids = id_column(pdf, "id")
-        src, dst = [], []
-        for side in ("left", "right"):
-            present = _present(pdf, side)
-            src.append(id_column(pdf, side, nullable=True)[present])
-            dst.append(ids[present])
-        return [self._row_nodes("TIMES", "·", pdf)], EdgeColumns(
-            np.concatenate(src), np.concatenate(dst)
-        )
+        left = id_column(pdf, "left", nullable=True)
+        right = id_column(pdf, "right", nullable=True)
+        has_left, has_right = _present(pdf, "left"), _present(pdf, "right")
+        # a row joined with itself (one source on both sides) is one parent: one edge from it
+        has_right &= ~(has_left & (left == right))
+        src = np.concatenate([left[has_left], right[has_right]])
+        dst = np.concatenate([ids[has_left], ids[has_right]])
+        return [self._row_nodes("TIMES", "·", pdf)], EdgeColumns(src, dst)
 
 
 @dataclass(frozen=True)
@@ -285,11 +285,14 @@ class SemiJoinSpec(TapSpec):
         sums = derive(ids[~single], salt_of(self.key, "plus"))
         flat = np.concatenate(matches) if matches else np.empty(0, dtype=np.int64)
         first = np.cumsum(counts) - counts  # where each row's matches start in ``flat``
+        left = id_column(pdf, "left")
+        # a row whose one match is itself is one parent: one edge from it
+        other = single & (flat[first] != left) if len(flat) else single
         nodes = [self._row_nodes("TIMES", "·", pdf)]
         if len(sums):
             nodes.append(NodeColumns("PLUS", sums, label="+"))
-        src = [id_column(pdf, "left"), flat[first[single]], sums, flat[np.repeat(~single, counts)]]
-        dst = [ids, ids[single], ids[~single], np.repeat(sums, counts[~single])]
+        src = [left, flat[first[other]], sums, flat[np.repeat(~single, counts)]]
+        dst = [ids, ids[other], ids[~single], np.repeat(sums, counts[~single])]
         return nodes, EdgeColumns(np.concatenate(src), np.concatenate(dst))
 
 
@@ -316,7 +319,10 @@ class AntiJoinSpec(TapSpec):
         right = id_column(pdf, "right", nullable=True)[present]
         texts = [str(r) for r in right.tolist()]
         nodes = [NodeColumns("EXCLUDED", ids, label=EXCLUDED_LABEL, values=texts)]
-        return nodes, EdgeColumns(np.concatenate([left, right]), np.concatenate([ids, ids]))
+        other = right != left  # a row excluded by itself: one edge from it
+        return nodes, EdgeColumns(
+            np.concatenate([left, right[other]]), np.concatenate([ids, ids[other]])
+        )
 
 
 @dataclass(frozen=True)

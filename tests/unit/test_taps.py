@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from capture_agent.taps import (
+    AntiJoinSpec,
     GroupSpec,
     JoinSpec,
     MemberSpec,
@@ -86,6 +87,35 @@ def test_semi_join_row_is_times_of_its_row_and_the_sum_of_its_matches() -> None:
     assert sorted(zip(edges.src.tolist(), edges.dst.tolist(), strict=True)) == sorted(
         [(1, 10), (p, 10), (5, p), (6, p), (7, p), (2, 20), (8, 20)]
     )
+
+
+def test_a_row_joined_with_itself_has_one_edge_from_it() -> None:
+    """One source read on both sides (a self join, IN over the same files): a row matching itself
+    is both parents of its node, one edge as readers store it (the JVM's EmissionTest alike)."""
+    join = pd.DataFrame({"id": [7, 8], "left": [1, 1], "right": [1, 2]})
+    _, edges = JoinSpec(key="j").emit(join)
+    assert sorted(zip(edges.src.tolist(), edges.dst.tolist(), strict=True)) == [
+        (1, 7),
+        (1, 8),
+        (2, 8),
+    ]
+    semi = pd.DataFrame(
+        {"id": [10, 20], "left": [1, 2], "witnesses": [np.array([1]), np.array([3])]}
+    )
+    _, edges = SemiJoinSpec(key="s").emit(semi)
+    assert sorted(zip(edges.src.tolist(), edges.dst.tolist(), strict=True)) == [
+        (1, 10),
+        (2, 20),
+        (3, 20),
+    ]
+    anti = pd.DataFrame({"id": [30, 40], "left": [1, 2], "right": [1, 5]})
+    (excluded,), edges = AntiJoinSpec(key="a").emit(anti)
+    assert list(excluded.values) == ["1", "5"]  # the match still named
+    assert sorted(zip(edges.src.tolist(), edges.dst.tolist(), strict=True)) == [
+        (1, 30),
+        (2, 40),
+        (5, 40),
+    ]
 
 
 def test_members_skip_null_values_but_stay_members() -> None:
