@@ -1,10 +1,12 @@
-"""TPC-H's 22 queries as SQL text under sparkprov's capture extension, in a process of its own
-(tests/unit/test_capture_extension_tpch.py; ``spark.sql.extensions`` is read when a session
-starts): per query the plain rows and the captured ones (as text), whether the emitted graph
-holds the nodes and edges the run counted, the output rows it names, and Titian's oracle on
-sampled output rows: re-running the text on only the rows of a row's witness gives the row back.
+"""TPC-H's 22 queries (or TPC-DS's 99) as SQL text under sparkprov's capture extension, in a
+process of its own (tests/unit/test_capture_extension_tpch.py; ``spark.sql.extensions`` is read
+when a session starts): per query the plain rows and the captured ones (as text), whether the
+emitted graph holds the nodes and edges the run counted, the output rows it names, and Titian's
+oracle on sampled output rows: re-running the text on only the rows of a row's witness gives the
+row back. A query the extension refuses is recorded with its error.
 
-Usage: python -m tests.unit.extension_tpch_job JAR SF SAMPLED OUT.json
+Usage: python -m tests.unit.extension_tpch_job JAR SF SAMPLED OUT.json [tpch|tpcds [1,5,9]]
+(bench/README.md, "TPC-DS as SQL text under the capture extension", runs it over TPC-DS)
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from typing import Any
 CAPTURE = "spark.sparkprov.capture"
 
 
-def main(jar: str, sf: str, sampled: str, out_path: str) -> None:
+def main(
+    jar: str, sf: str, sampled: str, out_path: str, benchmark: str = "tpch", numbers: str = ""
+) -> None:
     from bench.tpc_sql.compare import equal
     from bench.tpc_sql.data import generate
     from bench.tpc_sql.oracle import compact, reproduces, texts
@@ -39,13 +43,16 @@ def main(jar: str, sf: str, sampled: str, out_path: str) -> None:
             CAPTURE: "false",
         },
     )
-    tables = generate("tpch", float(sf), Path(tempfile.mkdtemp(prefix="sparkprov-tpch-")))
+    from bench.tpc_sql.queries import COUNTS
+
+    queries = [int(q) for q in numbers.split(",")] if numbers else range(1, COUNTS[benchmark] + 1)
+    tables = generate(benchmark, float(sf), Path(tempfile.mkdtemp(prefix="sparkprov-tpc-")))
     spark_views(spark, tables)
     runs = spark._jvm.io.sparkprov.capture.CaptureRun
     views = [t.name for t in spark.catalog.listTables() if t.isTemporary]
     results: dict[int, Any] = {}
-    for number in range(1, 23):
-        sql = adapt("tpch", number, original("tpch", number))
+    for number in queries:
+        sql = adapt(benchmark, number, original(benchmark, number))
         plain = texts(spark.sql(sql))
         run = runs.of(spark._jsc.sc())  # a run per query: finished below
         spark.conf.set(CAPTURE, "true")
@@ -54,6 +61,7 @@ def main(jar: str, sf: str, sampled: str, out_path: str) -> None:
             columns, captured = df.columns, texts(df)
         except Exception as e:  # the query's result, for the test to read
             results[number] = {"error": str(e)[:2000]}
+            print(number, "refused:", str(e)[:300].replace("\n", " "), flush=True)
             run.finish()
             continue
         finally:
@@ -80,4 +88,4 @@ def main(jar: str, sf: str, sampled: str, out_path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:5])
+    main(*sys.argv[1:7])
