@@ -36,6 +36,7 @@ import org.apache.spark.sql.catalyst.plans.logical.Sort;
 import org.apache.spark.sql.catalyst.plans.logical.Subquery;
 import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.catalyst.plans.logical.Window;
+import org.apache.spark.sql.catalyst.plans.logical.WindowGroupLimit;
 import org.apache.spark.sql.catalyst.plans.logical.WithCTE;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand;
@@ -200,6 +201,8 @@ public final class TapPlacement extends Rule<LogicalPlan> {
   static final class Placement {
     private final CaptureRun run;
     private final Map<String, Integer> relations = new HashMap<>();
+    /** Subplans placed already, read again above (a window's numbered rows): as they are. */
+    private final Map<LogicalPlan, Placed> placedAlready = new java.util.IdentityHashMap<>();
 
     Placement(CaptureRun run) {
       this.run = run;
@@ -224,7 +227,17 @@ public final class TapPlacement extends Rule<LogicalPlan> {
           done.plan());
     }
 
+    /** {@code placed}, returned as it is wherever its plan is placed again. */
+    Placed placedAlready(Placed placed) {
+      placedAlready.put(placed.plan(), placed);
+      return placed;
+    }
+
     Placed place(LogicalPlan node) {
+      Placed known = placedAlready.get(node);
+      if (known != null) {
+        return known;
+      }
       boolean scalar = false;
       for (Expression e : CollectionConverters.asJava(node.expressions())) {
         for (Expression sub : PlanFacts.subtree(e)) {
@@ -246,7 +259,7 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       }
       if (node instanceof Filter || node instanceof Sort || node instanceof GlobalLimit
           || node instanceof LocalLimit || node instanceof Repartition
-          || node instanceof RepartitionByExpression) {
+          || node instanceof RepartitionByExpression || node instanceof WindowGroupLimit) {
         return passThrough(node);
       }
       if (node instanceof Join j) {

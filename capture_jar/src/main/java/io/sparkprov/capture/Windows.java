@@ -8,6 +8,19 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.And;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.DenseRank;
+import org.apache.spark.sql.catalyst.expressions.EqualNullSafe;
+import org.apache.spark.sql.catalyst.expressions.LessThan;
+import org.apache.spark.sql.catalyst.expressions.LessThanOrEqual;
+import org.apache.spark.sql.catalyst.expressions.Not;
+import org.apache.spark.sql.catalyst.expressions.Rank;
+import org.apache.spark.sql.catalyst.plans.Inner$;
+import org.apache.spark.sql.catalyst.plans.logical.Join;
+import org.apache.spark.sql.catalyst.plans.logical.JoinHint;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.catalyst.expressions.Ascending$;
 import org.apache.spark.sql.catalyst.expressions.CurrentRow$;
 import org.apache.spark.sql.catalyst.expressions.EqualTo;
@@ -43,6 +56,11 @@ final class Windows {
   private Windows() {}
 
   static Placed place(TapPlacement.Placement at, Window node) {
+    for (NamedExpression e : CollectionConverters.asJava(node.windowExpressions())) {
+      if (runningKind(e) != null) {
+        return running(at, node);
+      }
+    }
     List<Aggregation.Aggregated> aggregated = new ArrayList<>();
     for (NamedExpression e : CollectionConverters.asJava(node.windowExpressions())) {
       aggregated.add(aggregated(e));
@@ -96,6 +114,222 @@ final class Windows {
         List.of(), false);
     return new Placed(plan, TapPlacement.attributes(node.output()), id.toAttribute(),
         new Pending(rowTap, rowValues, List.of()), "", Set.of(key));
+  }
+
+  /**
+   * A window whose values depend on the rows ordered before (plan_capture.py's {@code _running}):
+   * aggregates over a running frame (ROWS, or RANGE with the row's peers) and rank, dense_rank
+   * and row_number. Those rows are the value's lineage: every row numbered in its partition
+   * (ties broken by its columns) and ranked, paired with the rows of its frame (a TIMES per
+   * pair) and taken once by itself, grouped per row (a DELTA whose members are those, with the
+   * running aggregates), and joined back to its row. The window's other functions are computed
+   * on the row. Quadratic in a partition's size, as the lineage is. The numbered rows are read
+   * four times through one shuffle, which Spark reuses (as it plans a CTE read twice), so their
+   * capture points publish once.
+   */
+  private static Placed running(TapPlacement.Placement at, Window node) {
+    List<NamedExpression> exprs = CollectionConverters.asJava(node.windowExpressions());
+    java.util.Set<String> frames = new java.util.HashSet<>();
+    List<NamedExpression> runningExprs = new ArrayList<>();
+    List<NamedExpression> direct = new ArrayList<>();
+    for (NamedExpression e : exprs) {
+      String kind = runningKind(e);
+      if (kind != null && !kind.equals("Rank")) {
+        frames.add(kind);
+        runningExprs.add(e);
+      } else {
+        direct.add(e);
+      }
+    }
+    if (frames.size() > 1) {
+      throw new UnsupportedPlan("the plan operator Window over a ROWS and a RANGE running frame"
+          + " in one window");
+    }
+    if (!org.apache.spark.sql.internal.SQLConf.get().exchangeReuseEnabled()) {
+      throw new UnsupportedPlan("the plan operator Window with ranks or running frames while"
+          + " spark.sql.exchange.reuse is false (its rows are read again through one shuffle)");
+    }
+    boolean rows = !frames.equals(java.util.Set.of("RangeFrame"));
+    Placed child = at.materialize(at.place(node.child()));
+    List<Attribute> old = child.visible();
+    List<NamedExpression> columns = new ArrayList<>(old);
+    columns.add(child.id());
+    LogicalPlan plan = new Project(TapPlacement.seq(columns), child.plan()); // no other column
+    List<Attribute> directOut = new ArrayList<>();
+    if (!direct.isEmpty()) {
+      plan = new Window(TapPlacement.seq(direct), node.partitionSpec(), node.orderSpec(), plan,
+          node.hint());
+      direct.forEach(e -> directOut.add(e.toAttribute()));
+    }
+    List<Expression> partition = CollectionConverters.asJava(node.partitionSpec());
+    List<Attribute> parts = new ArrayList<>();
+    List<NamedExpression> partAliases = new ArrayList<>();
+    for (int i = 0; i < partition.size(); i++) {
+      Alias part = TapPlacement.alias(partition.get(i), "part" + i);
+      partAliases.add(part);
+      parts.add(part.toAttribute());
+    }
+    plan = TapPlacement.project(plan, plan.output(), partAliases.toArray(new NamedExpression[0]));
+    List<SortOrder> orders = CollectionConverters.asJava(node.orderSpec());
+    List<SortOrder> ordersThenTies = new ArrayList<>(orders);
+    for (Attribute a : old) {
+      if (a.dataType().existsRecursively(t -> t instanceof org.apache.spark.sql.types.MapType
+          || t instanceof org.apache.spark.sql.types.VariantType)) {
+        continue; // not orderable
+      }
+      ordersThenTies.add(ascending(a));
+    }
+    Alias position = TapPlacement.alias(windowed(new RowNumber(), parts, ordersThenTies),
+        "position");
+    plan = new Window(TapPlacement.seq(List.<NamedExpression>of(position)),
+        TapPlacement.seq(new ArrayList<Expression>(parts)), TapPlacement.seq(ordersThenTies),
+        plan, scala.Option.empty());
+    List<Expression> orderedBy = new ArrayList<>();
+    orders.forEach(o -> orderedBy.add(o.child()));
+    Alias peers = TapPlacement.alias(windowed(new Rank(TapPlacement.seq(orderedBy)), parts,
+        orders), "peers");
+    plan = new Window(TapPlacement.seq(List.<NamedExpression>of(peers)),
+        TapPlacement.seq(new ArrayList<Expression>(parts)), TapPlacement.seq(orders), plan,
+        scala.Option.empty());
+    LogicalPlan shared = parts.isEmpty()
+        ? new org.apache.spark.sql.catalyst.plans.logical.Repartition(
+            org.apache.spark.sql.internal.SQLConf.get().numShufflePartitions(), true, plan)
+        : new org.apache.spark.sql.catalyst.plans.logical.RepartitionByExpression(
+            TapPlacement.seq(new ArrayList<Expression>(parts)), plan, scala.Option.empty(),
+            scala.Option.empty());
+    List<Attribute> mine = TapPlacement.attributes(shared.output());
+    List<Attribute> mineVisible = new ArrayList<>(mine);
+    mineVisible.removeIf(a -> a.exprId().equals(child.id().exprId()));
+    at.placedAlready(new Placed(shared, mineVisible, child.id(), null, child.origin(),
+        child.idKeys()));
+    // The same rows under other attributes: the other side of the pairs.
+    List<NamedExpression> renamed = new ArrayList<>();
+    Attribute theirId = null;
+    List<Attribute> theirs = new ArrayList<>();
+    for (int i = 0; i < mine.size(); i++) {
+      Alias a = TapPlacement.alias(mine.get(i), "frame" + i);
+      renamed.add(a);
+      if (mine.get(i).exprId().equals(child.id().exprId())) {
+        theirId = a.toAttribute();
+      } else {
+        theirs.add(a.toAttribute());
+      }
+    }
+    LogicalPlan others = new Project(TapPlacement.seq(renamed), shared);
+    at.placedAlready(new Placed(others, theirs, theirId, null, child.origin(), child.idKeys()));
+    List<Attribute> mineRow = mineVisible;  // old, direct values, parts, position, peers
+    int k = old.size();
+    int v = directOut.size();
+    int pos = k + v + parts.size();
+    Expression on = rows
+        ? new LessThan(theirs.get(pos), mineRow.get(pos))
+        : new And(new LessThanOrEqual(theirs.get(pos + 1), mineRow.get(pos + 1)),
+            new Not(new EqualTo(theirs.get(pos), mineRow.get(pos))));
+    for (int i = k + v; i < pos; i++) {
+      on = new And(on, new EqualNullSafe(mineRow.get(i), theirs.get(i)));
+    }
+    LogicalPlan pairs = new Join(shared, others, Inner$.MODULE$, scala.Option.apply(on),
+        JoinHint.NONE());
+    LogicalPlan framed = new Union(TapPlacement.seq(List.of(
+        members(pairs, mineRow, theirs, k, v, pos), members(shared, mineRow, mineRow, k, v, pos))),
+        false, false);
+    List<Attribute> union = TapPlacement.attributes(framed.output());
+    List<Attribute> keys = union.subList(0, pos - k - v + 1);
+    List<Attribute> inputs = union.subList(keys.size(), union.size());
+    List<NamedExpression> grouped = new ArrayList<>(keys);
+    List<Attribute> computed = new ArrayList<>();
+    for (NamedExpression e : runningExprs) {
+      Expression function = ((WindowExpression) ((Alias) e).child()).windowFunction();
+      Alias a = TapPlacement.alias(rebound(function, old, inputs), "running");
+      grouped.add(a);
+      computed.add(a.toAttribute());
+    }
+    LogicalPlan aggregated = new org.apache.spark.sql.catalyst.plans.logical.Aggregate(
+        TapPlacement.seq(new ArrayList<Expression>(keys)), TapPlacement.seq(grouped), framed,
+        scala.Option.empty());
+    Expression back = null;
+    for (int i = 0; i < keys.size(); i++) {
+      Expression same = new EqualNullSafe(mineRow.get(k + v + i), keys.get(i));
+      back = back == null ? same : new And(back, same);
+    }
+    LogicalPlan out = new Join(shared, aggregated, Inner$.MODULE$, scala.Option.apply(back),
+        JoinHint.NONE());
+    List<NamedExpression> result = new ArrayList<>(old);
+    for (NamedExpression e : exprs) {
+      int d = direct.indexOf(e);
+      Attribute value = d >= 0 ? directOut.get(d) : computed.get(runningExprs.indexOf(e));
+      result.add(new Alias(value, e.name(), e.exprId(), e.qualifier(), scala.Option.empty(),
+          TapPlacement.seq(List.of())));
+    }
+    return at.place(new Project(TapPlacement.seq(result), out));
+  }
+
+  /** A frame's rows: the row's keys (its partition columns and position), the member's
+   * columns. */
+  private static LogicalPlan members(LogicalPlan plan, List<Attribute> row,
+      List<Attribute> member, int k, int v, int pos) {
+    List<NamedExpression> columns = new ArrayList<>();
+    for (int i = k + v; i <= pos; i++) {
+      columns.add(TapPlacement.alias(row.get(i), "row" + (i - k - v)));
+    }
+    for (int i = 0; i < k; i++) {
+      columns.add(TapPlacement.alias(member.get(i), "member" + i));
+    }
+    return new Project(TapPlacement.seq(columns), plan);
+  }
+
+  /** {@code e} reading {@code to} where it read {@code from} (by position). */
+  private static Expression rebound(Expression e, List<Attribute> from, List<Attribute> to) {
+    return e.transformDown(new scala.runtime.AbstractPartialFunction<>() {
+      @Override
+      public boolean isDefinedAt(Expression x) {
+        return x instanceof Attribute;
+      }
+
+      @Override
+      public Expression apply(Expression x) {
+        for (int i = 0; i < from.size(); i++) {
+          if (from.get(i).exprId().equals(((Attribute) x).exprId())) {
+            return to.get(i);
+          }
+        }
+        throw new UnsupportedPlan("the plan operator Window aggregating " + x.sql()
+            + " (not a column of its input)");
+      }
+    });
+  }
+
+  private static SortOrder ascending(Expression e) {
+    return new SortOrder(e, Ascending$.MODULE$, NullsFirst$.MODULE$, TapPlacement.seq(List.of()));
+  }
+
+  /** {@code function} over the rows of the partition up to the current row, by {@code order}. */
+  private static WindowExpression windowed(Expression function, List<Attribute> partition,
+      List<SortOrder> order) {
+    return new WindowExpression(function, new WindowSpecDefinition(
+        TapPlacement.seq(new ArrayList<Expression>(partition)), TapPlacement.seq(order),
+        new SpecifiedWindowFrame(RowFrame$.MODULE$, UnboundedPreceding$.MODULE$,
+            CurrentRow$.MODULE$)));
+  }
+
+  /** "Rank" (rank, dense_rank, row_number), "RowFrame" or "RangeFrame" (an aggregate from the
+   * partition's start to the current row, ordered), else null (plan_capture.py's
+   * {@code _running_frame}). */
+  private static String runningKind(NamedExpression named) {
+    Expression body = named instanceof Alias a ? a.child() : (Expression) named;
+    if (!(body instanceof WindowExpression w)) {
+      return null;
+    }
+    Expression f = w.windowFunction();
+    if (f instanceof Rank || f instanceof DenseRank || f instanceof RowNumber) {
+      return "Rank";
+    }
+    if (!(f instanceof AggregateExpression) || w.windowSpec().orderSpec().isEmpty()
+        || !(w.windowSpec().frameSpecification() instanceof SpecifiedWindowFrame frame)
+        || frame.lower() != UnboundedPreceding$.MODULE$ || frame.upper() != CurrentRow$.MODULE$) {
+      return null;
+    }
+    return frame.frameType() == RowFrame$.MODULE$ ? "RowFrame" : "RangeFrame";
   }
 
   /** A window expression over its whole partition of one aggregate of one input; others fail
