@@ -233,6 +233,19 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       return placed;
     }
 
+    /** Whether {@code plan} reads a subplan placed already (a window's numbered rows). */
+    boolean readsPlacedAgain(LogicalPlan plan) {
+      boolean[] found = {false};
+      plan.foreach(new scala.runtime.AbstractFunction1<LogicalPlan, scala.runtime.BoxedUnit>() {
+        @Override
+        public scala.runtime.BoxedUnit apply(LogicalPlan node) {
+          found[0] |= placedAlready.containsKey(node);
+          return scala.runtime.BoxedUnit.UNIT;
+        }
+      });
+      return found[0];
+    }
+
     Placed place(LogicalPlan node) {
       Placed known = placedAlready.get(node);
       if (known != null) {
