@@ -149,22 +149,127 @@ final class Windows {
       throw new UnsupportedPlan("the plan operator Window with ranks or running frames while"
           + " spark.sql.exchange.reuse is false (its rows are read again through one shuffle)");
     }
-    boolean rows = !frames.equals(java.util.Set.of("RangeFrame"));
     Placed child = at.materialize(at.place(node.child()));
     if (at.readsPlacedAgain(child.plan())) {
       // TPC-DS q51 so: 0.8% of its nodes were sent twice, the cause not found yet
       throw new UnsupportedPlan("the plan operator Window with ranks or running frames over the"
           + " rows of another such window");
     }
-    List<Attribute> old = child.visible();
-    List<NamedExpression> columns = new ArrayList<>(old);
+    Numbered mine = numbered(at, node, child, direct);
+    Numbered theirs = mine.renamed(at, child);
+    boolean rows = !frames.equals(java.util.Set.of("RangeFrame"));
+    LogicalPlan pairs = new Join(mine.plan(), theirs.plan(), Inner$.MODULE$,
+        scala.Option.apply(mine.frameOf(theirs, rows)), JoinHint.NONE());
+    LogicalPlan framed = new Union(TapPlacement.seq(List.of(mine.members(pairs, theirs),
+        mine.members(mine.plan(), mine))), false, false);
+    List<Attribute> union = TapPlacement.attributes(framed.output());
+    List<Attribute> keys = union.subList(0, mine.keys().size());
+    List<Attribute> inputs = union.subList(keys.size(), union.size());
+    List<NamedExpression> grouped = new ArrayList<>(keys);
+    List<Attribute> computed = new ArrayList<>();
+    for (NamedExpression e : runningExprs) {
+      Expression function = ((WindowExpression) ((Alias) e).child()).windowFunction();
+      Alias a = TapPlacement.alias(rebound(function, child.visible(), inputs), "running");
+      grouped.add(a);
+      computed.add(a.toAttribute());
+    }
+    LogicalPlan aggregated = new org.apache.spark.sql.catalyst.plans.logical.Aggregate(
+        TapPlacement.seq(new ArrayList<Expression>(keys)), TapPlacement.seq(grouped), framed,
+        scala.Option.empty());
+    Expression back = null;
+    for (int i = 0; i < keys.size(); i++) {
+      Expression same = new EqualNullSafe(mine.keys().get(i), keys.get(i));
+      back = back == null ? same : new And(back, same);
+    }
+    LogicalPlan out = new Join(mine.plan(), aggregated, Inner$.MODULE$, scala.Option.apply(back),
+        JoinHint.NONE());
+    List<NamedExpression> result = new ArrayList<>(child.visible());
+    for (NamedExpression e : exprs) {
+      int d = direct.indexOf(e);
+      Attribute value = d >= 0 ? mine.direct().get(d) : computed.get(runningExprs.indexOf(e));
+      result.add(new Alias(value, e.name(), e.exprId(), e.qualifier(), scala.Option.empty(),
+          TapPlacement.seq(List.of())));
+    }
+    return at.place(new Project(TapPlacement.seq(result), out));
+  }
+
+  /**
+   * A running window's numbered rows, read again through one shuffle: {@code columns} are the
+   * child's {@code k} columns, the window's {@code v} other values, its partition columns, the
+   * row's position in its partition and its rank among its peers ({@code plan}'s output besides
+   * the id), placed already.
+   */
+  private record Numbered(LogicalPlan plan, List<Attribute> columns, int k, int v) {
+    int position() {
+      return columns.size() - 2;
+    }
+
+    /** The row's keys: its partition columns and position. */
+    List<Attribute> keys() {
+      return columns.subList(k + v, position() + 1);
+    }
+
+    List<Attribute> direct() {
+      return columns.subList(k, k + v);
+    }
+
+    /** The same rows under other attributes (the other side of the pairs), placed already. */
+    Numbered renamed(TapPlacement.Placement at, Placed child) {
+      List<NamedExpression> renamed = new ArrayList<>();
+      Attribute id = null;
+      List<Attribute> visible = new ArrayList<>();
+      for (Attribute a : TapPlacement.attributes(plan.output())) {
+        Alias copy = TapPlacement.alias(a, "frame" + renamed.size());
+        renamed.add(copy);
+        if (a.exprId().equals(child.id().exprId())) {
+          id = copy.toAttribute();
+        } else {
+          visible.add(copy.toAttribute());
+        }
+      }
+      LogicalPlan others = new Project(TapPlacement.seq(renamed), plan);
+      at.placedAlready(new Placed(others, visible, id, null, child.origin(), child.idKeys()));
+      return new Numbered(others, visible, k, v);
+    }
+
+    /** Whether a row of {@code theirs} is in this row's frame: before it in its partition (ROWS),
+     * or not after it and not itself (RANGE: its peers too). */
+    Expression frameOf(Numbered theirs, boolean rows) {
+      int p = position();
+      List<Attribute> other = theirs.columns;
+      Expression on = rows
+          ? new LessThan(other.get(p), columns.get(p))
+          : new And(new LessThanOrEqual(other.get(p + 1), columns.get(p + 1)),
+              new Not(new EqualTo(other.get(p), columns.get(p))));
+      for (int i = k + v; i < p; i++) {
+        on = new And(on, new EqualNullSafe(columns.get(i), other.get(i)));
+      }
+      return on;
+    }
+
+    /** A frame's rows over {@code plan}: this row's keys, the member's child columns. */
+    LogicalPlan members(LogicalPlan plan, Numbered member) {
+      List<NamedExpression> out = new ArrayList<>();
+      for (Attribute key : keys()) {
+        out.add(TapPlacement.alias(key, "row" + out.size()));
+      }
+      for (int i = 0; i < k; i++) {
+        out.add(TapPlacement.alias(member.columns.get(i), "member" + i));
+      }
+      return new Project(TapPlacement.seq(out), plan);
+    }
+  }
+
+  /** The child's rows with the window's other values, partition columns, position (ties broken
+   * by the row's columns) and rank, read again through one shuffle (placed already). */
+  private static Numbered numbered(TapPlacement.Placement at, Window node, Placed child,
+      List<NamedExpression> direct) {
+    List<NamedExpression> columns = new ArrayList<>(child.visible());
     columns.add(child.id());
     LogicalPlan plan = new Project(TapPlacement.seq(columns), child.plan()); // no other column
-    List<Attribute> directOut = new ArrayList<>();
     if (!direct.isEmpty()) {
       plan = new Window(TapPlacement.seq(direct), node.partitionSpec(), node.orderSpec(), plan,
           node.hint());
-      direct.forEach(e -> directOut.add(e.toAttribute()));
     }
     List<Expression> partition = CollectionConverters.asJava(node.partitionSpec());
     List<Attribute> parts = new ArrayList<>();
@@ -177,110 +282,37 @@ final class Windows {
     plan = TapPlacement.project(plan, plan.output(), partAliases.toArray(new NamedExpression[0]));
     List<SortOrder> orders = CollectionConverters.asJava(node.orderSpec());
     List<SortOrder> ordersThenTies = new ArrayList<>(orders);
-    for (Attribute a : old) {
-      if (a.dataType().existsRecursively(t -> t instanceof org.apache.spark.sql.types.MapType
-          || t instanceof org.apache.spark.sql.types.VariantType)) {
-        continue; // not orderable
+    for (Attribute a : child.visible()) {
+      if (!a.dataType().existsRecursively(t -> t instanceof org.apache.spark.sql.types.MapType
+          || t instanceof org.apache.spark.sql.types.VariantType)) { // orderable
+        ordersThenTies.add(ascending(a));
       }
-      ordersThenTies.add(ascending(a));
     }
-    Alias position = TapPlacement.alias(windowed(new RowNumber(), parts, ordersThenTies),
-        "position");
-    plan = new Window(TapPlacement.seq(List.<NamedExpression>of(position)),
-        TapPlacement.seq(new ArrayList<Expression>(parts)), TapPlacement.seq(ordersThenTies),
-        plan, scala.Option.empty());
+    plan = runningWindow(new RowNumber(), "position", parts, ordersThenTies, plan);
     List<Expression> orderedBy = new ArrayList<>();
     orders.forEach(o -> orderedBy.add(o.child()));
-    Alias peers = TapPlacement.alias(windowed(new Rank(TapPlacement.seq(orderedBy)), parts,
-        orders), "peers");
-    plan = new Window(TapPlacement.seq(List.<NamedExpression>of(peers)),
-        TapPlacement.seq(new ArrayList<Expression>(parts)), TapPlacement.seq(orders), plan,
-        scala.Option.empty());
+    plan = runningWindow(new Rank(TapPlacement.seq(orderedBy)), "peers", parts, orders, plan);
     LogicalPlan shared = parts.isEmpty()
         ? new org.apache.spark.sql.catalyst.plans.logical.Repartition(
             org.apache.spark.sql.internal.SQLConf.get().numShufflePartitions(), true, plan)
         : new org.apache.spark.sql.catalyst.plans.logical.RepartitionByExpression(
             TapPlacement.seq(new ArrayList<Expression>(parts)), plan, scala.Option.empty(),
             scala.Option.empty());
-    List<Attribute> mine = TapPlacement.attributes(shared.output());
-    List<Attribute> mineVisible = new ArrayList<>(mine);
-    mineVisible.removeIf(a -> a.exprId().equals(child.id().exprId()));
-    at.placedAlready(new Placed(shared, mineVisible, child.id(), null, child.origin(),
+    List<Attribute> visible = TapPlacement.attributes(shared.output());
+    visible.removeIf(a -> a.exprId().equals(child.id().exprId()));
+    at.placedAlready(new Placed(shared, visible, child.id(), null, child.origin(),
         child.idKeys()));
-    // The same rows under other attributes: the other side of the pairs.
-    List<NamedExpression> renamed = new ArrayList<>();
-    Attribute theirId = null;
-    List<Attribute> theirs = new ArrayList<>();
-    for (int i = 0; i < mine.size(); i++) {
-      Alias a = TapPlacement.alias(mine.get(i), "frame" + i);
-      renamed.add(a);
-      if (mine.get(i).exprId().equals(child.id().exprId())) {
-        theirId = a.toAttribute();
-      } else {
-        theirs.add(a.toAttribute());
-      }
-    }
-    LogicalPlan others = new Project(TapPlacement.seq(renamed), shared);
-    at.placedAlready(new Placed(others, theirs, theirId, null, child.origin(), child.idKeys()));
-    List<Attribute> mineRow = mineVisible;  // old, direct values, parts, position, peers
-    int k = old.size();
-    int v = directOut.size();
-    int pos = k + v + parts.size();
-    Expression on = rows
-        ? new LessThan(theirs.get(pos), mineRow.get(pos))
-        : new And(new LessThanOrEqual(theirs.get(pos + 1), mineRow.get(pos + 1)),
-            new Not(new EqualTo(theirs.get(pos), mineRow.get(pos))));
-    for (int i = k + v; i < pos; i++) {
-      on = new And(on, new EqualNullSafe(mineRow.get(i), theirs.get(i)));
-    }
-    LogicalPlan pairs = new Join(shared, others, Inner$.MODULE$, scala.Option.apply(on),
-        JoinHint.NONE());
-    LogicalPlan framed = new Union(TapPlacement.seq(List.of(
-        members(pairs, mineRow, theirs, k, v, pos), members(shared, mineRow, mineRow, k, v, pos))),
-        false, false);
-    List<Attribute> union = TapPlacement.attributes(framed.output());
-    List<Attribute> keys = union.subList(0, pos - k - v + 1);
-    List<Attribute> inputs = union.subList(keys.size(), union.size());
-    List<NamedExpression> grouped = new ArrayList<>(keys);
-    List<Attribute> computed = new ArrayList<>();
-    for (NamedExpression e : runningExprs) {
-      Expression function = ((WindowExpression) ((Alias) e).child()).windowFunction();
-      Alias a = TapPlacement.alias(rebound(function, old, inputs), "running");
-      grouped.add(a);
-      computed.add(a.toAttribute());
-    }
-    LogicalPlan aggregated = new org.apache.spark.sql.catalyst.plans.logical.Aggregate(
-        TapPlacement.seq(new ArrayList<Expression>(keys)), TapPlacement.seq(grouped), framed,
-        scala.Option.empty());
-    Expression back = null;
-    for (int i = 0; i < keys.size(); i++) {
-      Expression same = new EqualNullSafe(mineRow.get(k + v + i), keys.get(i));
-      back = back == null ? same : new And(back, same);
-    }
-    LogicalPlan out = new Join(shared, aggregated, Inner$.MODULE$, scala.Option.apply(back),
-        JoinHint.NONE());
-    List<NamedExpression> result = new ArrayList<>(old);
-    for (NamedExpression e : exprs) {
-      int d = direct.indexOf(e);
-      Attribute value = d >= 0 ? directOut.get(d) : computed.get(runningExprs.indexOf(e));
-      result.add(new Alias(value, e.name(), e.exprId(), e.qualifier(), scala.Option.empty(),
-          TapPlacement.seq(List.of())));
-    }
-    return at.place(new Project(TapPlacement.seq(result), out));
+    return new Numbered(shared, visible, child.visible().size(), direct.size());
   }
 
-  /** A frame's rows: the row's keys (its partition columns and position), the member's
-   * columns. */
-  private static LogicalPlan members(LogicalPlan plan, List<Attribute> row,
-      List<Attribute> member, int k, int v, int pos) {
-    List<NamedExpression> columns = new ArrayList<>();
-    for (int i = k + v; i <= pos; i++) {
-      columns.add(TapPlacement.alias(row.get(i), "row" + (i - k - v)));
-    }
-    for (int i = 0; i < k; i++) {
-      columns.add(TapPlacement.alias(member.get(i), "member" + i));
-    }
-    return new Project(TapPlacement.seq(columns), plan);
+  /** {@code plan} with {@code function} over its partition up to the current row, as a column
+   * named {@code name}. */
+  private static LogicalPlan runningWindow(Expression function, String name,
+      List<Attribute> parts, List<SortOrder> order, LogicalPlan plan) {
+    Alias value = TapPlacement.alias(windowed(function, parts, order), name);
+    return new Window(TapPlacement.seq(List.<NamedExpression>of(value)),
+        TapPlacement.seq(new ArrayList<Expression>(parts)), TapPlacement.seq(order), plan,
+        scala.Option.empty());
   }
 
   /** {@code e} reading {@code to} where it read {@code from} (by position). */
