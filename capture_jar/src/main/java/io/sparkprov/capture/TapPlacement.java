@@ -233,17 +233,21 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       return placed;
     }
 
-    /** Whether {@code plan} reads a subplan placed already (a window's numbered rows). */
+    /** Whether {@code plan}'s rows are, with no aggregation between, the rows of a subplan
+     * placed already (a window's numbered rows). */
     boolean readsPlacedAgain(LogicalPlan plan) {
-      boolean[] found = {false};
-      plan.foreach(new scala.runtime.AbstractFunction1<LogicalPlan, scala.runtime.BoxedUnit>() {
-        @Override
-        public scala.runtime.BoxedUnit apply(LogicalPlan node) {
-          found[0] |= placedAlready.containsKey(node);
-          return scala.runtime.BoxedUnit.UNIT;
+      if (placedAlready.containsKey(plan)) {
+        return true;
+      }
+      if (plan instanceof Aggregate) {
+        return false;
+      }
+      for (LogicalPlan child : CollectionConverters.asJava(plan.children())) {
+        if (readsPlacedAgain(child)) {
+          return true;
         }
-      });
-      return found[0];
+      }
+      return false;
     }
 
     Placed place(LogicalPlan node) {

@@ -151,7 +151,8 @@ final class Windows {
     }
     Placed child = at.materialize(at.place(node.child()));
     if (at.readsPlacedAgain(child.plan())) {
-      // TPC-DS q51 so: 0.8% of its nodes were sent twice, the cause not found yet
+      // TPC-DS q51 so: 0.8% of its nodes were sent twice, the cause not found yet (q70's rank
+      // over an aggregate of rows a ranked subquery filtered sends each once)
       throw new UnsupportedPlan("the plan operator Window with ranks or running frames over the"
           + " rows of another such window");
     }
