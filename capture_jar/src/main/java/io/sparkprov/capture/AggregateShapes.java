@@ -76,7 +76,7 @@ final class AggregateShapes {
       }
       kinds.computeIfAbsent(kindOf(ae), k -> new ArrayList<>()).add(named);
     }
-    if (kinds.size() < 2 || kinds.keySet().stream().allMatch(String::isEmpty)) {
+    if (kinds.size() < 2) { // one kind: nothing to take apart
       return node;
     }
     List<Expression> keys = CollectionConverters.asJava(node.groupingExpressions());

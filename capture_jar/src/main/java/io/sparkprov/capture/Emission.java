@@ -273,17 +273,18 @@ record Emission(
             attributeColumns(), null, false, pairs));
         // A row joined with itself (the same files read on both sides) derives its edge twice:
         // the reader stores it once, and so it is counted.
+        long self = 0;
+        for (boolean s : selfPairs()) {
+          self += s ? 1 : 0;
+        }
         edgeCount += 2L * n - pairs.left().nullRows().length - pairs.right().nullRows().length
-            - selfPairs().length;
+            - self;
         return;
       }
       node(rowNodes(Op.TIMES, "·", ids, null));
       LongList from = new LongList();
       LongList to = new LongList();
-      boolean[] self = new boolean[n];
-      for (int r : selfPairs()) {
-        self[r] = true;
-      }
+      boolean[] self = selfPairs();
       for (String side : new String[] {"left", "right"}) {
         long[] column = chunk.rawIds(side);
         boolean[] missing = chunk.nullMask(side);
@@ -299,14 +300,16 @@ record Emission(
 
     /** The rows whose left and right rows are one node (both present): their TIMES node has one
      * edge from it, not two. */
-    private int[] selfPairs() {
+    private boolean[] selfPairs() {
       long[] left = chunk.rawIds("left");
       long[] right = chunk.rawIds("right");
       boolean[] leftMissing = chunk.nullMask("left");
       boolean[] rightMissing = chunk.nullMask("right");
-      return java.util.stream.IntStream.range(0, n)
-          .filter(r -> !leftMissing[r] && !rightMissing[r] && left[r] == right[r])
-          .toArray();
+      boolean[] self = new boolean[n];
+      for (int r = 0; r < n; r++) {
+        self[r] = !leftMissing[r] && !rightMissing[r] && left[r] == right[r];
+      }
+      return self;
     }
 
     void semiJoin() {

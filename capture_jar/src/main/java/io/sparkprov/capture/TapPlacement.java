@@ -124,15 +124,22 @@ public final class TapPlacement extends Rule<LogicalPlan> {
    * each reference reads it, and its rows' capture points publish per reference.
    */
   static LogicalPlan withoutCtes(LogicalPlan plan) {
+    return anyNode(plan, node -> node instanceof WithCTE)
+        ? ReplaceCTERefWithRepartition$.MODULE$.apply(plan) : plan;
+  }
+
+  /** Whether a node of {@code plan} (its subqueries' plans aside) is {@code wanted}. */
+  private static boolean anyNode(LogicalPlan plan,
+      java.util.function.Predicate<LogicalPlan> wanted) {
     boolean[] found = {false};
     plan.foreach(new scala.runtime.AbstractFunction1<LogicalPlan, scala.runtime.BoxedUnit>() {
       @Override
       public scala.runtime.BoxedUnit apply(LogicalPlan node) {
-        found[0] |= node instanceof WithCTE;
+        found[0] |= wanted.test(node);
         return scala.runtime.BoxedUnit.UNIT;
       }
     });
-    return found[0] ? ReplaceCTERefWithRepartition$.MODULE$.apply(plan) : plan;
+    return found[0];
   }
 
   /** The last part of the folder a write writes to. Read by reflection: its type is Hadoop's
@@ -160,19 +167,16 @@ public final class TapPlacement extends Rule<LogicalPlan> {
   }
 
   private static boolean holdsTap(LogicalPlan plan) {
-    boolean[] found = {false};
-    plan.foreach(new scala.runtime.AbstractFunction1<LogicalPlan, scala.runtime.BoxedUnit>() {
-      @Override
-      public scala.runtime.BoxedUnit apply(LogicalPlan node) {
-        for (Expression e : CollectionConverters.asJava(node.expressions())) {
-          for (Expression sub : PlanFacts.subtree(e)) {
-            found[0] |= sub instanceof TapExpression;
+    return anyNode(plan, node -> {
+      for (Expression e : CollectionConverters.asJava(node.expressions())) {
+        for (Expression sub : PlanFacts.subtree(e)) {
+          if (sub instanceof TapExpression) {
+            return true;
           }
         }
-        return scala.runtime.BoxedUnit.UNIT;
       }
+      return false;
     });
-    return found[0];
   }
 
   /**
