@@ -40,6 +40,11 @@ CREATE INDEX sp_run_workflow IF NOT EXISTS FOR (r:Run) ON (r.workflow);
 // keys registered here.
 CREATE CONSTRAINT sp_member_key IF NOT EXISTS FOR (k:MemberKey) REQUIRE k.key IS UNIQUE;
 CREATE INDEX sp_member_pair IF NOT EXISTS FOR ()-[r:DERIVES]-() ON (r.pair);
+// A join's rows folded into their member edges (docs/graph-schema.md, "A join's rows folded
+// into their member edges"): a folded TIMES id is found by `times`, a right row's joined rows by
+// `partner`.
+CREATE INDEX sp_member_times IF NOT EXISTS FOR ()-[r:DERIVES]-() ON (r.times);
+CREATE INDEX sp_member_partner IF NOT EXISTS FOR ()-[r:DERIVES]-() ON (r.partner);
 
 // Workflow versions (ingest_service.versions, docs/versions.md): every write is a MERGE on a
 // constrained key.

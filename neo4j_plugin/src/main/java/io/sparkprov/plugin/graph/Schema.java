@@ -49,6 +49,15 @@ public final class Schema {
   public static final String MEMBER_VALUES = "member_values";
   public static final String MEMBER_NULLS = "member_nulls";
   public static final String PAIR = "pair";
+  /**
+   * A member edge whose member is a join's row folded into it (docs/graph-schema.md, "A join's
+   * rows folded into their member edges") starts at the row's left parent and carries the TIMES
+   * node's id ({@code times}) and its right parent's id ({@code partner}), both indexed; the right
+   * parent has one {@code PARTNER} relationship to the group's DELTA row (not a logical edge).
+   */
+  public static final String TIMES = "times";
+  public static final String PARTNER_PROPERTY = "partner";
+  public static final RelationshipType PARTNER = RelationshipType.withName("PARTNER");
 
   private Schema() {}
 }
