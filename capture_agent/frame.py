@@ -743,18 +743,37 @@ def materialize(frame: TrackedFrame) -> DataFrame:
     return frame._materialized()
 
 
-def materialize_with_origin(frame: TrackedFrame) -> tuple[DataFrame, JoinSpec | None, str]:
+def materialize_with_origin(
+    frame: TrackedFrame, fold_split: tuple[str, ...] | None = None
+) -> tuple[DataFrame, JoinSpec | None, str, bool]:
     """As :func:`materialize`, and what the id column derives from, so a tap over these rows may
     send their ids as positions (lineage.proto's DerivedIds): where the pending capture point
     is a join's, that join's spec, with its left and right id columns kept
-    (``__sp_left``/``__sp_right``); else the source whose TOKEN ids the rows hold ("" if none)."""
+    (``__sp_left``/``__sp_right``); else the source whose TOKEN ids the rows hold ("" if none).
+
+    With ``fold_split``, the split path of the member capture point that reads the rows: a
+    join's rows that nothing names (no relation, no values) in that split path get no capture
+    point of their own, for the member capture point sends them (``MemberSpec.join_rows``,
+    lineage.proto's ``MemberBlock.join_rows``); the last item says so. The JVM taps only."""
     pending = frame._pending
     if not isinstance(pending, JoinSpec):
-        return frame._materialized(), None, frame.origin
-    df = frame._ctx.apply_tap(frame._df, pending, frame._hidden, frame._split)
+        return frame._materialized(), None, frame.origin, False
+    folded = (
+        fold_split is not None
+        and frame._ctx.jvm is not None
+        and not pending.relation
+        and not pending.attributes
+        and not frame._named
+        and frame._split == fold_split
+    )
+    df = (
+        frame._df
+        if folded
+        else frame._ctx.apply_tap(frame._df, pending, frame._hidden, frame._split)
+    )
     pair = [HIDDEN_PREFIX + "left", HIDDEN_PREFIX + "right"]
     kept = df.drop(*[c for c in df.columns if c.startswith(HIDDEN_PREFIX) and c not in (ID, *pair)])
-    return kept, pending, ""
+    return kept, pending, "", folded
 
 
 def visible_attributes(frame: TrackedFrame, taps: JvmTaps) -> JvmList:

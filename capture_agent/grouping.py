@@ -39,8 +39,9 @@ __all__ = ["TrackedGroupedData"]
 
 _GROUP = HIDDEN_PREFIX + "group"
 # What the members' ids derive from: the join whose rows they are, or the source whose rows they
-# are ("" if neither): capture_agent.frame.materialize_with_origin.
-_Origin = tuple[JoinSpec | None, str]
+# are ("" if neither), and whether the join's rows travel with the members (the join then has no
+# capture point of its own): capture_agent.frame.materialize_with_origin.
+_Origin = tuple[JoinSpec | None, str, bool]
 
 
 class TrackedGroupedData:
@@ -231,9 +232,9 @@ class TrackedGroupedData:
         hash_inputs: list[Column] = []
         for k in key_cols:
             hash_inputs += [k, k.isNull()]  # so that (null, 'a') and ('a', null) differ
-        frame, join, origin = materialize_with_origin(self._frame)
+        frame, join, origin, folded = materialize_with_origin(self._frame, session.split_for())
         members = frame.withColumn(_GROUP, session.node_id(key, *hash_inputs))
-        return members, key, key_cols, (join, origin)
+        return members, key, key_cols, (join, origin, folded)
 
     def _member_tap(
         self,
@@ -250,11 +251,11 @@ class TrackedGroupedData:
         session = context_of(self._frame)
         hidden: dict[str, Column] = {"id": F.col(ID), "group": F.col(_GROUP), **values}
         spec = MemberSpec(key=key + ":members", aggregates=aggregates, group_key=key)
-        join, source = origin
+        join, source, folded = origin
         if join is not None:
             hidden["left"] = F.col(HIDDEN_PREFIX + "left")
             hidden["right"] = F.col(HIDDEN_PREFIX + "right")
-            spec = replace(spec, pair_key=join.key, origins=join.origins)
+            spec = replace(spec, pair_key=join.key, origins=join.origins, join_rows=folded)
         elif source:
             spec = replace(spec, origins=(source,))
         return session.apply_tap(members, spec, hidden)

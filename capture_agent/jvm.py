@@ -140,6 +140,8 @@ def plan_of(spec: TapSpec, ctx: TapContext, split: tuple[str, ...]) -> TapPlan:
     kind = _KINDS.get(type(spec))
     if kind is None:
         raise UnsupportedOperation(f"capture point {type(spec).__name__} on the JVM")
+    if isinstance(spec, MemberSpec) and spec.join_rows:
+        kind = "join_member"  # the join's TIMES rows travel with its members
     functions = list(getattr(spec, "functions", ()))
     if isinstance(spec, GroupSpec):
         salts = [salt_of(spec.key, i, "aggregate") for i in range(len(functions))]

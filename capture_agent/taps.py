@@ -409,6 +409,9 @@ class MemberSpec(TapSpec):
     # then sends the members as positions (lineage.proto's DerivedIds); the ids are the same.
     pair_key: str = ""
     origins: tuple[str, ...] = ()
+    # The join's rows travel with its members (it has no capture point of its own): each member
+    # is a TIMES node of its pair, as JoinSpec emits it (lineage.proto, MemberBlock.join_rows).
+    join_rows: bool = False
 
     def hidden_inputs(self) -> tuple[str, ...]:
         pair = ("left", "right") if self.pair_key else ()
@@ -426,18 +429,29 @@ class MemberSpec(TapSpec):
     def wire(
         self, pdf: pd.DataFrame
     ) -> tuple[list[NodeColumns], EdgeColumns | None, list[MemberColumns]]:
+        if self.join_rows:  # the Python taps send the join's rows as its own tap would
+            nodes, edges = JoinSpec(key=self.pair_key).emit(pdf)
+            return nodes, edges, [self.members(pdf)]
         return [], None, [self.members(pdf)]
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
-        """The expanded nodes and edges (what the reader makes of :meth:`members`)."""
+        """The expanded nodes and edges (what the reader makes of :meth:`members`), with the
+        join's rows where they travel here (:attr:`join_rows`)."""
         expansion = self.members(pdf).expand()
         nodes = [
             NodeColumns(d.op, d.ids, label=d.label, labels=d.texts, values=d.texts)
             for d in expansion.nodes
         ]
-        if not self.delta and not self.aggregates:
+        src, dst = expansion.src, expansion.dst
+        if self.join_rows:
+            times, join_edges = JoinSpec(key=self.pair_key).emit(pdf)
+            nodes = times + nodes
+            assert join_edges is not None
+            src = np.concatenate([join_edges.src, src])
+            dst = np.concatenate([join_edges.dst, dst])
+        elif not self.delta and not self.aggregates:
             return nodes, None
-        return nodes, EdgeColumns(expansion.src, expansion.dst)
+        return nodes, EdgeColumns(src, dst)
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,10 @@ class MemberBlock(TypedDict):
     and VALUE nodes are derived by readers (``sparkprov.derived``), never stored. ``pairs[k]``
     is the member's pair id (``MemberColumns.pairs``), by which a derived id is looked up.
     ``values`` and ``null_rows`` hold ``aggregates`` columns: one text per member (``""`` where
-    null) and the positions whose value is null."""
+    null) and the positions whose value is null. Where the members are a join's rows that
+    nothing else sent (docs/graph-schema.md, "A join's rows folded into their member edges"),
+    ``lefts[k]`` and ``partners[k]`` are member ``k``'s left and right parent and ``members[k]``
+    its TIMES id (of split path ``split``, the block's); else both are empty."""
 
     run: str
     group_key: str
@@ -75,6 +78,9 @@ class MemberBlock(TypedDict):
     aggregates: int
     values: list[list[str]]
     null_rows: list[list[int]]
+    lefts: list[int]
+    partners: list[int]
+    split: list[str]
 
 
 class MalformedBlock(ValueError):
@@ -134,6 +140,12 @@ def check_member_block(value: object, position: int = 0) -> MemberBlock:
         ids: list[int] = block[name]
         if len(ids) != n:
             raise MalformedBlock(f"{where}: field '{name}' has {len(ids)} ids for {n} members")
+    for name in ("lefts", "partners"):
+        parents: list[int] = block[name]  # type: ignore[literal-required]
+        if parents and len(parents) != n:
+            raise MalformedBlock(f"{where}: field '{name}' has {len(parents)} ids for {n} members")
+    if len(block["lefts"]) != len(block["partners"]):
+        raise MalformedBlock(f"{where}: fields 'lefts' and 'partners' differ in length")
     if not block["group_key"]:
         raise MalformedBlock(f"{where}: field 'group_key' is empty")
     if not 0 <= block["aggregates"] <= MAX_MEMBER_AGGREGATES:

@@ -205,15 +205,35 @@ class MemberColumns:
     delta: bool = True  # False for window partitions: no member -> DELTA edges
     values: Sequence[Sequence[str | None]] = ()
     split: Sequence[str] = ()
+    # Where the members are the rows of a join that sent nothing of its own (lineage.proto,
+    # MemberBlock.join_rows): each member's left and right parent. The members are then TIMES
+    # nodes (label "·") with an edge from each parent (one where the two are the same row).
+    lefts: np.ndarray | None = None
+    rights: np.ndarray | None = None
 
     @property
     def aggregates(self) -> int:
         return len(self.values)
 
     @property
+    def join_rows(self) -> bool:
+        return self.lefts is not None
+
+    def join_edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """The edges into the members' TIMES nodes (:attr:`lefts`, :attr:`rights`): left ->
+        member, then right -> member where the right row is not the left one."""
+        assert self.lefts is not None and self.rights is not None
+        members = np.asarray(self.members, dtype=np.int64)
+        lefts = np.asarray(self.lefts, dtype=np.int64)
+        rights = np.asarray(self.rights, dtype=np.int64)
+        other = rights != lefts
+        return np.concatenate([lefts, rights[other]]), np.concatenate([members, members[other]])
+
+    @property
     def block_count(self) -> int:
-        """Node blocks of :meth:`expand`: a TENSOR and a VALUE block per aggregated column."""
-        return 2 * self.aggregates
+        """Node blocks of :meth:`expand`: a TENSOR and a VALUE block per aggregated column (and
+        the TIMES block of :attr:`join_rows`)."""
+        return 2 * self.aggregates + self.join_rows
 
     def present_counts(self) -> list[int]:
         """Members with a non-null value, per aggregated column."""
@@ -221,13 +241,16 @@ class MemberColumns:
 
     @property
     def node_count(self) -> int:
-        """Nodes of :meth:`expand`, without expanding: a TENSOR and a VALUE per non-null value."""
-        return 2 * sum(self.present_counts())
+        """Nodes of :meth:`expand`, without expanding: a TENSOR and a VALUE per non-null value
+        (and a TIMES per member of :attr:`join_rows`)."""
+        times = len(self.members) if self.join_rows else 0
+        return times + 2 * sum(self.present_counts())
 
     @property
     def edge_count(self) -> int:
         """Edges of :meth:`expand`, without expanding."""
-        return (len(self.members) if self.delta else 0) + 3 * sum(self.present_counts())
+        joins = len(self.join_edges()[0]) if self.join_rows else 0
+        return joins + (len(self.members) if self.delta else 0) + 3 * sum(self.present_counts())
 
     def pairs(self) -> np.ndarray:
         """Each member's pair id, from which its TENSOR and VALUE ids derive (one per group a
@@ -273,6 +296,11 @@ class MemberColumns:
         src = [members] if self.delta else []
         dst = [groups] if self.delta else []
         nodes: list[DerivedNodes] = []
+        if self.join_rows:
+            nodes.append(DerivedNodes("TIMES", members, label="·"))
+            lefts, times = self.join_edges()
+            src.insert(0, lefts)
+            dst.insert(0, times)
         for c in self.derived_columns():
             nodes.append(DerivedNodes("TENSOR", c.tensors, label="⊗"))
             nodes.append(DerivedNodes("VALUE", c.values, texts=c.texts))

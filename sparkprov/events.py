@@ -71,7 +71,8 @@ SCHEMA_VERSION = 2
 # 4: value columns may hold numbers (StringColumn.longs, doubles), written as text on reading
 # (sparkprov.values): sent by the JVM taps.
 # 5: value columns may hold dates and decimals as numbers (StringColumn.dates, unscaled).
-READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3, 4, 5})
+# 6: member blocks may carry their join's rows (MemberBlock.join_rows).
+READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3, 4, 5, 6})
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 # Levels of split paths (split, sub-split, sub-sub-split): connected sets are kept per level.
 # lineage.proto's SplitDepth carries it, for the plugin's Schema.LEVELS too.
@@ -813,6 +814,11 @@ def member_block(run_id: str, m: MemberColumns) -> MemberBlock:
         "aggregates": m.aggregates,
         "values": [["" if v is None else v for v in column] for column in m.values],
         "null_rows": [[k for k, v in enumerate(column) if v is None] for column in m.values],
+        # A join's rows folded into their member edges (docs/graph-schema.md): each member's
+        # left and right parent; empty for other members.
+        "lefts": [] if m.lefts is None else np.asarray(m.lefts, dtype=np.int64).tolist(),
+        "partners": [] if m.rights is None else np.asarray(m.rights, dtype=np.int64).tolist(),
+        "split": list(m.split),
     }
 
 
@@ -834,10 +840,15 @@ def _check_split(split: Sequence[str]) -> None:
 def member_columns(block: lineage_pb2.MemberBlock) -> MemberColumns:
     """A decoded member block, validated (limits, lengths, split), not yet expanded."""
     members = np.array(block.members, dtype=np.int64)
+    lefts = rights = None
     if block.HasField("derived_members"):
         if len(members):
             raise MalformedEvent("ragged", "a member block has both members and derived members")
         members = derived_ids(block.derived_members, None).ids
+        if block.join_rows:
+            lefts, rights = _join_rows(block.derived_members)
+    elif block.join_rows:
+        raise MalformedEvent("bad_derived", "a member block with join rows has no derived pairs")
     n = len(members)
     value_columns = [_texts(column) for column in block.values]
     limits.check_members(
@@ -874,4 +885,18 @@ def member_columns(block: lineage_pb2.MemberBlock) -> MemberColumns:
         delta=block.delta,
         values=values,
         split=list(block.split),
+        lefts=lefts,
+        rights=rights,
     )
+
+
+def _join_rows(d: lineage_pb2.DerivedIds) -> tuple[np.ndarray, np.ndarray]:
+    """The left and right parents of a member block's join rows: its derived pairs, both sides
+    of every row (an inner join's)."""
+    if len(d.left_null_rows) or len(d.right_null_rows):
+        raise MalformedEvent("bad_derived", "join rows of a member block have a null side")
+    left = _side(d.left, d.left_deltas, d.left_mask, "left")
+    right = _side(d.right, d.right_deltas, d.right_mask, "right")
+    if not len(left) or len(left) != len(right):
+        raise MalformedEvent("bad_derived", "join rows of a member block need both sides' pairs")
+    return left, right

@@ -160,6 +160,7 @@ def test_what_ingest_sends_for_members_follows_the_contract_and_matches_the_exam
         members=np.array(example["members"], dtype=np.int64),
         groups=np.array(example["groups"], dtype=np.int64),
         values=values,
+        split=example["split"],
     )
     data = events.encode_batch(example["run"], "people", "tap", 0, 0, [], None, members=[compact])
     batch = events.decode(data)

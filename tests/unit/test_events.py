@@ -176,6 +176,84 @@ def test_derived_members_decode_to_the_same_member_ids() -> None:
     assert batch.edges["dst"] == [7, 7]
 
 
+def _join_rows_event(
+    left: list[int], right: list[int], aggregates: int = 1, **derived: list[int]
+) -> bytes:
+    """A member block whose members are a join's rows (MemberBlock.join_rows), seed 42."""
+    event = lineage_pb2.LineageEvent(schema_version=6, run_id="r")
+    block = event.batch.members.add()
+    block.groups.extend([7] * len(left))
+    block.group_key = "g#1"
+    block.delta = True
+    block.split.append("main")
+    block.aggregates = aggregates
+    for _ in range(aggregates):
+        block.values.add().values.extend(str(i) for i in range(len(left)))
+    block.derived_members.CopyFrom(
+        lineage_pb2.DerivedIds(seed=42, left=left, right=right, **derived)
+    )
+    block.join_rows = True
+    return event.SerializeToString()
+
+
+def test_join_rows_travel_as_their_members_left_and_right_parents() -> None:
+    """A member block with its join's rows: the members are the TIMES ids of the pairs, and the
+    stored form names each member's parents (folded into the member edges by the writer)."""
+    batch = events.decode(_join_rows_event([1, 0], [2, 0]))
+    assert isinstance(batch, events.Batch)
+    assert not batch.blocks and not batch.edges["src"]  # nothing but the members
+    (m,) = batch.members
+    times = [_SPARK_PAIRS[(1, 2)], xxhash64_longs(42, np.array([0]), np.array([0])).tolist()[0]]
+    assert m.members.tolist() == times
+    stored = events.member_block("r", m)
+    assert (stored["lefts"], stored["partners"], stored["split"]) == ([1, 0], [2, 0], ["main"])
+    # The logical records it stands for: 2 TIMES nodes, 3 join edges (the self pair has one),
+    # 2 member edges, a TENSOR and a VALUE per member and their 3 edges.
+    assert (m.node_count, m.edge_count) == (2 + 4, 3 + 2 + 6)
+
+
+def test_join_rows_of_members_stored_as_edges_come_as_times_nodes_and_edges() -> None:
+    """Members with no aggregated column are stored expanded: the join's TIMES block and its
+    edges come with them, as the join's own capture point would have sent them."""
+    batch = events.decode(_join_rows_event([1], [2], aggregates=0))
+    assert isinstance(batch, events.Batch)
+    assert not batch.members
+    (times,) = batch.blocks
+    t = _SPARK_PAIRS[(1, 2)]
+    assert (times["op"], times["ids"], times["label"], times["split"]) == (
+        "TIMES",
+        [t],
+        "·",
+        ["main"],
+    )
+    assert sorted(zip(batch.edges["src"], batch.edges["dst"], strict=True)) == sorted(
+        [(1, t), (2, t), (t, 7)]
+    )
+
+
+@pytest.mark.parametrize(
+    "derived",
+    [{"left_null_rows": [0]}, {"right_null_rows": [0]}],
+)
+def test_join_rows_with_a_missing_side_are_refused(derived: dict[str, list[int]]) -> None:
+    with pytest.raises(events.MalformedEvent) as error:
+        events.decode(_join_rows_event([1], [2], **derived))
+    assert error.value.reason == "bad_derived"
+
+
+def test_join_rows_without_pairs_are_refused() -> None:
+    event = lineage_pb2.LineageEvent(schema_version=6, run_id="r")
+    block = event.batch.members.add()
+    block.members.append(5)
+    block.groups.append(7)
+    block.group_key = "g#1"
+    block.delta = True
+    block.join_rows = True
+    with pytest.raises(events.MalformedEvent) as error:
+        events.decode(event.SerializeToString())
+    assert error.value.reason == "bad_derived"
+
+
 def test_parents_decode_to_sparks_ids_and_their_edges() -> None:
     m = 987654321
     batch = events.decode(_derived_event(parent_mask=m, parent_deltas=[1, 1]))  # parents 1, 2
@@ -224,7 +302,7 @@ def test_malformed_derived_ids_name_their_reason(derived: dict[str, Any], reason
     [
         (None, "empty"),
         (b"\xff\xff\xff", "undecodable"),
-        (_event(schema_version=6, run_id="r"), "schema_version"),
+        (_event(schema_version=7, run_id="r"), "schema_version"),
         (_event(schema_version=0, run_id="r"), "schema_version"),
         (_event(schema_version=1), "no_run_id"),
         (_event(schema_version=1, run_id="r"), "no_body"),
@@ -249,7 +327,7 @@ def test_version_1_events_from_older_capture_agents_are_still_read() -> None:
     batch = events.decode(event.SerializeToString())
     assert isinstance(batch, events.Batch) and list(batch.blocks[0]["ids"]) == [5, 6]
     assert events.SCHEMA_VERSION == 2
-    assert sorted(events.READABLE_SCHEMA_VERSIONS) == [1, 2, 3, 4, 5]
+    assert sorted(events.READABLE_SCHEMA_VERSIONS) == [1, 2, 3, 4, 5, 6]
 
 
 _TEXT = st.text(alphabet=st.sampled_from(["a", "Z", "é", "北", "🙂", " ", "0", "\x00"]), max_size=6)

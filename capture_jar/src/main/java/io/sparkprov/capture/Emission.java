@@ -509,11 +509,39 @@ record Emission(
     void joinMember() {
       long[] ids = chunk.ids("id");
       Wire.Derived pairs = memberIds(ids);
+      if (foldable(pairs)) {
+        // The member block alone (MemberBlock.join_rows): the reader makes each member's TIMES
+        // node and its edges from the pairs the members travel as; counted as the join's block.
+        long self = 0;
+        for (boolean s : selfPairs()) {
+          self += s ? 1 : 0;
+        }
+        nodeCount += n;
+        edgeCount += 2L * n - self;
+        member(ids, pairs, true);
+        return;
+      }
       times(ids, pairs);
-      member(ids, pairs);
+      member(ids, pairs, false);
+    }
+
+    /** Whether the members' TIMES nodes can travel as the member block's join rows: pairs with
+     * both sides, and nothing the pairs do not say (no relation, no values). */
+    private boolean foldable(Wire.Derived pairs) {
+      return pairs != null
+          && pairs.left() != null
+          && pairs.right() != null
+          && pairs.left().nullRows().length == 0
+          && pairs.right().nullRows().length == 0
+          && (plan.relation() == null || plan.relation().isEmpty())
+          && plan.attributes().isEmpty();
     }
 
     private void member(long[] ids, Wire.Derived derived) {
+      member(ids, derived, false);
+    }
+
+    private void member(long[] ids, Wire.Derived derived, boolean joinRows) {
       long[] groups = chunk.ids("group");
       List<ValueColumn> values = new ArrayList<>();
       long present = 0;
@@ -523,7 +551,7 @@ record Emission(
         values.add(column);
       }
       members.add(new MemberBlock(derived == null ? ids : null, groups, plan.groupKey(),
-          plan.delta(), values, derived));
+          plan.delta(), values, derived, joinRows));
       // The reader stores the expansion: count it (sparkprov.derived.MemberColumns' counts).
       nodeCount += 2 * present;
       edgeCount += (plan.delta() ? n : 0) + 3 * present;

@@ -20,7 +20,7 @@ import java.util.List;
  */
 final class Wire {
   /** 3: node blocks may carry their ids as the inputs they derive from ({@link Derived}). */
-  static final int SCHEMA_VERSION = 5;
+  static final int SCHEMA_VERSION = 6;
 
   // Field numbers: the generated classes' (proto/sparkprov/v1/lineage.proto), never typed here.
   private static final int EVENT_SCHEMA_VERSION = LineageEvent.SCHEMA_VERSION_FIELD_NUMBER;
@@ -67,6 +67,7 @@ final class Wire {
       io.sparkprov.v1.MemberBlock.AGGREGATES_FIELD_NUMBER;
   private static final int MEMBER_VALUES = io.sparkprov.v1.MemberBlock.VALUES_FIELD_NUMBER;
   private static final int MEMBER_SPLIT = io.sparkprov.v1.MemberBlock.SPLIT_FIELD_NUMBER;
+  private static final int MEMBER_JOIN_ROWS = io.sparkprov.v1.MemberBlock.JOIN_ROWS_FIELD_NUMBER;
   private static final int MEMBER_DERIVED =
       io.sparkprov.v1.MemberBlock.DERIVED_MEMBERS_FIELD_NUMBER;
   private static final int COLUMN_VALUES = StringColumn.VALUES_FIELD_NUMBER;
@@ -166,10 +167,15 @@ final class Wire {
    * members' ids travel as the positions they derive from and {@code members} is null. */
   record MemberBlock(
       long[] members, long[] groups, String groupKey, boolean delta, List<ValueColumn> values,
-      Derived derived) {
+      Derived derived, boolean joinRows) {
+    MemberBlock(long[] members, long[] groups, String groupKey, boolean delta,
+        List<ValueColumn> values, Derived derived) {
+      this(members, groups, groupKey, delta, values, derived, false);
+    }
+
     MemberBlock(long[] members, long[] groups, String groupKey, boolean delta,
         List<ValueColumn> values) {
-      this(members, groups, groupKey, delta, values, null);
+      this(members, groups, groupKey, delta, values, null, false);
     }
   }
 
@@ -290,6 +296,7 @@ final class Wire {
     if (block.derived() != null) {
       w.message(MEMBER_DERIVED, d -> derived(d, block.derived()));
     }
+    w.bool(MEMBER_JOIN_ROWS, block.joinRows());
   }
 
   /** A StringColumn: UTF-8 texts (nulls as ""), or numbers (0 where null: doubles as decimal

@@ -2,6 +2,7 @@ package io.sparkprov.capture;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -242,20 +243,31 @@ class EmissionTest {
     Emission both = Emission.of(folded, rows);
     Emission apart = Emission.of(join, joinRows);
     Emission members = Emission.of(member, memberRows);
-    Wire.NodeBlock times = both.nodes().get(0);
-    assertEquals(1, both.nodes().size());
-    assertEquals(null, times.ids());
-    assertSamePairs(apart.nodes().get(0).derived(), times.derived());
+    // The member block alone: its pairs are the join's, and it says they are its TIMES rows.
+    assertEquals(0, both.nodes().size());
     assertEquals(null, both.src()); // the edges are implied by the pairs
     assertEquals(1, both.members().size());
-    assertSamePairs(members.members().get(0).derived(), both.members().get(0).derived());
-    assertArrayEquals(members.members().get(0).groups(), both.members().get(0).groups());
+    Wire.MemberBlock block = both.members().get(0);
+    assertTrue(block.joinRows());
+    assertFalse(members.members().get(0).joinRows());
+    assertSamePairs(apart.nodes().get(0).derived(), block.derived());
+    assertSamePairs(members.members().get(0).derived(), block.derived());
+    assertArrayEquals(members.members().get(0).groups(), block.groups());
     assertEquals(apart.nodeCount() + members.nodeCount(), both.nodeCount());
     assertEquals(apart.edgeCount() + members.edgeCount(), both.edgeCount());
+
+    Chunk selfJoined = new Chunk(folded); // a row joined with itself: one edge, counted once
+    long self = 7L ^ mask;
+    selfJoined.add(row(sparkId(join, self, self), 99L, self, self));
+    Chunk selfApart = new Chunk(join);
+    selfApart.add(row(sparkId(join, self, self), self, self));
+    assertEquals(Emission.of(join, selfApart).edgeCount() + 1,
+        Emission.of(folded, selfJoined).edgeCount());
 
     Chunk notTheJoins = new Chunk(folded); // an id that is not the pair's hash: ids travel
     notTheJoins.add(row(5L, 99L, 7L ^ mask, 3L));
     Emission sent = Emission.of(folded, notTheJoins);
+    assertFalse(sent.members().get(0).joinRows());
     assertArrayEquals(new long[] {5L}, sent.nodes().get(0).ids());
     assertArrayEquals(new long[] {7L ^ mask, 3L}, sent.src());
     assertArrayEquals(new long[] {5L, 5L}, sent.dst());

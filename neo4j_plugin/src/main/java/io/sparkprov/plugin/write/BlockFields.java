@@ -50,6 +50,16 @@ final class BlockFields {
     return map.get(field) == null ? null : string(field);
   }
 
+  /** Integers, or none when the field is absent (a field a newer contract added). */
+  long[] optionalLongs(String field) {
+    return map.containsKey(field) ? longs(field) : new long[0];
+  }
+
+  /** Strings, or none when the field is absent (a field a newer contract added). */
+  List<String> optionalStrings(String field) {
+    return map.containsKey(field) ? strings(field) : List.of();
+  }
+
   boolean bool(String field) {
     Object value = required(field);
     if (!(value instanceof Boolean b)) {

@@ -11,6 +11,9 @@ import static io.sparkprov.plugin.graph.Schema.MEMBER_NULLS;
 import static io.sparkprov.plugin.graph.Schema.MEMBER_VALUES;
 import static io.sparkprov.plugin.graph.Schema.NODE;
 import static io.sparkprov.plugin.graph.Schema.PAIR;
+import static io.sparkprov.plugin.graph.Schema.PARTNER;
+import static io.sparkprov.plugin.graph.Schema.PARTNER_PROPERTY;
+import static io.sparkprov.plugin.graph.Schema.TIMES;
 import static io.sparkprov.plugin.graph.Schema.PENDING;
 
 import io.sparkprov.plugin.graph.Edge;
@@ -65,6 +68,10 @@ final class FlushWriter {
   static final class Call {
     final Set<Long> created = new HashSet<>();
     final Set<Edge> edges = new HashSet<>();
+    // The PARTNER relationships it wrote (folded members' right parents to their groups), and
+    // the TIMES ids of the members it folded.
+    final Set<Edge> partners = new HashSet<>();
+    final Set<Long> folded = new HashSet<>();
   }
 
   private final Map<Long, Node> cache = new HashMap<>();
@@ -95,7 +102,7 @@ final class FlushWriter {
     for (int b = 0; b < slice.blocks().size(); b++) {
       writeBlock(slice.positions().get(b), slice.blocks().get(b), perRun, fresh);
     }
-    Created created = writeEdges(slice.members(), slice.edges(), perRun);
+    Created created = writeEdges(slice.members(), slice.edges(), perRun, fresh);
     Set<Edge> edges = created.edges();
     registerMemberKeys(slice.members());
     lap(Phase.UPSERT, started);
@@ -133,8 +140,12 @@ final class FlushWriter {
     }
     for (MemberBlock block : memberBlocks) {
       for (int k = 0; k < block.size(); k++) {
-        ids.add(block.members()[k]);
+        // A folded member's TIMES node is not stored (unless it must be: writeUnfolded).
+        ids.add(block.folded() ? block.lefts()[k] : block.members()[k]);
         ids.add(block.groups()[k]);
+        if (block.folded()) {
+          ids.add(block.partners()[k]);
+        }
       }
     }
     for (long id : ids) {
@@ -270,11 +281,16 @@ final class FlushWriter {
    * sent again changes no id). Member edges join ids as any other edge.
    */
   private Created writeEdges(
-      List<MemberBlock> memberBlocks, List<EdgeBlock> blocks, Map<String, RunCounts> perRun) {
+      List<MemberBlock> memberBlocks, List<EdgeBlock> blocks, Map<String, RunCounts> perRun,
+      Set<Long> fresh) {
     Set<Edge> edges = call.edges;
     Created created = new Created(new LinkedHashSet<>(), new ArrayList<>());
     for (MemberBlock block : memberBlocks) {
-      writeMembers(block, edges, created, perRun);
+      if (block.folded()) {
+        writeFolded(block, created, perRun, fresh);
+      } else {
+        writeMembers(block, edges, created, perRun);
+      }
     }
     for (EdgeBlock block : blocks) {
       RunCounts counts = perRun.computeIfAbsent(block.run(), r -> new RunCounts());
@@ -339,6 +355,125 @@ final class FlushWriter {
         created.add(e, r);
       }
     }
+  }
+
+  /**
+   * Writes the members of a block whose members are a join's rows (docs/graph-schema.md, "A
+   * join's rows folded into their member edges"): each as one member edge from its left parent
+   * that carries its TIMES id and its right parent, and its right parent's {@code PARTNER}
+   * relationship to the group; counted as the TIMES node, its edges and the member it stands for.
+   * A member already stored (its TIMES id on a member edge) is skipped. Where the left parent
+   * already has an edge into the group, the member is stored unfolded ({@link #writeUnfolded}).
+   */
+  private void writeFolded(
+      MemberBlock block, Created created, Map<String, RunCounts> perRun, Set<Long> fresh) {
+    RunCounts counts = perRun.computeIfAbsent(block.run(), r -> new RunCounts());
+    for (int k = 0; k < block.size(); k++) {
+      long times = block.members()[k];
+      if (!call.folded.add(times) || storedFolded(times)) {
+        continue;
+      }
+      long left = block.lefts()[k];
+      long right = block.partners()[k];
+      Edge member = new Edge(left, block.groups()[k]);
+      if (call.edges.contains(member) || storedEdge(member)) {
+        writeUnfolded(block, k, created, counts, fresh);
+        continue;
+      }
+      call.edges.add(member);
+      Relationship r = endOfEdge(left, block.run())
+          .createRelationshipTo(endOfEdge(block.groups()[k], block.run()), DERIVES);
+      setMemberProperties(r, block, k);
+      r.setProperty(TIMES, times);
+      r.setProperty(PARTNER_PROPERTY, right);
+      created.add(member, r);
+      if (right != left) {
+        partner(new Edge(right, block.groups()[k]), block.run(), created);
+      }
+      countFolded(counts, block, k);
+    }
+  }
+
+  /** Whether a member edge carrying this TIMES id is stored (an earlier call folded it). */
+  private boolean storedFolded(long times) {
+    try (var rels = tx.findRelationships(DERIVES, TIMES, times)) {
+      return rels.hasNext();
+    }
+  }
+
+  /** Whether a DERIVES edge between two stored nodes exists (none if an end is new here). */
+  private boolean storedEdge(Edge e) {
+    if (call.created.contains(e.src()) || call.created.contains(e.dst())) {
+      return false;
+    }
+    Node a = stored(e.src());
+    Node b = stored(e.dst());
+    return a != null && b != null && connected(a, b, DERIVES);
+  }
+
+  /** The right parent's PARTNER relationship to the group, once per pair of nodes. */
+  private void partner(Edge e, String run, Created created) {
+    if (!call.partners.add(e)) {
+      return;
+    }
+    Node a = endOfEdge(e.src(), run);
+    Node b = endOfEdge(e.dst(), run);
+    boolean createdHere = call.created.contains(e.src()) || call.created.contains(e.dst());
+    if (createdHere || !connected(a, b, PARTNER)) {
+      created.add(e, a.createRelationshipTo(b, PARTNER));
+    }
+  }
+
+  /**
+   * A folded block's member {@code k} stored as its join's capture point and a member tap store
+   * it: its TIMES node (the block's split path), the edges from its left and right parents and
+   * its member edge; counted once, when its member edge is created.
+   */
+  private void writeUnfolded(
+      MemberBlock block, int k, Created created, RunCounts counts, Set<Long> fresh) {
+    long times = block.members()[k];
+    Node t = node(times);
+    if (!t.hasProperty("op")) {
+      if (!call.created.contains(times)) {
+        t.removeProperty(PENDING);
+        fresh.add(times);
+      }
+      t.setProperty("run_id", block.run());
+      t.setProperty("op", "TIMES");
+      t.setProperty("label", "·");
+      t.setProperty("split", block.split().toArray(new String[0]));
+    }
+    long left = block.lefts()[k];
+    long right = block.partners()[k];
+    List<Edge> parents = left == right
+        ? List.of(new Edge(left, times))
+        : List.of(new Edge(left, times), new Edge(right, times));
+    for (Edge e : parents) {
+      if (call.edges.add(e)) {
+        Relationship r = createEdge(e, block.run());
+        if (r != null) {
+          created.add(e, r);
+        }
+      }
+    }
+    Edge member = new Edge(times, block.groups()[k]);
+    if (!call.edges.add(member)) {
+      return;
+    }
+    Relationship r = createEdge(member, block.run());
+    if (r != null) {
+      setMemberProperties(r, block, k);
+      created.add(member, r);
+      countFolded(counts, block, k);
+    }
+  }
+
+  /** A folded member's logical records: its TIMES node and edges, its member edge and values. */
+  private static void countFolded(RunCounts counts, MemberBlock block, int k) {
+    long present = block.present(k);
+    boolean self = block.lefts()[k] == block.partners()[k];
+    counts.nodes += 1 + 2 * present;
+    counts.edges += (self ? 1 : 2) + 1 + 3 * present;
   }
 
   private static void setMemberProperties(Relationship r, MemberBlock block, int k) {

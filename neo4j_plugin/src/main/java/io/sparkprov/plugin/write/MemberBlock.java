@@ -13,7 +13,8 @@ import java.util.Map;
  * the TypedDict {@code sparkprov.blocks.MemberBlock}; see {@link NodeBlock} for the shared
  * example payload.
  *
- * <p>Keys as sent: {@code run, group_key, members, groups, pairs, aggregates, values, null_rows}.
+ * <p>Keys as sent: {@code run, group_key, members, groups, pairs, aggregates, values, null_rows,
+ * lefts, partners, split}.
  * {@code members}, {@code groups} and {@code pairs} hold one entry per member; {@code values} and
  * {@code null_rows} hold one column per aggregated column ({@code aggregates} of them, at most
  * {@value #MAX_AGGREGATES}): a column's text per member ({@code ""} where null) and the member
@@ -23,6 +24,13 @@ import java.util.Map;
  * @param pairs per member, the id the query service looks the member up by
  * @param nullMasks per member, bit {@code i} set when column {@code i} is null for it (the
  *     {@code null_rows} columns turned around: at most 64 columns fit one long)
+ * @param lefts where the members are a join's rows that nothing else sent (sent as {@code
+ *     lefts}), each member's left parent: the member is then its TIMES node, folded into its
+ *     member edge (docs/graph-schema.md, "A join's rows folded into their member edges"); else
+ *     empty
+ * @param partners likewise each member's right parent ({@code partners}), or empty
+ * @param split the split path of the members' TIMES nodes where they are stored unfolded (the
+ *     members' block's {@code split})
  */
 public record MemberBlock(
     String run,
@@ -32,7 +40,10 @@ public record MemberBlock(
     long[] pairs,
     int aggregates,
     List<List<String>> values,
-    long[] nullMasks) {
+    long[] nullMasks,
+    long[] lefts,
+    long[] partners,
+    List<String> split) {
 
   /** The most aggregated columns one block may carry (one bit each in a null mask). */
   static final int MAX_AGGREGATES = 64;
@@ -64,9 +75,18 @@ public record MemberBlock(
     }
     List<long[]> nullRows = f.longColumns("null_rows");
     requireColumns(f, "null_rows", nullRows.size(), aggregates);
+    // Absent from an ingest older than the fold: members stored as they are.
+    long[] lefts = f.optionalLongs("lefts");
+    long[] partners = f.optionalLongs("partners");
+    if (lefts.length > 0) {
+      requirePerMember(f, "lefts", lefts.length, members.length);
+    }
+    if (partners.length != lefts.length) {
+      throw f.error("partners", "has " + partners.length + " ids for " + lefts.length + " lefts");
+    }
     return new MemberBlock(
         run, groupKey, members, groups, pairs, (int) aggregates, values,
-        nullMasks(f, nullRows, members.length));
+        nullMasks(f, nullRows, members.length), lefts, partners, f.optionalStrings("split"));
   }
 
   /** The member blocks of one call, in order. */
@@ -127,7 +147,15 @@ public record MemberBlock(
         Arrays.copyOfRange(pairs, from, to),
         aggregates,
         columns,
-        Arrays.copyOfRange(nullMasks, from, to));
+        Arrays.copyOfRange(nullMasks, from, to),
+        folded() ? Arrays.copyOfRange(lefts, from, to) : lefts,
+        folded() ? Arrays.copyOfRange(partners, from, to) : partners,
+        split);
+  }
+
+  /** Whether the members are a join's rows, each folded into its member edge when stored. */
+  boolean folded() {
+    return lefts.length > 0;
   }
 
   /** Whether column {@code i} is null for member {@code k}. */

@@ -384,6 +384,98 @@ class WriteProcedureTest {
     assertNotEquals(longProp(61, "component_id"), longProp(63, "component_id"));
   }
 
+  /**
+   * A member block whose members are a join's rows (docs/graph-schema.md, "A join's rows folded
+   * into their member edges"): member k is TIMES {@code rows[k][0]} of left {@code rows[k][1]}
+   * and right {@code rows[k][2]}, in group {@code rows[k][3]}; one aggregated column, "v<k>".
+   */
+  static Map<String, Object> joinRows(long[][] rows) {
+    long[][] ends = new long[rows.length][];
+    List<String> values = new ArrayList<>();
+    List<Long> lefts = new ArrayList<>();
+    List<Long> partners = new ArrayList<>();
+    for (int k = 0; k < rows.length; k++) {
+      ends[k] = new long[] {rows[k][0], rows[k][3]};
+      values.add("v" + k);
+      lefts.add(rows[k][1]);
+      partners.add(rows[k][2]);
+    }
+    Map<String, Object> block = members("g#j", ends, List.of(values), List.of(List.of()));
+    block.put("lefts", lefts);
+    block.put("partners", partners);
+    block.put("split", List.of("main"));
+    return block;
+  }
+
+  /** Three joined rows of group 90: 81 with 85 and 82 with 85 (one PARTNER), 83 with itself. */
+  private static Map<String, Object> threeJoinedRows() {
+    return joinRows(new long[][] {{501, 81, 85, 90}, {502, 82, 85, 90}, {503, 83, 83, 90}});
+  }
+
+  @Test
+  void joinRowsAreFoldedIntoTheirMemberEdgesAndCountedAsTheLogicalRecords() {
+    List<Map<String, Object>> rows =
+        neo4j.write(List.of(), List.of(), THETA, List.of(threeJoinedRows()));
+
+    // Logical: 3 TIMES + 3 TENSOR + 3 VALUE nodes; 5 join edges (the self pair has one), 3
+    // member edges, 3 x 3 value edges.
+    assertEquals(3L + 2 * 3, rows.get(0).get("nodes"));
+    assertEquals(5L + 3 + 3 * 3, rows.get(0).get("edges"));
+    // Stored: a member edge per row from its left parent, one PARTNER for 85; no TIMES node.
+    assertEquals(0L, count("MATCH (n:Node) WHERE n.id IN [501, 502, 503] RETURN count(n)"));
+    assertEquals(3L, count("MATCH ()-[r:DERIVES]->() RETURN count(r)"));
+    assertEquals(1L, count("MATCH (:Node {id: 85})-[r:PARTNER]->(:Node {id: 90}) RETURN count(r)"));
+    assertEquals(1L, count("MATCH ()-[r:PARTNER]->() RETURN count(r)"));
+    Map<String, Object> first = memberEdge(81, 90);
+    assertEquals(501L, first.get("times"));
+    assertEquals(85L, first.get("partner"));
+    assertEquals(1000L, first.get("pair"));
+    assertArrayEquals(new String[] {"v0"}, (String[]) first.get("member_values"));
+    assertEquals(83L, memberEdge(83, 90).get("partner"));
+    // The PARTNER joins 85's component as its logical edge 85 -> 501 -> 90 does.
+    assertEquals(longProp(85, "component_id"), longProp(90, "component_id"));
+    assertEquals(longProp(81, "component_id"), longProp(90, "component_id"));
+  }
+
+  @Test
+  void joinRowsSentAgainCreateAndCountNothing() {
+    neo4j.write(List.of(), List.of(), THETA, List.of(threeJoinedRows()));
+
+    List<Map<String, Object>> again =
+        neo4j.write(List.of(), List.of(), THETA, List.of(threeJoinedRows(), threeJoinedRows()));
+
+    assertEquals(0L, again.get(0).get("nodes"));
+    assertEquals(0L, again.get(0).get("edges"));
+    assertEquals(3L, count("MATCH ()-[r:DERIVES]->() RETURN count(r)"));
+    assertEquals(1L, count("MATCH ()-[r:PARTNER]->() RETURN count(r)"));
+  }
+
+  @Test
+  void aLeftRowJoinedTwiceIntoOneGroupIsStoredUnfoldedTheSecondTime() {
+    // 81 joined with 85 and with 86, both rows in group 90: one edge 81 -> 90 can carry one.
+    Map<String, Object> block =
+        joinRows(new long[][] {{501, 81, 85, 90}, {504, 81, 86, 90}});
+    List<Map<String, Object>> rows = neo4j.write(List.of(), List.of(), THETA, List.of(block));
+    List<Map<String, Object>> again = neo4j.write(List.of(), List.of(), THETA, List.of(block));
+
+    assertEquals(2L + 2 * 2, rows.get(0).get("nodes"));
+    assertEquals(4L + 2 + 3 * 2, rows.get(0).get("edges"));
+    assertEquals(501L, memberEdge(81, 90).get("times"));
+    // 504 is a TIMES node with its two parents' edges and its member edge.
+    assertEquals("TIMES", prop(504, "op"));
+    assertEquals("·", prop(504, "label"));
+    assertArrayEquals(new String[] {"main"}, (String[]) prop(504, "split"));
+    assertEquals(1L, count("MATCH (:Node {id: 81})-[:DERIVES]->(:Node {id: 504}) RETURN count(*)"));
+    assertEquals(1L, count("MATCH (:Node {id: 86})-[:DERIVES]->(:Node {id: 504}) RETURN count(*)"));
+    assertEquals(1001L, memberEdge(504, 90).get("pair"));
+    assertFalse(memberEdge(504, 90).containsKey("times"));
+    assertEquals(0L, again.get(0).get("nodes"));
+    assertEquals(0L, again.get(0).get("edges"));
+    // 81 -> 90 (folded 501), 81 -> 504, 86 -> 504, 504 -> 90; and 85's PARTNER.
+    assertEquals(4L, count("MATCH ()-[r:DERIVES]->() RETURN count(r)"));
+    assertEquals(1L, count("MATCH ()-[r:PARTNER]->() RETURN count(r)"));
+  }
+
   @Test
   void aMemberBlockSentAgainCreatesAndCountsNothing() {
     neo4j.write(List.of(), List.of(), THETA, List.of(threeMembers()));
