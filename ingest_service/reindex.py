@@ -5,7 +5,8 @@ The graph is exported from Neo4j page by page (by node id, so memory stays bound
 then Spark computes, with the large-star/small-star algorithm (Kiveris et al., SoCC 2014;
 O(log^2 n) rounds of joins, all four graphs at once):
 
-- components: weakly connected components over every DERIVES edge;
+- components: weakly connected components over every DERIVES edge (and PARTNER: a folded join
+  row's right parent joins its group as its logical edge through the row does);
 - level-k sets (k = 0..2): components over the edges whose two stored ends share their level-k
   split part (ingest_service.levels.part);
 - the connected set of a node: its first level whose set holds fewer than theta nodes, else its
@@ -67,7 +68,7 @@ _COUNT_NODES = "MATCH (n:Node) RETURN count(n) AS n"
 _EDGES = """
 MATCH (a:Node) WHERE a.id > $after
 WITH a ORDER BY a.id LIMIT $page
-OPTIONAL MATCH (a)-[:DERIVES]->(b:Node)
+OPTIONAL MATCH (a)-[:DERIVES|PARTNER]->(b:Node)
 RETURN a.id AS last, collect(b.id) AS dst
 """
 _SET_DEPS = """

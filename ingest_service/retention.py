@@ -54,10 +54,11 @@ MATCH (r:Run {run_id: $run})
 OPTIONAL MATCH (w:IdWork) WHERE $run IN w.runs
 RETURN r.complete AS complete, r.failed AS failed, count(w) AS pending
 """
-# Runs this one is tied to by lineage (an edge either way) or by reuse (either way).
+# Runs this one is tied to by lineage (an edge either way, a folded join row's PARTNER included)
+# or by reuse (either way).
 _TIED_BY_EDGES = """
 UNWIND $ids AS i
-MATCH (n:Node {id: i})-[:DERIVES]-(m:Node)
+MATCH (n:Node {id: i})-[:DERIVES|PARTNER]-(m:Node)
 WHERE m.run_id IS NOT NULL AND m.run_id <> $run
 RETURN DISTINCT m.run_id AS run
 """

@@ -247,7 +247,7 @@ def test_numbers_travel_as_numbers(spark) -> None:  # type: ignore[no-untyped-de
         event = lineage_pb2.LineageEvent.FromString(value)
         if not event.HasField("batch"):
             continue
-        assert event.schema_version == 5
+        assert event.schema_version == 6
         columns = [
             (name, column)
             for block in event.batch.nodes
@@ -298,7 +298,7 @@ def test_source_and_join_ids_travel_as_their_inputs(spark) -> None:  # type: ign
     for _, value in emitter.messages():
         event = lineage_pb2.LineageEvent.FromString(value)
         if event.HasField("batch"):
-            assert event.schema_version == 5
+            assert event.schema_version == 6
             blocks += [(event.batch.tap, b) for b in event.batch.nodes]
             assert not event.batch.edges.src, "join edges are implied by the pairs"
     # Both join sides hold source rows as they are: they travel as positions, not ids.
