@@ -39,6 +39,7 @@ __all__ = [
     "ID_COLUMNS",
     "GraphStore",
     "Store",
+    "is_folded",
     "member_edge",
     "node_of",
     "node_view",
@@ -49,10 +50,12 @@ __all__ = [
 # Every query that builds a NodeView returns its node with the current ids (see node_of).
 ID_COLUMNS = "sparkprov.component(n) AS component, sparkprov.set(n) AS set"
 _NODES = f"UNWIND $ids AS i MATCH (n:Node {{id: i}}) RETURN n, {ID_COLUMNS}"
-# A stored edge with the member record it carries, if it is a member edge (query_service.members).
+# A stored edge with the member record it carries, if it is a member edge (query_service.members),
+# and the joined row it stands for if it is a folded one (times and partner: else null).
 EDGE_COLUMNS = (
     "a.id AS src, b.id AS dst, "
-    "r.member_key AS key, r.member_values AS vals, r.member_nulls AS nulls"
+    "r.member_key AS key, r.member_values AS vals, r.member_nulls AS nulls, "
+    "r.times AS times, r.partner AS partner"
 )
 # The member edges into the groups of AGGREGATE nodes: their TENSOR parents are derived.
 _AGGREGATE_MEMBERS = f"""
@@ -64,6 +67,12 @@ RETURN i AS aggregate, {EDGE_COLUMNS}
 _BY_PAIR = f"""
 UNWIND $pairs AS p
 MATCH (a:Node)-[r:DERIVES {{pair: p}}]->(b:Node)
+RETURN {EDGE_COLUMNS}
+"""
+# The folded member edges of TIMES ids (DERIVES.times is indexed).
+_BY_TIMES = f"""
+UNWIND $ids AS t
+MATCH (a:Node)-[r:DERIVES {{times: t}}]->(b:Node)
 RETURN {EDGE_COLUMNS}
 """
 _MEMBER_KEYS = "MATCH (k:MemberKey) RETURN k.key AS key, k.aggregates AS aggregates"
@@ -195,7 +204,16 @@ def propagated(r: DeletionRow) -> Propagated:
 
 
 def member_edge(r: Mapping[str, Any]) -> MemberEdge:
-    return MemberEdge.of(r["src"], r["dst"], r["key"], r["vals"] or [], r["nulls"])
+    """The member edge of a record with ``EDGE_COLUMNS`` (folded when it has ``times``)."""
+    return MemberEdge.of(
+        r["src"], r["dst"], r["key"], r["vals"] or [], r["nulls"], r.get("times"), r.get("partner")
+    )
+
+
+def is_folded(r: Mapping[str, Any]) -> bool:
+    """Whether a record with ``EDGE_COLUMNS`` is a folded member edge, whose stored edge
+    l -> g is no logical edge (its TIMES node's edges stand for it)."""
+    return r.get("times") is not None
 
 
 class GraphStore(Protocol):
@@ -265,8 +283,8 @@ class GraphStore(Protocol):
 
 class Store:
     """The logical graph (../shared/MODEL.md section 6) read from the stored one: every method
-    answers with the derived TENSOR and VALUE nodes of member edges as if they were stored
-    (query_service.members)."""
+    answers with the derived TENSOR and VALUE nodes of member edges, and the TIMES nodes of
+    folded ones, as if they were stored (query_service.members)."""
 
     def __init__(self, driver: neo4j.Driver) -> None:
         self._driver = driver
@@ -418,8 +436,9 @@ class Store:
         return found
 
     def resolve(self, ids: Iterable[int]) -> dict[int, Derived]:
-        """The derived nodes among ``ids`` (met lately, or found by their member edge's pair);
-        ids that are neither stored nor derived are left out."""
+        """The derived nodes among ``ids`` (met lately, or found by their member edge's pair, or
+        a folded TIMES node by its member edge's ``times``); ids that are neither stored nor
+        derived are left out."""
         out: dict[int, Derived] = {}
         missing = []
         for i in ids:
@@ -432,32 +451,41 @@ class Store:
             return out
         keys = {r["key"]: r["aggregates"] or 0 for r in self.read(_MEMBER_KEYS)}
         pairs = members.candidates(missing, keys)
-        if not pairs:
-            return out
-        records = self.read(_BY_PAIR, pairs=sorted(pairs))
-        nodes, _ = members.expand(member_edge(r) for r in records)
-        self.derived.add(nodes)
         wanted = set(missing)
-        out.update({i: n for i, n in nodes.items() if i in wanted})
+        if pairs:
+            records = self.read(_BY_PAIR, pairs=sorted(pairs))
+            nodes, _ = members.expand(member_edge(r) for r in records)
+            self.derived.add(nodes)
+            out.update({i: n for i, n in nodes.items() if i in wanted})
+        rest = [i for i in missing if i not in out]
+        if rest:
+            records = self.read(_BY_TIMES, ids=rest)
+            nodes, _ = members.expand(member_edge(r) for r in records)
+            self.derived.add(nodes)
+            out.update({i: n for i, n in nodes.items() if i in wanted and i not in out})
         return out
 
     def expand_members(self, member_edges: list[MemberEdge]) -> list[tuple[int, int]]:
-        """The logical edges of member edges (m -> g, stored, not among them); their derived
-        nodes are remembered for the next look-up."""
+        """The logical edges of member edges beside the stored ones (an unfolded m -> g, stored,
+        not among them; a folded edge's l -> T, partner -> T and T -> g among them); their
+        derived nodes are remembered for the next look-up."""
         if not member_edges:
             return []
         nodes, edges = members.expand(member_edges)
         self.derived.add(nodes)
         return edges
 
-    def logical_edges(self, records: Iterable[neo4j.Record]) -> list[tuple[int, int]]:
-        """Stored edges and, for member edges among them, the edges they stand for."""
+    def logical_edges(self, records: Iterable[Mapping[str, Any]]) -> list[tuple[int, int]]:
+        """Stored edges (``EDGE_COLUMNS``) and, for member edges among them, the edges they
+        stand for; a folded member edge's stored l -> g is left out (no logical edge). Distinct,
+        in order: a TIMES node both stored and folded gives its edges once."""
         out, member_edges = [], []
         for r in records:
-            out.append((r["src"], r["dst"]))
+            if not is_folded(r):
+                out.append((r["src"], r["dst"]))
             if r["key"] is not None:
                 member_edges.append(member_edge(r))
-        return out + self.expand_members(member_edges)
+        return list(dict.fromkeys(out + self.expand_members(member_edges)))
 
     def aggregate_inputs(self, aggregates: list[int]) -> list[tuple[int, int, str]]:
         """(TENSOR, AGGREGATE, value) of the derived TENSOR inputs of AGGREGATE nodes."""
@@ -479,14 +507,15 @@ class Store:
         return [(n.id, n.aggregate, n.text) for n in nodes.values() if n.op == "TENSOR"]
 
     def derived_views(self, derived: Mapping[int, Derived]) -> dict[int, NodeView]:
-        """Views of derived nodes: op, label and value of their own, run and ids of their member."""
+        """Views of derived nodes: op, label and value of their own, run and ids of their member
+        (of a folded edge's group, for its TIMES node and that node's TENSOR and VALUE nodes)."""
         if not derived:
             return {}
-        owners = {n.edge.member for n in derived.values()}
+        owners = {n.edge.owner for n in derived.values()}
         stored = {n.id: n for n in (node_of(r) for r in self.read(_NODES, ids=sorted(owners)))}
         out = {}
         for node_id, d in derived.items():
-            member = stored.get(d.edge.member)
+            member = stored.get(d.edge.owner)
             out[node_id] = NodeView(
                 id=node_id,
                 run_id=member.run_id if member else "",
@@ -501,7 +530,9 @@ class Store:
         return out
 
     def run_graph(self, run_id: str) -> tuple[dict[int, NodeView], list[tuple[int, int]]]:
-        """The run's nodes, every edge touching them, and the views of those edges' other ends."""
+        """The run's logical graph: its nodes, every edge touching them, and the views of those
+        edges' other ends (the derived TENSOR, VALUE and folded TIMES nodes among them; a stored
+        node wins over a derived one of the same id)."""
         nodes = {n.id: n for n in (node_of(r) for r in self.read(_RUN_NODES, run=run_id))}
         edges = sorted(set(self.logical_edges(self.read(_RUN_EDGES, run=run_id))))
         foreign = {i for edge in edges for i in edge} - nodes.keys()

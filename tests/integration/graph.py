@@ -1,11 +1,13 @@
 """Reads a run's graph straight from Neo4j, for assertions independent of the services: the
 stored graph with its member edges expanded into the derived TENSOR and VALUE nodes they stand
-for (docs/graph-schema.md, "Group members"; the same expansion as the query service's), i.e. the
-logical graph of ../shared/MODEL.md."""
+for (docs/graph-schema.md, "Group members"; the same expansion as the query service's), and its
+folded member edges into the TIMES nodes of their joined rows ("A join's rows folded into their
+member edges"), i.e. the logical graph of ../shared/MODEL.md."""
 
 from __future__ import annotations
 
 from collections import Counter
+from typing import cast
 
 import neo4j
 import networkx as nx
@@ -35,7 +37,22 @@ CALL (n) {
   RETURN a, e, n AS b
 }
 RETURN a.id AS src, b.id AS dst, count(e) AS n, collect(e.member_key)[0] AS key,
-  collect(e.member_values)[0] AS vals, collect(e.member_nulls)[0] AS nulls
+  collect(e.member_values)[0] AS vals, collect(e.member_nulls)[0] AS nulls,
+  collect(e.times)[0] AS times, collect(e.partner)[0] AS partner
+"""
+# The PARTNER relationships touching the run's nodes (not logical edges: kept beside the graph
+# for stored_part, as Cypher sees them).
+_PARTNERS = """
+UNWIND $ids AS i
+MATCH (n:Node {id: i})
+CALL (n) {
+  MATCH (n)-[:PARTNER]->(b:Node)
+  RETURN n AS a, b
+  UNION
+  MATCH (a:Node)-[:PARTNER]->(n)
+  RETURN a, n AS b
+}
+RETURN DISTINCT a.id AS src, b.id AS dst
 """
 
 
@@ -58,16 +75,32 @@ def run_graph(driver: neo4j.Driver, run_id: str, *, dangling_ok: bool = False) -
     for record in records:
         props = _props(record)
         graph.add_node(props["id"], **props)
-    records, _, _ = driver.execute_query(_EDGES, ids=list(graph.nodes), run=run_id)
+    own = list(graph.nodes)
+    records, _, _ = driver.execute_query(_EDGES, ids=own, run=run_id)
     member_edges = []
+    stored_only: list[tuple[int, int]] = []  # stored edges that are no logical edge
     for record in records:
-        graph.add_edge(record["src"], record["dst"], multiplicity=record["n"])
+        edge = None
         if record["key"] is not None:
-            member_edges.append(
-                MemberEdge.of(
-                    record["src"], record["dst"], record["key"], record["vals"], record["nulls"]
-                )
+            edge = MemberEdge.of(
+                record["src"],
+                record["dst"],
+                record["key"],
+                record["vals"],
+                record["nulls"],
+                record["times"],
+                record["partner"],
             )
+            member_edges.append(edge)
+        if edge is not None and edge.folded:
+            stored_only.append((record["src"], record["dst"]))
+            for end in (edge.start, cast(int, edge.partner)):
+                graph.add_node(end)  # its properties are read below if it is not the run's
+        else:
+            graph.add_edge(record["src"], record["dst"], multiplicity=record["n"])
+    records, _, _ = driver.execute_query(_PARTNERS, ids=own)
+    stored_only += [(r["src"], r["dst"]) for r in records]
+    graph.graph["stored_only"] = stored_only
     foreign = [n for n, data in graph.nodes(data=True) if not data]
     records, _, _ = driver.execute_query(
         f"UNWIND $ids AS i MATCH (n:Node {{id: i}}) RETURN n, {_IDS}", ids=foreign
@@ -83,10 +116,14 @@ def run_graph(driver: neo4j.Driver, run_id: str, *, dangling_ok: bool = False) -
 
 
 def _add_derived(graph: nx.DiGraph, member_edges: list[MemberEdge]) -> None:
-    """The TENSOR and VALUE nodes of member edges, with their member's run and ids."""
+    """The TENSOR and VALUE nodes of member edges, with their member's run and ids, and the
+    TIMES nodes of folded ones, which like their TENSOR and VALUE nodes have their group's run,
+    split and ids (a TIMES node also stored keeps its stored properties)."""
     nodes, edges = expand(member_edges)
     for node_id, node in nodes.items():
-        member = graph.nodes[node.edge.member]
+        if graph.nodes.get(node_id, {}).get("op"):
+            continue  # stored: the stored node wins
+        member = graph.nodes[node.edge.owner]
         props: dict[str, object] = {
             "id": node_id,
             "op": node.op,
@@ -104,8 +141,11 @@ def _add_derived(graph: nx.DiGraph, member_edges: list[MemberEdge]) -> None:
 
 
 def stored_part(graph: nx.DiGraph) -> nx.DiGraph:
-    """The graph as Neo4j stores it: without the nodes derived from member edges."""
-    return graph.subgraph(n for n, d in graph.nodes(data=True) if not d.get("derived"))
+    """The graph as Neo4j stores it: without the nodes derived from member edges, with folded
+    member edges (l -> g) and PARTNER relationships (r -> g) as stored edges."""
+    stored = graph.subgraph(n for n, d in graph.nodes(data=True) if not d.get("derived")).copy()
+    stored.add_edges_from(graph.graph.get("stored_only", ()), multiplicity=1)
+    return stored
 
 
 def own_nodes(graph: nx.DiGraph) -> int:

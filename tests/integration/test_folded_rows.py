@@ -1,0 +1,140 @@
+"""A join's rows folded into their member edges (docs/graph-schema.md, "A join's rows folded into
+their member edges"): an inner join read only by an aggregation stores its rows as member edges
+l -[:DERIVES {times, partner}]-> g with (r)-[:PARTNER]->(g), and every reader answers over the
+logical graph, with the TIMES nodes and their edges l -> T, r -> T, T -> g: the Python reads of
+the query service's Store and of the reference (tests/reference/neo4j_reads.py), the plugin's
+traces, and the run's counts."""
+
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+from pyspark.sql import functions as F
+
+from capture_agent import ProvenanceSession
+from query_service.store import Store
+from sparkprov.query_model import Strategy
+from tests.reference.neo4j_reads import Neo4jReads
+
+from .graph import own_nodes, run_graph
+
+ORDERS = [(k % 5, float(k), None if k % 7 == 0 else k) for k in range(30)]
+CUSTOMERS = [(c, ["EU", "US"][c % 2]) for c in range(5)]
+STRATEGIES = [Strategy.RECURSIVE, Strategy.COMPONENT, Strategy.CONNECTED_SET, Strategy.AUTO]
+_FOLDED = """
+MATCH (l:Node {run_id: $run})-[m:DERIVES]->(g:Node)
+WHERE m.times IS NOT NULL
+OPTIONAL MATCH (t:Node {id: m.times})
+OPTIONAL MATCH (r:Node {id: m.partner})-[p:PARTNER]->(g)
+RETURN l.id AS left, m.times AS times, m.partner AS partner, g.id AS grp,
+       t IS NOT NULL AS stored, p IS NOT NULL AS linked
+"""
+
+
+@pytest.fixture(scope="module")
+def joined(spark, client):  # type: ignore[no-untyped-def]
+    orders = spark.createDataFrame(ORDERS, "cid long, amount double, qty long")
+    customers = spark.createDataFrame(CUSTOMERS, "cid long, region string")
+    with ProvenanceSession(spark, workflow="folded-rows") as prov:
+        o = prov.source(orders, "Orders")
+        c = prov.source(customers, "Customers")
+        out = (
+            o.join(c, "cid")
+            .groupBy("region")
+            .agg(F.sum("amount").alias("total"), F.count("qty").alias("n"))
+        )
+        out.named("ByRegion").collect()
+    client.wait_for_run(prov.run_id)
+    return prov.run_id
+
+
+@pytest.fixture(scope="module")
+def self_joined(spark, client):  # type: ignore[no-untyped-def]
+    rows = spark.createDataFrame([(k % 3, float(k)) for k in range(9)], "k long, x double")
+    with ProvenanceSession(spark, workflow="folded-self-join") as prov:
+        r = prov.source(rows, "Rows")
+        a, b = r.alias("a"), r.alias("b")
+        out = (
+            a.join(b, F.col("a.x") == F.col("b.x"))
+            .groupBy(F.col("a.k"))
+            .agg(F.sum(F.col("b.x")).alias("sx"))
+        )
+        out.named("Same").collect()
+    client.wait_for_run(prov.run_id)
+    return prov.run_id
+
+
+def _folded(neo4j_driver, run_id):  # type: ignore[no-untyped-def]
+    records, _, _ = neo4j_driver.execute_query(_FOLDED, run=run_id)
+    return records
+
+
+def _check_reads(stack, neo4j_driver, client, run_id) -> None:  # type: ignore[no-untyped-def]
+    folded = _folded(neo4j_driver, run_id)
+    assert folded, "no joined row was folded"
+    graph = run_graph(neo4j_driver, run_id)  # the logical graph, expanded from the stored one
+    run = client.wait_for_run(run_id)
+    assert run.node_count == run.expected_node_count == own_nodes(graph)
+    assert run.edge_count == run.expected_edge_count == graph.number_of_edges()
+    for r in folded:
+        t = r["times"]
+        assert graph.nodes[t]["op"] == "TIMES" and graph.nodes[t]["label"] == "·"
+        assert set(graph.predecessors(t)) == {r["left"], r["partner"]}
+        assert r["grp"] in set(graph.successors(t))
+        if not r["stored"]:
+            assert not graph.has_edge(r["left"], r["grp"])  # no logical edge l -> g
+        assert r["linked"] == (r["partner"] != r["left"])  # PARTNER except for self-pairs
+    # the service's Store: the run's graph is the logical graph
+    store = Store.connect(stack.settings.neo4j_uri)
+    try:
+        nodes, edges = store.run_graph(run_id)
+        assert set(nodes) == set(graph.nodes)
+        assert set(edges) == set(graph.edges)
+        for r in folded:
+            view, expected = nodes[r["times"]], graph.nodes[r["times"]]
+            assert (view.op, view.label, view.run_id) == ("TIMES", "·", run_id)
+            assert (view.component_id, view.set_id) == (expected["component"], expected["set"])
+    finally:
+        store.close()
+    # the reference's reads, from nothing met: TIMES ids found again by their edge's times
+    fresh = Neo4jReads.connect(stack.settings.neo4j_uri)
+    try:
+        times = sorted({r["times"] for r in folded})
+        views = fresh.nodes(times)
+        assert {t: (v.op, v.label) for t, v in views.items()} == {t: ("TIMES", "·") for t in times}
+        ends = sorted({i for r in folded for i in (r["left"], r["partner"], r["grp"])})
+        for n in [*times[:5], *ends]:
+            assert sorted(set(fresh.parents([n]))) == sorted(graph.in_edges(n)), n
+            assert sorted(set(fresh.children([n]))) == sorted(graph.out_edges(n)), n
+        grp_set = graph.nodes[folded[0]["grp"]]["set"]
+        into = {e for e in graph.edges if graph.nodes[e[1]]["set"] == grp_set}
+        assert set(fresh.edges_into_sets([grp_set])) == into
+        out = {e for e in graph.edges if graph.nodes[e[0]]["set"] == grp_set}
+        assert set(fresh.edges_out_of_sets([grp_set])) == out
+    finally:
+        fresh.close()
+
+
+def test_a_joins_folded_rows_read_as_the_logical_graph(joined, stack, neo4j_driver, client) -> None:  # type: ignore[no-untyped-def]
+    _check_reads(stack, neo4j_driver, client, joined)
+
+
+def test_self_pairs_read_as_the_logical_graph(self_joined, stack, neo4j_driver, client) -> None:  # type: ignore[no-untyped-def]
+    assert any(r["partner"] == r["left"] for r in _folded(neo4j_driver, self_joined))
+    _check_reads(stack, neo4j_driver, client, self_joined)
+
+
+def test_every_strategy_traces_folded_rows(joined, client, neo4j_driver) -> None:  # type: ignore[no-untyped-def]
+    graph = run_graph(neo4j_driver, joined)
+    for out in client.find_nodes(joined, "ByRegion"):
+        expected = nx.ancestors(graph, int(out.id)) | {int(out.id)}
+        for strategy in STRATEGIES:
+            trace = client.backward_trace([out.id], strategy=strategy)
+            assert {int(n.id) for n in trace.nodes} == expected, strategy
+            edges = {(int(e.src), int(e.dst)) for e in trace.edges}
+            assert edges == set(graph.subgraph(expected).edges), strategy
+    (customer, *_) = client.find_nodes(joined, "Customers")
+    for strategy in STRATEGIES:
+        trace = client.forward_trace([customer.id], strategy=strategy)
+        expected = nx.descendants(graph, int(customer.id)) | {int(customer.id)}
+        assert {int(n.id) for n in trace.nodes} == expected, strategy
