@@ -19,7 +19,8 @@ import org.neo4j.io.ByteUnit;
 
 /**
  * The bare engine's time to write the very records a run stored: the lineage records
- * ({@code :Node} nodes and {@code DERIVES} relationships, with every property they hold) of a
+ * ({@code :Node} nodes, {@code DERIVES} relationships and the {@code PARTNER} relationships of
+ * join rows folded into member edges, with every property they hold) of a
  * stopped store are written again, with the core API, into an empty embedded database that has
  * the real store's schema (sparkprov/schema.cypher), in transactions of {@code BATCH} records:
  * first the nodes, then the relationships, each relationship finding its ends by the unique
@@ -33,10 +34,11 @@ import org.neo4j.io.ByteUnit;
 public final class StoreReplay {
   private static final Label NODE = Label.label("Node");
   private static final RelationshipType DERIVES = RelationshipType.withName("DERIVES");
+  private static final RelationshipType PARTNER = RelationshipType.withName("PARTNER");
 
   record Copied(Map<String, Object> props) {}
 
-  record Edge(long src, long dst, Map<String, Object> props) {}
+  record Edge(long src, long dst, RelationshipType type, Map<String, Object> props) {}
 
   public static void main(String[] args) throws IOException {
     Path conf = Path.of(args[2]);
@@ -108,12 +110,12 @@ public final class StoreReplay {
       }
       List<Edge> rels = new ArrayList<>(batch);
       for (Relationship r : read.getAllRelationships()) {
-        if (!r.isType(DERIVES)) {
+        if (!r.isType(DERIVES) && !r.isType(PARTNER)) {
           continue;
         }
         long src = ((Number) r.getStartNode().getProperty("id")).longValue();
         long dst = ((Number) r.getEndNode().getProperty("id")).longValue();
-        rels.add(new Edge(src, dst, r.getAllProperties()));
+        rels.add(new Edge(src, dst, r.getType(), r.getAllProperties()));
         if (rels.size() == batch) {
           edgeSeconds += writeEdges(to, rels);
           edges += rels.size();
@@ -151,7 +153,7 @@ public final class StoreReplay {
       for (Edge e : edges) {
         Node src = tx.findNode(NODE, "id", e.src());
         Node dst = tx.findNode(NODE, "id", e.dst());
-        Relationship r = src.createRelationshipTo(dst, DERIVES);
+        Relationship r = src.createRelationshipTo(dst, e.type());
         e.props().forEach(r::setProperty);
       }
       tx.commit();
