@@ -7,13 +7,16 @@ traces, and the run's counts."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import networkx as nx
 import pytest
 from pyspark.sql import functions as F
 
 from capture_agent import ProvenanceSession
 from query_service.store import Store
-from sparkprov.query_model import Strategy
+from sparkprov.query_model import Op, Strategy
 from tests.reference.neo4j_reads import Neo4jReads
 
 from .graph import own_nodes, run_graph
@@ -122,6 +125,28 @@ def test_a_joins_folded_rows_read_as_the_logical_graph(joined, stack, neo4j_driv
 def test_self_pairs_read_as_the_logical_graph(self_joined, stack, neo4j_driver, client) -> None:  # type: ignore[no-untyped-def]
     assert any(r["partner"] == r["left"] for r in _folded(neo4j_driver, self_joined))
     _check_reads(stack, neo4j_driver, client, self_joined)
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "graph-schema.md"
+
+
+def test_the_documented_example_reads_the_folded_rows(joined, neo4j_driver, client) -> None:  # type: ignore[no-untyped-def]
+    """docs/graph-schema.md's Cypher for folded rows names each row's TIMES id and parents."""
+    (example,) = re.findall(r"<!-- folded-example -->\s*```cypher\n(.*?)```", DOC.read_text(), re.S)
+    records, _, _ = neo4j_driver.execute_query(example, run=joined)
+    assert records
+    graph = run_graph(neo4j_driver, joined)
+    for r in records:
+        assert set(graph.predecessors(r["times"])) == {r["left"], r["right"]}
+        assert r["grp"] in set(graph.successors(r["times"]))
+    for r in records[:3]:  # the gRPC service: the row's trace is its TIMES node and parents
+        trace = client.backward_trace([str(r["times"])])
+        ops = {int(n.id): n.op for n in trace.nodes}
+        assert ops[r["times"]] == Op.TIMES
+        assert {(int(e.src), int(e.dst)) for e in trace.edges} == {
+            (r["left"], r["times"]),
+            (r["right"], r["times"]),
+        }
 
 
 def test_every_strategy_traces_folded_rows(joined, client, neo4j_driver) -> None:  # type: ignore[no-untyped-def]
