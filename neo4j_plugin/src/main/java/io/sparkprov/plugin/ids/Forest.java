@@ -138,7 +138,8 @@ final class Forest {
    * The data nodes of a root's group, found by walking from its founding node (a root's id is
    * the id of the node that founded the group, which never leaves it) along the edges that join
    * groups here: every DERIVES edge for components; for a level set, the edges whose two known
-   * ends share their part at this level ({@link IdView#joins}). Relationships {@code skipped}
+   * ends share their part at this level ({@link IdView#joins}). A PARTNER relationship r -> g
+   * joins as an edge (the folded rows' r -> times -> g do, times having g's split path). Relationships {@code skipped}
    * are not walked: given the edges a call is adding, this is the group as it was before it.
    * Walking costs what reading the group's edges costs, which is what a member index would be
    * used for, without an index entry per node to keep at every write.
@@ -157,7 +158,7 @@ final class Forest {
       Node n = todo.poll();
       out.add(n);
       try (ResourceIterable<Relationship> rels =
-          n.getRelationships(Direction.BOTH, Schema.DERIVES)) {
+          n.getRelationships(Direction.BOTH, Schema.DERIVES, Schema.PARTNER)) {
         for (Relationship r : rels) {
           Node a = r.getStartNode();
           Node b = r.getEndNode();

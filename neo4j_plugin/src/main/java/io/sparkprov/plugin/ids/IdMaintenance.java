@@ -473,11 +473,12 @@ public final class IdMaintenance {
 
   /**
    * Adds the stored DERIVES edges at {@code n} whose two ends are known nodes, leaving out the
-   * edges of writes not indexed yet ({@link Visibility}).
+   * edges of writes not indexed yet ({@link Visibility}); a PARTNER relationship r -> g counts as
+   * the edge r -> g (its folded rows' r -> times -> g, times lying in g's sets).
    */
   private void addKnownIncident(Node n, Set<Edge> out) {
     try (ResourceIterable<Relationship> rels =
-        n.getRelationships(Direction.BOTH, Schema.DERIVES)) {
+        n.getRelationships(Direction.BOTH, Schema.DERIVES, Schema.PARTNER)) {
       for (Relationship r : rels) {
         Node a = r.getStartNode();
         Node b = r.getEndNode();

@@ -34,7 +34,7 @@ public final class IdView {
   /** The theta of components whose root names none (see {@link #thetaOf}). */
   final long theta;
   private final boolean perComponent;
-  private final Transaction tx;
+  final Transaction tx;
   private final LongFunction<Node> nodes;
   private final Map<Node, Integer> depths = new HashMap<>();
   private final Map<Node, String[]> splits = new HashMap<>();

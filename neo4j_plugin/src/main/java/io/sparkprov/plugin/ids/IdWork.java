@@ -113,6 +113,9 @@ public final class IdWork {
       Node a = tx.findNode(Schema.NODE, "id", src[i]);
       Node b = tx.findNode(Schema.NODE, "id", dst[i]);
       Relationship r = a == null || b == null ? null : Nodes.relationship(a, b, Schema.DERIVES);
+      if (r == null && a != null && b != null) {
+        r = Nodes.relationship(a, b, Schema.PARTNER); // a right row's edge r -> g of folded rows
+      }
       if (r != null) {
         out[found++] = r.getId();
       }

@@ -12,6 +12,7 @@ import org.neo4j.graphdb.Direction;
 import org.neo4j.graphdb.Node;
 import org.neo4j.graphdb.Relationship;
 import org.neo4j.graphdb.ResourceIterable;
+import org.neo4j.graphdb.ResourceIterator;
 import org.neo4j.graphdb.Transaction;
 import org.neo4j.procedure.Context;
 import org.neo4j.procedure.Description;
@@ -155,25 +156,39 @@ public final class Ids {
   /**
    * The sets one dependency up (backward) or down from a set: those of the other ends of its
    * nodes' edges (both ends stored nodes). Read from the edges rather than from {@code SET_DEP},
-   * which is stored only between sets of more than one node.
+   * which is stored only between sets of more than one node. A PARTNER relationship r -> g is
+   * the dependency of its folded rows' r -> times -> g (a folded TIMES node lies in g's set); a
+   * stored TIMES node that is also folded into another group (docs/graph-schema.md, "A join's
+   * rows folded into their member edges") depends forward on that group's set too.
    */
   static List<Long> neighbours(IdView view, long setId, boolean backward) {
     Set<Long> out = new LinkedHashSet<>();
     Direction d = backward ? Direction.INCOMING : Direction.OUTGOING;
     for (Node m : members(view, setId)) {
-      try (ResourceIterable<Relationship> rels = m.getRelationships(d, Schema.DERIVES)) {
+      try (ResourceIterable<Relationship> rels =
+          m.getRelationships(d, Schema.DERIVES, Schema.PARTNER)) {
         for (Relationship r : rels) {
-          Node other = r.getOtherNode(m);
-          if (Nodes.known(other)) {
-            long s = view.set(other).id();
-            if (s != setId) {
-              out.add(s);
-            }
-          }
+          addSet(view, r.getOtherNode(m), setId, out);
+        }
+      }
+      if (!backward && "TIMES".equals(m.getProperty("op", null))) {
+        try (ResourceIterator<Relationship> rels =
+            view.tx.findRelationships(Schema.DERIVES, Schema.TIMES, view.idOf(m))) {
+          rels.forEachRemaining(r -> addSet(view, r.getEndNode(), setId, out));
         }
       }
     }
     return new ArrayList<>(out);
+  }
+
+  /** Adds a stored node's set unless it is {@code setId}. */
+  private static void addSet(IdView view, Node other, long setId, Set<Long> out) {
+    if (Nodes.known(other)) {
+      long s = view.set(other).id();
+      if (s != setId) {
+        out.add(s);
+      }
+    }
   }
 
   /**

@@ -3,13 +3,18 @@ package io.sparkprov.plugin.query;
 import static io.sparkprov.plugin.graph.Nodes.idOf;
 
 import io.sparkprov.plugin.graph.DerivedIds;
+import io.sparkprov.plugin.graph.Edge;
 import io.sparkprov.plugin.graph.Schema;
 import io.sparkprov.plugin.ids.IdView;
+import io.sparkprov.plugin.query.MemberEdge.Column;
 import io.sparkprov.plugin.query.MemberEdge.Derived;
+import io.sparkprov.plugin.query.MemberEdge.Times;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -27,6 +32,15 @@ import org.neo4j.graphdb.Transaction;
  * they were stored. The Java twin of query_service/store.py's reads (parents, children,
  * component_edges, edges_into_sets, edges_out_of_sets, resolve), which stay the reference the
  * integration tests compare against. Edges are {@code long[]{src, dst}}.
+ *
+ * <p>A join's rows folded into their member edges (docs/graph-schema.md, "A join's rows folded
+ * into their member edges") are derived here too: a folded member edge {@code l -> g} stands for
+ * its TIMES node {@code times} with the edges l -> times, partner -> times, times -> g and the
+ * member's TENSOR and VALUE nodes with times as their member, never for an edge l -> g; a {@code
+ * PARTNER} relationship r -> g is no logical edge but says r partners folded rows into g. A folded
+ * TIMES node and its TENSOR and VALUE nodes lie in g's component and set. A TIMES node may be
+ * stored and also folded (two aggregations of one join row): its edges are then read twice and
+ * returned once.
  */
 final class LogicalGraph {
   private static final String[] KINDS = {"tensor", "value"};
@@ -100,6 +114,10 @@ final class LogicalGraph {
     if (known != null) {
       return known;
     }
+    Times times = times(id);
+    if (times != null) {
+      return times;
+    }
     for (Map.Entry<String, Integer> key : memberKeys().entrySet()) {
       for (int i = 0; i < key.getValue(); i++) {
         for (String kind : KINDS) {
@@ -115,6 +133,32 @@ final class LogicalGraph {
       }
     }
     return null;
+  }
+
+  /**
+   * The folded TIMES node with this id, from every folded member edge that names it (the
+   * {@code times} index), or null when none does.
+   */
+  private Times times(long id) {
+    List<MemberEdge> edges = new ArrayList<>();
+    try (ResourceIterator<Relationship> rels =
+        tx.findRelationships(Schema.DERIVES, Schema.TIMES, id)) {
+      rels.forEachRemaining(r -> edges.add(MemberEdge.of(r)));
+    }
+    if (edges.isEmpty()) {
+      return null;
+    }
+    List<long[]> tensors = new ArrayList<>();
+    for (MemberEdge e : edges) {
+      for (Column c : expand(e)) {
+        if (c.isTensor()) {
+          tensors.add(new long[] {id, c.id()});
+        }
+      }
+    }
+    Times t = new Times(id, List.copyOf(edges), tensors);
+    derived.put(id, t);
+    return t;
   }
 
   /** Whether the id is a node of the logical graph (stored, placeholders included, or derived). */
@@ -134,55 +178,97 @@ final class LogicalGraph {
    * 10k-node deletion's samples (JFR, 10M uniform).
    */
   List<long[]> parents(List<Long> frontier, boolean whole) {
-    List<long[]> out = new ArrayList<>();
+    Edges out = new Edges();
     for (long id : frontier) {
       Node n = stored(id);
       if (n == null) {
         Derived d = resolve(id);
         if (d != null) {
-          out.addAll(d.parents());
+          out.addAll(d.parents(), d instanceof Times);
         }
         continue;
       }
       try (ResourceIterable<Relationship> rels =
           n.getRelationships(Direction.INCOMING, Schema.DERIVES)) {
         for (Relationship r : rels) {
+          Object times = r.getProperty(Schema.TIMES, null);
+          if (times != null) {
+            out.folded(((Number) times).longValue(), id); // a folded row: times -> g
+            continue;
+          }
           Node parent = r.getStartNode();
-          out.add(new long[] {whole ? seen(parent) : idOf(parent), id});
+          out.add(whole ? seen(parent) : idOf(parent), id);
         }
       }
       if ("AGGREGATE".equals(properties(id).get("op"))) {
-        out.addAll(aggregateInputs(n, id));
+        out.addAll(aggregateInputs(n, id), false);
       }
     }
-    return out;
+    return out.list();
   }
 
   /** Logical out-edges of the nodes (store.py's children). */
   List<long[]> children(List<Long> frontier) {
-    List<long[]> out = new ArrayList<>();
+    Edges out = new Edges();
     for (long id : frontier) {
       Node n = stored(id);
       if (n == null) {
         Derived d = resolve(id);
         if (d != null) {
-          out.addAll(d.children());
+          out.addAll(d.children(), d instanceof Times);
         }
         continue;
       }
       try (ResourceIterable<Relationship> rels =
           n.getRelationships(Direction.OUTGOING, Schema.DERIVES)) {
         for (Relationship r : rels) {
-          out.add(new long[] {id, seen(r.getEndNode())});
-          for (Derived d : expand(MemberEdge.of(r))) {
-            if (d.isTensor()) {
-              out.add(new long[] {id, d.id()});
-            }
+          MemberEdge e = MemberEdge.of(r);
+          if (e != null && e.folded()) {
+            out.folded(id, e.member()); // l -> times, not l -> g
+            continue;
+          }
+          out.add(id, seen(r.getEndNode()));
+          if (e != null) {
+            columns(e, out, true, false, false);
           }
         }
       }
+      partnerEdges(n, id, out);
+      if ("TIMES".equals(properties(id).get("op"))) {
+        Times folded = times(id); // stored, and folded into another aggregation's group too
+        if (folded != null) {
+          out.addAll(folded.children(), true);
+        }
+      }
     }
-    return out;
+    return out.list();
+  }
+
+  /**
+   * The edges r -> times of the folded rows that {@code r} partners: for each of its PARTNER
+   * relationships r -> g, the folded member edges into g whose {@code partner} is r (found by
+   * the {@code partner} index). A self-pair (partner = start) is left to its member edge.
+   */
+  private void partnerEdges(Node r, long id, Edges out) {
+    Set<Node> groups = new HashSet<>();
+    try (ResourceIterable<Relationship> rels =
+        r.getRelationships(Direction.OUTGOING, Schema.PARTNER)) {
+      for (Relationship p : rels) {
+        groups.add(p.getEndNode());
+      }
+    }
+    if (groups.isEmpty()) {
+      return;
+    }
+    try (ResourceIterator<Relationship> rels =
+        tx.findRelationships(Schema.DERIVES, Schema.PARTNER_PROPERTY, id)) {
+      while (rels.hasNext()) {
+        Relationship m = rels.next();
+        if (groups.contains(m.getEndNode()) && !m.getStartNode().equals(r)) {
+          out.folded(id, ((Number) m.getProperty(Schema.TIMES)).longValue());
+        }
+      }
+    }
   }
 
   /**
@@ -202,10 +288,10 @@ final class LogicalGraph {
             if (column == null) {
               continue;
             }
-            for (Derived d : e.column(column, salts)) {
-              derived.put(d.id(), d);
-              if (d.isTensor()) {
-                out.add(new long[] {d.id(), d.aggregate()});
+            for (Column c : e.column(column, salts)) {
+              derived.put(c.id(), c);
+              if (c.isTensor()) {
+                out.add(new long[] {c.id(), c.aggregate()});
               }
             }
           }
@@ -217,30 +303,45 @@ final class LogicalGraph {
 
   /** Every logical edge out of the component's nodes, hence every edge of the component. */
   List<long[]> componentEdges(long component) {
-    List<long[]> out = new ArrayList<>();
+    Edges out = new Edges();
     for (Node a : ids.componentNodes(component)) {
-      outEdges(a, out);
+      outEdges(a, out, true);
     }
-    return out;
+    return out.list();
   }
 
-  /** Logical edges whose source lies in the sets (a member's derived nodes lie in its set). */
+  /**
+   * Logical edges whose source lies in the sets: a member's derived nodes lie in its set, a
+   * folded member's (its TIMES, TENSOR and VALUE nodes) in its group row's.
+   */
   List<long[]> edgesOutOfSets(List<Long> sets) {
-    List<long[]> out = new ArrayList<>();
+    Edges out = new Edges();
     for (long s : sets) {
       for (Node a : ids.setNodes(s)) {
-        outEdges(a, out);
+        outEdges(a, out, false);
+        if (mayHoldFolded(a)) {
+          try (ResourceIterable<Relationship> rels =
+              a.getRelationships(Direction.INCOMING, Schema.DERIVES)) {
+            for (Relationship r : rels) {
+              MemberEdge e = MemberEdge.of(r);
+              if (e != null && e.folded()) {
+                timesEdges(e, out);
+              }
+            }
+          }
+        }
       }
     }
-    return out;
+    return out.list();
   }
 
   /**
    * Logical edges whose destination lies in the sets: stored ones, TENSOR -> AGGREGATE of member
-   * edges into them, and m -> TENSOR, VALUE -> TENSOR of member edges out of them.
+   * edges into them, and m -> TENSOR, VALUE -> TENSOR of member edges out of them; of a folded
+   * member edge into them, every edge of its TIMES node and its columns (all lie in g's set).
    */
   List<long[]> edgesIntoSets(List<Long> sets) {
-    List<long[]> out = new ArrayList<>();
+    Edges out = new Edges();
     List<Node> nodes = new ArrayList<>();
     for (long s : sets) {
       nodes.addAll(ids.setNodes(s));
@@ -250,11 +351,15 @@ final class LogicalGraph {
       try (ResourceIterable<Relationship> rels =
           b.getRelationships(Direction.INCOMING, Schema.DERIVES)) {
         for (Relationship r : rels) {
-          out.add(new long[] {idOf(r.getStartNode()), bid});
-          for (Derived d : expand(MemberEdge.of(r))) {
-            if (d.isTensor()) {
-              out.add(new long[] {d.id(), d.aggregate()});
-            }
+          MemberEdge e = MemberEdge.of(r);
+          if (e != null && e.folded()) {
+            out.addAll(e.timesParents(), true);
+            timesEdges(e, out);
+            continue;
+          }
+          out.add(idOf(r.getStartNode()), bid);
+          if (e != null) {
+            columns(e, out, false, false, true);
           }
         }
       }
@@ -263,16 +368,14 @@ final class LogicalGraph {
       try (ResourceIterable<Relationship> rels =
           a.getRelationships(Direction.OUTGOING, Schema.DERIVES)) {
         for (Relationship r : rels) {
-          for (Derived d : expand(MemberEdge.of(r))) {
-            if (d.isTensor()) {
-              out.add(new long[] {idOf(a), d.id()});
-              out.add(new long[] {d.value(), d.id()});
-            }
+          MemberEdge e = MemberEdge.of(r);
+          if (e != null && !e.folded()) {
+            columns(e, out, true, true, false);
           }
         }
       }
     }
-    return out;
+    return out.list();
   }
 
   long componentSize(long component) {
@@ -293,14 +396,17 @@ final class LogicalGraph {
     return d == null ? "" : d.op();
   }
 
-  /** The stored node that carries an id's ids: itself, or a derived node's member. */
+  /**
+   * The stored node that carries an id's ids: itself, or a derived node's carrier (its member,
+   * or a folded member's group row).
+   */
   Node owner(long id) {
     Node n = stored(id);
     if (n != null) {
       return n;
     }
     Derived d = resolve(id);
-    return d == null ? null : stored(d.edge().member());
+    return d == null ? null : stored(d.carrier());
   }
 
   /** The node's view as a map (NodeView.asMap); null for unknown ids. */
@@ -392,13 +498,13 @@ final class LogicalGraph {
    */
   private record Carrier(long id, int index, Map<String, Object> props, String[] split) {}
 
-  /** The id of the stored node that carries an id's ids (itself, or a derived node's member). */
+  /** The id of the stored node that carries an id's ids (itself, or a derived node's carrier). */
   private Long carrierId(long id) {
     if (stored(id) != null) {
       return id;
     }
     Derived d = resolve(id);
-    return d == null ? null : d.edge().member();
+    return d == null ? null : d.carrier();
   }
 
   private static String[] split(Map<String, Object> props) {
@@ -449,31 +555,121 @@ final class LogicalGraph {
     return v == null ? "" : v.toString();
   }
 
-  private void outEdges(Node a, List<long[]> out) {
+  /**
+   * The logical edges out of a stored node: its stored edges, a member's TENSOR and VALUE edges,
+   * l -> times of its folded rows and r -> times of the folded rows it partners. With {@code
+   * whole} a folded row's other edges too (times -> g and its columns', which lie in g's set).
+   */
+  private void outEdges(Node a, Edges out, boolean whole) {
     long aid = idOf(a);
     try (ResourceIterable<Relationship> rels =
         a.getRelationships(Direction.OUTGOING, Schema.DERIVES)) {
       for (Relationship r : rels) {
-        out.add(new long[] {aid, idOf(r.getEndNode())});
-        for (Derived d : expand(MemberEdge.of(r))) {
-          if (d.isTensor()) {
-            out.add(new long[] {aid, d.id()});
-            out.add(new long[] {d.value(), d.id()});
-            out.add(new long[] {d.id(), d.aggregate()});
+        MemberEdge e = MemberEdge.of(r);
+        if (e != null && e.folded()) {
+          out.folded(aid, e.member());
+          if (whole) {
+            timesEdges(e, out);
           }
+          continue;
         }
+        out.add(aid, idOf(r.getEndNode()));
+        if (e != null) {
+          columns(e, out, true, true, true);
+        }
+      }
+    }
+    partnerEdges(a, aid, out);
+  }
+
+  /** A folded row's edges out of its TIMES node and its columns: those sourced in g's set. */
+  private void timesEdges(MemberEdge e, Edges out) {
+    out.folded(e.member(), e.group());
+    columns(e, out, true, true, true);
+  }
+
+  /**
+   * Per column with a value, the member edge's member -> TENSOR, VALUE -> TENSOR and TENSOR ->
+   * AGGREGATE edges, those asked for.
+   */
+  private void columns(
+      MemberEdge e, Edges out, boolean fromMember, boolean fromValue, boolean onward) {
+    for (Column c : expand(e)) {
+      if (!c.isTensor()) {
+        continue;
+      }
+      if (fromMember) {
+        out.add(e.member(), c.id(), e.folded());
+      }
+      if (fromValue) {
+        out.add(c.value(), c.id(), e.folded());
+      }
+      if (onward) {
+        out.add(c.id(), c.aggregate(), e.folded());
       }
     }
   }
 
-  /** A member edge's derived nodes (none for a plain edge), kept for later look-ups. */
-  private List<Derived> expand(MemberEdge e) {
+  /**
+   * Whether folded member edges may end at the node: a group row (a DELTA) or a placeholder;
+   * read so that walking a set's out-edges reads other nodes' in-edges not at all.
+   */
+  private boolean mayHoldFolded(Node a) {
+    Object op = properties(seen(a)).get("op");
+    return op == null || "DELTA".equals(op);
+  }
+
+  /** A member edge's derived column nodes (none for a plain edge), kept for later look-ups. */
+  private List<Column> expand(MemberEdge e) {
     if (e == null) {
       return List.of();
     }
-    List<Derived> nodes = e.derived(salts);
-    nodes.forEach(d -> derived.put(d.id(), d));
+    List<Column> nodes = e.derived(salts);
+    nodes.forEach(d -> derived.putIfAbsent(d.id(), d));
     return nodes;
+  }
+
+  /**
+   * The edges one call returns. Each logical edge is read once, except where a TIMES node is
+   * stored and folded too: once some edge came from a folded row, the list is deduplicated
+   * (keeping the first of each), which a graph without folded rows never pays for.
+   */
+  private static final class Edges {
+    private final List<long[]> list = new ArrayList<>();
+    private boolean folded;
+
+    void add(long src, long dst) {
+      list.add(new long[] {src, dst});
+    }
+
+    void add(long src, long dst, boolean fromFolded) {
+      add(src, dst);
+      folded |= fromFolded;
+    }
+
+    /** An edge of a folded row. */
+    void folded(long src, long dst) {
+      add(src, dst, true);
+    }
+
+    void addAll(List<long[]> edges, boolean fromFolded) {
+      list.addAll(edges);
+      folded |= fromFolded;
+    }
+
+    List<long[]> list() {
+      if (!folded) {
+        return list;
+      }
+      Set<Edge> seen = new LinkedHashSet<>();
+      List<long[]> out = new ArrayList<>(list.size());
+      for (long[] e : list) {
+        if (seen.add(new Edge(e[0], e[1]))) {
+          out.add(e);
+        }
+      }
+      return out;
+    }
   }
 
   private Map<String, Integer> memberKeys() {
