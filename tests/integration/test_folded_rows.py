@@ -56,12 +56,8 @@ def self_joined(spark, client):  # type: ignore[no-untyped-def]
     rows = spark.createDataFrame([(k % 3, float(k)) for k in range(9)], "k long, x double")
     with ProvenanceSession(spark, workflow="folded-self-join") as prov:
         r = prov.source(rows, "Rows")
-        a, b = r.alias("a"), r.alias("b")
-        out = (
-            a.join(b, F.col("a.x") == F.col("b.x"))
-            .groupBy(F.col("a.k"))
-            .agg(F.sum(F.col("b.x")).alias("sx"))
-        )
+        b = r.withColumnRenamed("k", "k2").withColumnRenamed("x", "x2")  # the same rows
+        out = r.join(b, F.col("x") == F.col("x2")).groupBy("k").agg(F.sum("x2").alias("sx"))
         out.named("Same").collect()
     client.wait_for_run(prov.run_id)
     return prov.run_id
