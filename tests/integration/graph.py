@@ -7,7 +7,7 @@ member edges"), i.e. the logical graph of ../shared/MODEL.md."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import cast
+from typing import Any, cast
 
 import neo4j
 import networkx as nx
@@ -215,3 +215,21 @@ def aggregate(
     """An AGGREGATE over (member p-node, member value) pairs: a TENSOR per member."""
     tensors = [node("TENSOR", "⊗", parents=(m, node("VALUE", v, value=v))) for m, v in members]
     return node("AGGREGATE", function, value=value, parents=tensors)
+
+
+def assert_traces_are_the_graphs(
+    client: Any, graph: nx.DiGraph, outputs: list[str], source: str, strategies: list[Any]
+) -> None:
+    """Every strategy's backward trace of each output row and forward trace of the source row
+    is exactly that row's ancestors (descendants) in the logical graph, with their edges."""
+    for out in outputs:
+        expected = nx.ancestors(graph, int(out)) | {int(out)}
+        for strategy in strategies:
+            trace = client.backward_trace([out], strategy=strategy)
+            assert {int(n.id) for n in trace.nodes} == expected, strategy
+            edges = {(int(e.src), int(e.dst)) for e in trace.edges}
+            assert edges == set(graph.subgraph(expected).edges), strategy
+    for strategy in strategies:
+        trace = client.forward_trace([source], strategy=strategy)
+        expected = nx.descendants(graph, int(source)) | {int(source)}
+        assert {int(n.id) for n in trace.nodes} == expected, strategy

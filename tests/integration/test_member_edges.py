@@ -12,7 +12,7 @@ from capture_agent import ProvenanceSession
 from sparkprov.query_model import Op, Strategy
 from tests.reference.neo4j_reads import Neo4jReads
 
-from .graph import own_nodes, run_graph
+from .graph import assert_traces_are_the_graphs, own_nodes, run_graph
 
 ROWS = [(k % 4, float(k), None if k % 5 == 0 else k * 10) for k in range(40)]
 STRATEGIES = [
@@ -63,18 +63,9 @@ def test_members_are_stored_as_edges_and_counted_as_the_logical_graph(
 def test_every_strategy_traces_the_logical_graph(grouped, client, neo4j_driver) -> None:  # type: ignore[no-untyped-def]
     run_id, _ = grouped
     graph = run_graph(neo4j_driver, run_id)
-    for out in client.find_nodes(run_id, "Out"):
-        expected = nx.ancestors(graph, int(out.id)) | {int(out.id)}
-        for strategy in STRATEGIES:
-            trace = client.backward_trace([out.id], strategy=strategy)
-            assert {int(n.id) for n in trace.nodes} == expected, strategy
-            edges = {(int(e.src), int(e.dst)) for e in trace.edges}
-            assert edges == set(graph.subgraph(expected).edges), strategy
+    outputs = [out.id for out in client.find_nodes(run_id, "Out")]
     (token, *_) = client.find_nodes(run_id, "Rows")
-    for strategy in STRATEGIES:
-        trace = client.forward_trace([token.id], strategy=strategy)
-        expected = nx.descendants(graph, int(token.id)) | {int(token.id)}
-        assert {int(n.id) for n in trace.nodes} == expected, strategy
+    assert_traces_are_the_graphs(client, graph, outputs, token.id, STRATEGIES)
 
 
 def test_a_derived_id_is_found_by_its_member_edge(grouped, stack, neo4j_driver, client) -> None:  # type: ignore[no-untyped-def]
