@@ -29,7 +29,9 @@ sources' file and row index (the default since 2026-11-27); ``jvm@all`` captures
 row the scan reads, the ones a filter over the source drops too (the Spark conf
 ``spark.sparkprov.sourceFiltersFirst=false``; ``jvm`` leaves them out, issue 26, 2026-11-28);
 ``jvm@resend`` has every action send its source rows again (``spark.sparkprov.sourceRowsOnce=
-false``; ``jvm`` sends a file source's row once per run).
+false``; ``jvm`` sends a file source's row once per run); ``jvm@apart`` gives a join only an
+aggregation reads its own capture point (``spark.sparkprov.joinRowsWithMembers=false``; ``jvm``
+sends its rows with the members, issue 27, 2026-11-29).
 ``--topic sparkprov.lineage``
 publishes where the local stack's ingest service consumes, for the ratios of the one-machine
 deployment (ingest competing for the cores).
@@ -151,6 +153,7 @@ def tpch_rows(spark: SparkSession, paths: dict[str, str]) -> int:
 EXTENSION_CAPTURE = "spark.sparkprov.capture"  # io.sparkprov.capture.TapPlacement.CONF
 FILTERS_FIRST = "spark.sparkprov.sourceFiltersFirst"
 ROWS_ONCE = "spark.sparkprov.sourceRowsOnce"
+JOIN_ROWS = "spark.sparkprov.joinRowsWithMembers"  # capture_agent.frame.JOIN_ROWS_WITH_MEMBERS
 
 
 def timed(
@@ -160,7 +163,8 @@ def timed(
     a codec after a dash ("jvm-none") and source positions after a plus ("jvm+partition":
     every source row by partition and offset instead of a parquet row by file and row) and
     which source rows after an at ("jvm@all": those a filter over the source drops too;
-    "jvm@resend": every action's rows, those an earlier action of the run sent too)."""
+    "jvm@resend": every action's rows, those an earlier action of the run sent too; "jvm@apart":
+    a join only an aggregation reads has its own capture point, as before 2026-11-29)."""
     mode, _, rows = mode.partition("@")
     mode, _, positions = mode.partition("+")
     capture, _, codec = mode.partition("-")
@@ -169,10 +173,11 @@ def timed(
     spark.conf.set(EXTENSION_CAPTURE, "true" if extension else "false")
     saved = os.environ.get(defaults.ENV_KAFKA_COMPRESSION)
     os.environ[defaults.ENV_KAFKA_COMPRESSION] = codec or saved or defaults.KAFKA_COMPRESSION
-    if rows not in ("", "all", "resend"):
-        raise ValueError(f"mode {mode}@{rows}: after @ comes all or resend")
+    if rows not in ("", "all", "resend", "apart"):
+        raise ValueError(f"mode {mode}@{rows}: after @ comes all, resend or apart")
     spark.conf.set(FILTERS_FIRST, "false" if rows == "all" else "true")
     spark.conf.set(ROWS_ONCE, "false" if rows == "resend" else "true")
+    spark.conf.set(JOIN_ROWS, "false" if rows == "apart" else "true")
     try:
         started = time.perf_counter()
         with ProvenanceSession(
@@ -196,6 +201,7 @@ def timed(
         spark.conf.set(EXTENSION_CAPTURE, "false")
         spark.conf.unset(FILTERS_FIRST)
         spark.conf.unset(ROWS_ONCE)
+        spark.conf.unset(JOIN_ROWS)
         if saved is None:
             os.environ.pop(defaults.ENV_KAFKA_COMPRESSION, None)
         else:

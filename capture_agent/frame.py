@@ -53,6 +53,7 @@ __all__ = [
     "context_of",
     "fresh",
     "materialize",
+    "JOIN_ROWS_WITH_MEMBERS",
     "materialize_with_origin",
     "same_nodes",
     "tracked_frame",
@@ -743,6 +744,11 @@ def materialize(frame: TrackedFrame) -> DataFrame:
     return frame._materialized()
 
 
+# Spark conf: "false" gives a join read only by an aggregation its own capture point again
+# (docs/capture.md, "What travels"), for an ingest older than schema version 6 and for benchmarks.
+JOIN_ROWS_WITH_MEMBERS = "spark.sparkprov.joinRowsWithMembers"
+
+
 def materialize_with_origin(
     frame: TrackedFrame, fold_split: tuple[str, ...] | None = None
 ) -> tuple[DataFrame, JoinSpec | None, str, bool]:
@@ -761,6 +767,7 @@ def materialize_with_origin(
     folded = (
         fold_split is not None
         and frame._ctx.jvm is not None
+        and frame._df.sparkSession.conf.get(JOIN_ROWS_WITH_MEMBERS, "true") != "false"
         and not pending.relation
         and not pending.attributes
         and not frame._named

@@ -25,7 +25,7 @@ from pyspark.sql.types import StringType
 
 from capture_agent import ProvenanceSession
 from capture_agent.emitters import MemoryEmitter
-from capture_agent.frame import materialize
+from capture_agent.frame import JOIN_ROWS_WITH_MEMBERS, materialize
 from capture_agent.jvm import PROTOCOL, TapPlan, check_spark_version, jar_path, plan_of
 from capture_agent.taps import GroupSpec, SemiJoinSpec, TapContext, salt_of
 from sparkprov.events import ATTRIBUTE_PREFIX, Batch, RunComplete, decode
@@ -345,6 +345,41 @@ def test_members_of_joined_or_source_rows_travel_as_positions(spark) -> None:  #
             d = m.derived_members
             forms["pairs" if len(d.left_deltas) else "positions"] += len(m.groups)
     assert forms == {"pairs": len(PEOPLE), "positions": len(PEOPLE)}
+
+
+def test_a_join_only_an_aggregation_reads_travels_with_its_members(spark) -> None:  # type: ignore[no-untyped-def]
+    """An unnamed inner join read only by an aggregation has no capture point of its own: its
+    rows travel in the members' blocks (MemberBlock.join_rows), the same graph either way; the
+    Spark conf spark.sparkprov.joinRowsWithMembers=false gives it its own capture point again."""
+
+    def job(prov: ProvenanceSession, spark: SparkSession) -> list[Any]:
+        joined = _people(prov, spark).join(_depts(prov, spark), "city")
+        return joined.groupBy("region").agg(F.sum("age").alias("s")).named("ByRegion").collect()
+
+    _same_both_ways(spark, job)
+
+    def taps_and_join_rows(fold: bool) -> tuple[set[str], int]:
+        spark.conf.set(JOIN_ROWS_WITH_MEMBERS, str(fold).lower())
+        try:
+            emitter = MemoryEmitter(spark)
+            with ProvenanceSession(
+                spark, "jvm-taps", values="all", emitter=emitter, capture="jvm"
+            ) as prov:
+                job(prov, spark)
+        finally:
+            spark.conf.unset(JOIN_ROWS_WITH_MEMBERS)
+        taps, joined = set(), 0
+        for _, value in emitter.messages():
+            event = lineage_pb2.LineageEvent.FromString(value)
+            if event.HasField("batch"):
+                taps.add(event.batch.tap.split("#")[0])
+                joined += sum(len(m.groups) for m in event.batch.members if m.join_rows)
+        return taps, joined
+
+    folded_taps, folded_rows = taps_and_join_rows(True)
+    apart_taps, apart_rows = taps_and_join_rows(False)
+    assert "join" not in folded_taps and folded_rows == 3  # NY twice, LA once; XX joins nothing
+    assert "join" in apart_taps and apart_rows == 0
 
 
 def test_semi_joins_distinct_and_named_rows(spark) -> None:  # type: ignore[no-untyped-def]
