@@ -29,8 +29,9 @@ OPTIONAL MATCH (n:Node {id: i})
 OPTIONAL MATCH (p:Node)-[r:DERIVES]->(n)
 RETURN i AS id, n IS NOT NULL AS stored, n.op AS op, collect(coalesce(r.times, p.id)) AS parents
 """
-# The edges out of stored nodes, and the folded member edges naming them as partner (through
-# the PARTNER relationship to the group, then the edges' indexed partner property).
+# The edges out of stored nodes, the folded member edges naming them as partner (through the
+# PARTNER relationship to the group, then the edges' indexed partner property), and those naming
+# them as their TIMES node (a TIMES node stored by one aggregation's join and folded by another's).
 _EDGE_MAP = """{src: %s.id, dst: b.id, key: r.member_key, vals: r.member_values,
                 nulls: r.member_nulls, times: r.times, partner: r.partner}"""
 _CHILDREN = f"""
@@ -39,7 +40,8 @@ OPTIONAL MATCH (n:Node {{id: i}})
 RETURN i AS id, n IS NOT NULL AS stored,
        CASE WHEN n IS NULL THEN [] ELSE
          [(n)-[r:DERIVES]->(b:Node) | {_EDGE_MAP % "n"}] +
-         [(n)-[:PARTNER]->(b:Node)<-[r:DERIVES]-(a:Node) WHERE r.partner = i | {_EDGE_MAP % "a"}]
+         [(n)-[:PARTNER]->(b:Node)<-[r:DERIVES]-(a:Node) WHERE r.partner = i | {_EDGE_MAP % "a"}] +
+         [(a:Node)-[r:DERIVES]->(b:Node) WHERE r.times = i | {_EDGE_MAP % "a"}]
        END AS out
 """
 _COMPONENT_EDGES = f"""

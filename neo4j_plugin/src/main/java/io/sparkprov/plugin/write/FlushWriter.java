@@ -69,9 +69,9 @@ final class FlushWriter {
     final Set<Long> created = new HashSet<>();
     final Set<Edge> edges = new HashSet<>();
     // The PARTNER relationships it wrote (folded members' right parents to their groups), and
-    // the TIMES ids of the members it folded.
+    // the members it folded (TIMES id -> group).
     final Set<Edge> partners = new HashSet<>();
-    final Set<Long> folded = new HashSet<>();
+    final Set<Edge> folded = new HashSet<>();
   }
 
   private final Map<Long, Node> cache = new HashMap<>();
@@ -362,15 +362,19 @@ final class FlushWriter {
    * join's rows folded into their member edges"): each as one member edge from its left parent
    * that carries its TIMES id and its right parent, and its right parent's {@code PARTNER}
    * relationship to the group; counted as the TIMES node, its edges and the member it stands for.
-   * A member already stored (its TIMES id on a member edge) is skipped. Where the left parent
-   * already has an edge into the group, the member is stored unfolded ({@link #writeUnfolded}).
+   * A member already stored (its TIMES id on a member edge into its group) is skipped. A row
+   * that is a member of several groups (two aggregations over one join) has a folded member edge
+   * into each, and each counts its TIMES node and edges, as each members' capture point does.
+   * Where the left parent already has an edge into the group, the member is stored unfolded
+   * ({@link #writeUnfolded}).
    */
   private void writeFolded(
       MemberBlock block, Created created, Map<String, RunCounts> perRun, Set<Long> fresh) {
     RunCounts counts = perRun.computeIfAbsent(block.run(), r -> new RunCounts());
     for (int k = 0; k < block.size(); k++) {
       long times = block.members()[k];
-      if (!call.folded.add(times) || storedFolded(times)) {
+      if (!call.folded.add(new Edge(times, block.groups()[k]))
+          || storedFolded(times, block.groups()[k])) {
         continue;
       }
       long left = block.lefts()[k];
@@ -394,10 +398,15 @@ final class FlushWriter {
     }
   }
 
-  /** Whether a member edge carrying this TIMES id is stored (an earlier call folded it). */
-  private boolean storedFolded(long times) {
+  /** Whether a member edge into this group carrying this TIMES id is stored (folded before). */
+  private boolean storedFolded(long times, long group) {
     try (var rels = tx.findRelationships(DERIVES, TIMES, times)) {
-      return rels.hasNext();
+      while (rels.hasNext()) {
+        if (((Number) rels.next().getEndNode().getProperty("id")).longValue() == group) {
+          return true;
+        }
+      }
+      return false;
     }
   }
 

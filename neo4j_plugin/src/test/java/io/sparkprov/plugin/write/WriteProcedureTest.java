@@ -457,6 +457,25 @@ class WriteProcedureTest {
   }
 
   @Test
+  void aJoinedRowOfTwoAggregationsIsFoldedIntoEachAndCountedByEach() {
+    // Row 501 (81 with 85) is a member of group 90 and, under another key, of group 91.
+    Map<String, Object> other = joinRows(new long[][] {{501, 81, 85, 91}});
+    other.put("group_key", "g#k");
+    List<Map<String, Object>> first =
+        neo4j.write(List.of(), List.of(), THETA, List.of(joinRows(new long[][] {{501, 81, 85, 90}})));
+    List<Map<String, Object>> second = neo4j.write(List.of(), List.of(), THETA, List.of(other));
+    List<Map<String, Object>> again = neo4j.write(List.of(), List.of(), THETA, List.of(other));
+
+    // Each members' capture point counted the row's TIMES node and its two edges: so does each.
+    assertEquals(1L + 2, first.get(0).get("nodes"));
+    assertEquals(1L + 2, second.get(0).get("nodes"));
+    assertEquals(2L + 1 + 3, second.get(0).get("edges"));
+    assertEquals(501L, memberEdge(81, 90).get("times"));
+    assertEquals(501L, memberEdge(81, 91).get("times"));
+    assertNothingNewAndStored(again, 2L, 2L);
+  }
+
+  @Test
   void aLeftRowJoinedTwiceIntoOneGroupIsStoredUnfoldedTheSecondTime() {
     // 81 joined with 85 and with 86, both rows in group 90: one edge 81 -> 90 can carry one.
     Map<String, Object> block =
