@@ -410,7 +410,8 @@ class MemberSpec(TapSpec):
     pair_key: str = ""
     origins: tuple[str, ...] = ()
     # The join's rows travel with its members (it has no capture point of its own): each member
-    # is a TIMES node of its pair, as JoinSpec emits it (lineage.proto, MemberBlock.join_rows).
+    # is a TIMES node of its pair (lineage.proto, MemberBlock.join_rows). Set for the JVM taps
+    # only (capture_agent.frame.materialize_with_origin), which send it as kind "join_member".
     join_rows: bool = False
 
     def hidden_inputs(self) -> tuple[str, ...]:
@@ -429,29 +430,18 @@ class MemberSpec(TapSpec):
     def wire(
         self, pdf: pd.DataFrame
     ) -> tuple[list[NodeColumns], EdgeColumns | None, list[MemberColumns]]:
-        if self.join_rows:  # the Python taps send the join's rows as its own tap would
-            nodes, edges = JoinSpec(key=self.pair_key).emit(pdf)
-            return nodes, edges, [self.members(pdf)]
         return [], None, [self.members(pdf)]
 
     def emit(self, pdf: pd.DataFrame) -> tuple[list[NodeColumns], EdgeColumns | None]:
-        """The expanded nodes and edges (what the reader makes of :meth:`members`), with the
-        join's rows where they travel here (:attr:`join_rows`)."""
+        """The expanded nodes and edges (what the reader makes of :meth:`members`)."""
         expansion = self.members(pdf).expand()
         nodes = [
             NodeColumns(d.op, d.ids, label=d.label, labels=d.texts, values=d.texts)
             for d in expansion.nodes
         ]
-        src, dst = expansion.src, expansion.dst
-        if self.join_rows:
-            times, join_edges = JoinSpec(key=self.pair_key).emit(pdf)
-            nodes = times + nodes
-            assert join_edges is not None
-            src = np.concatenate([join_edges.src, src])
-            dst = np.concatenate([join_edges.dst, dst])
-        elif not self.delta and not self.aggregates:
+        if not self.delta and not self.aggregates:
             return nodes, None
-        return nodes, EdgeColumns(src, dst)
+        return nodes, EdgeColumns(expansion.src, expansion.dst)
 
 
 @dataclass(frozen=True)

@@ -710,6 +710,9 @@ class _Derived:
     labels: list[str]
     src: np.ndarray
     dst: np.ndarray
+    # A join's pairs: each row's left and right id (0 where that side is null).
+    left: np.ndarray | None = None
+    right: np.ndarray | None = None
 
 
 _NO_IDS = np.zeros(0, dtype=np.int64)
@@ -761,7 +764,7 @@ def derived_ids(d: lineage_pb2.DerivedIds, relation: str | None) -> _Derived:
     ids = xxhash64_longs(d.seed, left, right, nulls=masks)
     src = np.concatenate([left[~masks[0]], right[~masks[1]]])
     dst = np.concatenate([ids[~masks[0]], ids[~masks[1]]])
-    return _Derived(ids, [], src, dst)
+    return _Derived(ids, [], src, dst, left, right)
 
 
 def _side(ids: Sequence[int], deltas: Sequence[int], mask: int, name: str) -> np.ndarray:
@@ -844,9 +847,10 @@ def member_columns(block: lineage_pb2.MemberBlock) -> MemberColumns:
     if block.HasField("derived_members"):
         if len(members):
             raise MalformedEvent("ragged", "a member block has both members and derived members")
-        members = derived_ids(block.derived_members, None).ids
+        derived = derived_ids(block.derived_members, None)
+        members = derived.ids
         if block.join_rows:
-            lefts, rights = _join_rows(block.derived_members)
+            lefts, rights = _join_rows(block.derived_members, derived)
     elif block.join_rows:
         raise MalformedEvent("bad_derived", "a member block with join rows has no derived pairs")
     n = len(members)
@@ -890,13 +894,11 @@ def member_columns(block: lineage_pb2.MemberBlock) -> MemberColumns:
     )
 
 
-def _join_rows(d: lineage_pb2.DerivedIds) -> tuple[np.ndarray, np.ndarray]:
+def _join_rows(d: lineage_pb2.DerivedIds, derived: _Derived) -> tuple[np.ndarray, np.ndarray]:
     """The left and right parents of a member block's join rows: its derived pairs, both sides
     of every row (an inner join's)."""
     if len(d.left_null_rows) or len(d.right_null_rows):
         raise MalformedEvent("bad_derived", "join rows of a member block have a null side")
-    left = _side(d.left, d.left_deltas, d.left_mask, "left")
-    right = _side(d.right, d.right_deltas, d.right_mask, "right")
-    if not len(left) or len(left) != len(right):
+    if derived.left is None or derived.right is None or not len(derived.left):
         raise MalformedEvent("bad_derived", "join rows of a member block need both sides' pairs")
-    return left, right
+    return derived.left, derived.right

@@ -29,6 +29,7 @@ import java.util.Map;
 import java.util.Set;
 import org.neo4j.graphdb.Node;
 import org.neo4j.graphdb.Relationship;
+import org.neo4j.graphdb.RelationshipType;
 import org.neo4j.graphdb.Transaction;
 import org.neo4j.logging.Log;
 
@@ -322,15 +323,20 @@ final class FlushWriter {
 
   /** The edge, created with its ends (placeholders where missing); null if stored before. */
   private Relationship createEdge(Edge e, String run) {
+    return createEdge(e, run, DERIVES);
+  }
+
+  /** A relationship of {@code type}, created with its ends; null if stored before. */
+  private Relationship createEdge(Edge e, String run, RelationshipType type) {
     Node a = endOfEdge(e.src(), run);
     Node b = endOfEdge(e.dst(), run);
     // An end this call created has no stored edge (and `edges` dedupes the call's own), so only
     // an edge between two nodes stored before needs the look at their relationships.
     boolean createdHere = call.created.contains(e.src()) || call.created.contains(e.dst());
-    if (!createdHere && connected(a, b, DERIVES)) {
+    if (!createdHere && connected(a, b, type)) {
       return null;
     }
-    return a.createRelationshipTo(b, DERIVES);
+    return a.createRelationshipTo(b, type);
   }
 
   /**
@@ -425,11 +431,9 @@ final class FlushWriter {
     if (!call.partners.add(e)) {
       return;
     }
-    Node a = endOfEdge(e.src(), run);
-    Node b = endOfEdge(e.dst(), run);
-    boolean createdHere = call.created.contains(e.src()) || call.created.contains(e.dst());
-    if (createdHere || !connected(a, b, PARTNER)) {
-      created.add(e, a.createRelationshipTo(b, PARTNER));
+    Relationship r = createEdge(e, run, PARTNER);
+    if (r != null) {
+      created.add(e, r);
     }
   }
 
