@@ -12,10 +12,13 @@ import org.apache.spark.sql.catalyst.expressions.XXH64;
 /**
  * The nodes and edges one chunk of a tap yields: ../shared/MODEL.md section 2, the same per kind
  * as capture_agent/taps.py's specs (SourceSpec, PlusSpec, ...), which name the kinds here.
+ * {@code nodeCount} and {@code edgeCount} count every logical node and edge; of them, {@code
+ * joinNodeCount} and {@code joinEdgeCount} are a join's rows that a member tap sends for the join
+ * (its TIMES nodes and their edges: {@link Kind#JOIN_MEMBER}), counted under the join's key.
  */
 record Emission(
     List<NodeBlock> nodes, long[] src, long[] dst, List<MemberBlock> members, long nodeCount,
-    long edgeCount) {
+    long edgeCount, long joinNodeCount, long joinEdgeCount) {
 
   enum Kind {
     SOURCE, PLUS, BLACK_BOX, BLACK_BOX_GROUP, JOIN, SEMI_JOIN, ANTI_JOIN, EXPLODE, MODULE_ROW,
@@ -81,6 +84,8 @@ record Emission(
     private boolean edges;
     private long nodeCount;
     private long edgeCount;
+    private long joinNodeCount;
+    private long joinEdgeCount;
 
     Builder(TapPlan plan, Chunk chunk) {
       this.plan = plan;
@@ -91,7 +96,7 @@ record Emission(
     Emission build() {
       return new Emission(
           nodes, edges ? src.toArray() : null, edges ? dst.toArray() : null, members, nodeCount,
-          edgeCount);
+          edgeCount, joinNodeCount, joinEdgeCount);
     }
 
     private void node(NodeBlock block) {
@@ -509,7 +514,8 @@ record Emission(
     void joinMember() {
       long[] ids = chunk.ids("id");
       Wire.Derived pairs = memberIds(ids);
-      if (foldable(pairs)) {
+      boolean folded = foldable(pairs);
+      if (folded) {
         // The member block alone (MemberBlock.join_rows): the reader makes each member's TIMES
         // node and its edges from the pairs the members travel as; counted as the join's block.
         long self = 0;
@@ -518,11 +524,14 @@ record Emission(
         }
         nodeCount += n;
         edgeCount += 2L * n - self;
-        member(ids, pairs, true);
-        return;
+      } else {
+        times(ids, pairs);
       }
-      times(ids, pairs);
-      member(ids, pairs, false);
+      // The join's part, counted under the join's key (Tap): another job of the run that gives
+      // the join its own capture point counts the same rows under that key, once.
+      joinNodeCount = nodeCount;
+      joinEdgeCount = edgeCount;
+      member(ids, pairs, folded);
     }
 
     /** Whether the members' TIMES nodes can travel as the member block's join rows: pairs with

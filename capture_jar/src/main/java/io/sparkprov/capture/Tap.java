@@ -169,6 +169,9 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
     final int rowno = skip == null ? -1 : plan.input("rowno");
     long nodes;
     long edges;
+    // Of them, a join's rows this members' tap sends for the join (Emission.joinNodeCount).
+    long joinNodes;
+    long joinEdges;
     boolean failed;
 
     TaskState(int partition) {
@@ -207,6 +210,8 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
       sequence++;
       nodes += e.nodeCount();
       edges += e.edgeCount();
+      joinNodes += e.joinNodeCount();
+      joinEdges += e.joinEdgeCount();
       chunk.clear();
     }
 
@@ -226,6 +231,12 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
       }
       if (positions != null && edges == 0) {
         counts.addRows(plan.key(), positions, plan.attributes());
+      } else if (joinNodes > 0 && !plan.pairKey().isEmpty()) {
+        // A join's rows sent by its members' tap count as the join's own capture point counts
+        // them (the same key and smallest row id), so a job that stores them again through
+        // that capture point does not count them twice.
+        counts.add(plan.pairKey(), minId, joinNodes, joinEdges);
+        counts.add(plan.key(), minId, nodes - joinNodes, edges - joinEdges);
       } else {
         counts.add(plan.key(), minId, nodes, edges);
       }

@@ -255,6 +255,12 @@ class EmissionTest {
     assertArrayEquals(members.members().get(0).groups(), block.groups());
     assertEquals(apart.nodeCount() + members.nodeCount(), both.nodeCount());
     assertEquals(apart.edgeCount() + members.edgeCount(), both.edgeCount());
+    // The join's part is counted as the join's own capture point counts it (Tap reports it
+    // under the join's key), the members alone are not.
+    assertEquals(apart.nodeCount(), both.joinNodeCount());
+    assertEquals(apart.edgeCount(), both.joinEdgeCount());
+    assertEquals(0, apart.joinNodeCount());
+    assertEquals(0, members.joinNodeCount());
 
     Chunk selfJoined = new Chunk(folded); // a row joined with itself: one edge, counted once
     long self = 7L ^ mask;
@@ -272,6 +278,10 @@ class EmissionTest {
     assertArrayEquals(new long[] {7L ^ mask, 3L}, sent.src());
     assertArrayEquals(new long[] {5L, 5L}, sent.dst());
     assertArrayEquals(new long[] {5L}, sent.members().get(0).members());
+    Chunk notTheJoinsApart = new Chunk(join); // sent apart, still counted as the join counts it
+    notTheJoinsApart.add(row(5L, 7L ^ mask, 3L));
+    assertEquals(Emission.of(join, notTheJoinsApart).nodeCount(), sent.joinNodeCount());
+    assertEquals(Emission.of(join, notTheJoinsApart).edgeCount(), sent.joinEdgeCount());
   }
 
   @Test

@@ -73,6 +73,9 @@ final class FlushWriter {
     // the members it folded (TIMES id -> group).
     final Set<Edge> partners = new HashSet<>();
     final Set<Edge> folded = new HashSet<>();
+    // TIMES nodes stored by a node block after their row was folded (another job of the run
+    // aggregated the join): the node and the edges into it were counted with the fold.
+    final Set<Long> countedFolded = new HashSet<>();
   }
 
   private final Map<Long, Node> cache = new HashMap<>();
@@ -127,30 +130,37 @@ final class FlushWriter {
    */
   private void lockInIdOrder(
       List<NodeBlock> blocks, List<EdgeBlock> edgeBlocks, List<MemberBlock> memberBlocks) {
-    java.util.TreeSet<Long> ids = new java.util.TreeSet<>();
+    // id -> whether a missing node is created (else only looked up: a folded TIMES id).
+    java.util.TreeMap<Long, Boolean> ids = new java.util.TreeMap<>();
     for (NodeBlock block : blocks) {
       for (long id : block.ids()) {
-        ids.add(id);
+        ids.put(id, true);
       }
     }
     for (EdgeBlock block : edgeBlocks) {
       for (int i = 0; i < block.size(); i++) {
-        ids.add(block.src()[i]);
-        ids.add(block.dst()[i]);
+        ids.put(block.src()[i], true);
+        ids.put(block.dst()[i], true);
       }
     }
     for (MemberBlock block : memberBlocks) {
       for (int k = 0; k < block.size(); k++) {
-        // A folded member's TIMES node is not stored (unless it must be: writeUnfolded).
-        ids.add(block.folded() ? block.lefts()[k] : block.members()[k]);
-        ids.add(block.groups()[k]);
+        // A folded member's TIMES node is not stored (unless it must be: writeUnfolded), but
+        // whether another job stored it is asked (rowCounted).
+        ids.put(block.folded() ? block.lefts()[k] : block.members()[k], true);
+        ids.put(block.groups()[k], true);
         if (block.folded()) {
-          ids.add(block.partners()[k]);
+          ids.put(block.partners()[k], true);
+          ids.putIfAbsent(block.members()[k], false);
         }
       }
     }
-    for (long id : ids) {
-      node(id);
+    for (Map.Entry<Long, Boolean> id : ids.entrySet()) {
+      if (id.getValue()) {
+        node(id.getKey());
+      } else {
+        probe(id.getKey());
+      }
     }
   }
 
@@ -214,7 +224,9 @@ final class FlushWriter {
       }
       fresh.add(id);
       fill(n, block, i, label, splitPath);
-      if (!block.shared()) {
+      if (foldable(block) && folded(id)) {
+        call.countedFolded.add(id); // counted with its fold, as the edges into it
+      } else if (!block.shared()) {
         counts.nodes++;
       }
     }
@@ -300,7 +312,9 @@ final class FlushWriter {
         if (edges.add(e)) {
           Relationship r = createEdge(e, block.run());
           if (r != null) {
-            counts.edges++;
+            if (!call.countedFolded.contains(e.dst())) {
+              counts.edges++;
+            }
             created.add(e, r);
           }
         }
@@ -367,12 +381,12 @@ final class FlushWriter {
    * Writes the members of a block whose members are a join's rows (docs/graph-schema.md, "A
    * join's rows folded into their member edges"): each as one member edge from its left parent
    * that carries its TIMES id and its right parent, and its right parent's {@code PARTNER}
-   * relationship to the group; counted as the TIMES node, its edges and the member it stands for.
-   * A member already stored (its TIMES id on a member edge into its group) is skipped. A row
-   * that is a member of several groups (two aggregations over one join) has a folded member edge
-   * into each, and each counts its TIMES node and edges, as each members' capture point does.
-   * Where the left parent already has an edge into the group, the member is stored unfolded
-   * ({@link #writeUnfolded}).
+   * relationship to the group; counted as the TIMES node, its edges and the member it stands for,
+   * the TIMES node and its edges only where the store has neither (a join's row stored once,
+   * whatever the jobs that send it: {@link #rowCounted}). A member already stored (its TIMES id
+   * on a member edge into its group) is skipped. A row that is a member of several groups (two
+   * aggregations over one join) has a folded member edge into each. Where the left parent
+   * already has an edge into the group, the member is stored unfolded ({@link #writeUnfolded}).
    */
   private void writeFolded(
       MemberBlock block, Created created, Map<String, RunCounts> perRun, Set<Long> fresh) {
@@ -383,11 +397,12 @@ final class FlushWriter {
           || storedFolded(times, block.groups()[k])) {
         continue;
       }
+      boolean counted = rowCounted(times);
       long left = block.lefts()[k];
       long right = block.partners()[k];
       Edge member = new Edge(left, block.groups()[k]);
       if (call.edges.contains(member) || storedEdge(member)) {
-        writeUnfolded(block, k, created, counts, fresh);
+        writeUnfolded(block, k, created, counts, fresh, counted);
         continue;
       }
       call.edges.add(member);
@@ -400,8 +415,38 @@ final class FlushWriter {
       if (right != left) {
         partner(new Edge(right, block.groups()[k]), block.run(), created);
       }
-      countFolded(counts, block, k);
+      countFolded(counts, block, k, counted);
     }
+  }
+
+  /**
+   * Whether a join's row (its TIMES node and the edges from its parents) is in the store already,
+   * counted: stored as a node (by its join's capture point in another job of the run, or
+   * unfolded), or folded into a member edge of any group (another aggregation of the join). The
+   * capture agent counts the row once under its join's key (Emission.joinNodeCount), so the
+   * writer counts it once too.
+   */
+  private boolean rowCounted(long times) {
+    Node t = stored(times);
+    if (t != null && t.hasProperty("op")) {
+      return true;
+    }
+    return folded(times);
+  }
+
+  /** Whether a member edge carrying this TIMES id is stored (the row folded, into any group). */
+  private boolean folded(long times) {
+    try (var rels = tx.findRelationships(DERIVES, TIMES, times)) {
+      return rels.hasNext();
+    }
+  }
+
+  /** Whether a node block's rows may also be folded ones: TIMES rows with nothing the pairs do
+   * not say (no relation, no values; capture_agent.frame.materialize_with_origin). */
+  private static boolean foldable(NodeBlock block) {
+    return "TIMES".equals(block.op())
+        && (block.relation() == null || block.relation().isEmpty())
+        && block.attributeNames().isEmpty();
   }
 
   /** Whether a member edge into this group carrying this TIMES id is stored (folded before). */
@@ -443,7 +488,8 @@ final class FlushWriter {
    * its member edge; counted once, when its member edge is created.
    */
   private void writeUnfolded(
-      MemberBlock block, int k, Created created, RunCounts counts, Set<Long> fresh) {
+      MemberBlock block, int k, Created created, RunCounts counts, Set<Long> fresh,
+      boolean counted) {
     long times = block.members()[k];
     Node t = node(times);
     if (!t.hasProperty("op")) {
@@ -477,16 +523,19 @@ final class FlushWriter {
     if (r != null) {
       setMemberProperties(r, block, k);
       created.add(member, r);
-      countFolded(counts, block, k);
+      countFolded(counts, block, k, counted);
     }
   }
 
-  /** A folded member's logical records: its TIMES node and edges, its member edge and values. */
-  private static void countFolded(RunCounts counts, MemberBlock block, int k) {
+  /**
+   * A folded member's logical records: its member edge and values, and its TIMES node and the
+   * edges from its parents unless the row was {@code counted} before ({@link #rowCounted}).
+   */
+  private static void countFolded(RunCounts counts, MemberBlock block, int k, boolean counted) {
     long present = block.present(k);
     boolean self = block.lefts()[k] == block.partners()[k];
-    counts.nodes += 1 + 2 * present;
-    counts.edges += (self ? 1 : 2) + 1 + 3 * present;
+    counts.nodes += 2 * present + (counted ? 0 : 1);
+    counts.edges += 1 + 3 * present + (counted ? 0 : self ? 1 : 2);
   }
 
   private static void setMemberProperties(Relationship r, MemberBlock block, int k) {
@@ -539,6 +588,16 @@ final class FlushWriter {
   private Node stored(long id) {
     Node n = cache.get(id);
     return n != null ? n : tx.findNode(NODE, "id", id);
+  }
+
+  /** Looks up a node that is not created if missing (in id order: {@link #lockInIdOrder}). */
+  private void probe(long id) {
+    if (!cache.containsKey(id)) {
+      Node n = tx.findNode(NODE, "id", id);
+      if (n != null) {
+        cache.put(id, n);
+      }
+    }
   }
 
   /** The node with this id, created as a placeholder (its own component and sets) if missing. */

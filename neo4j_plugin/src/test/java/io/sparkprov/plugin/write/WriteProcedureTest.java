@@ -457,7 +457,7 @@ class WriteProcedureTest {
   }
 
   @Test
-  void aJoinedRowOfTwoAggregationsIsFoldedIntoEachAndCountedByEach() {
+  void aJoinedRowOfTwoAggregationsIsFoldedIntoEachAndItsTimesNodeCountedOnce() {
     // Row 501 (81 with 85) is a member of group 90 and, under another key, of group 91.
     Map<String, Object> other = joinRows(new long[][] {{501, 81, 85, 91}});
     other.put("group_key", "g#k");
@@ -466,13 +466,54 @@ class WriteProcedureTest {
     List<Map<String, Object>> second = neo4j.write(List.of(), List.of(), THETA, List.of(other));
     List<Map<String, Object>> again = neo4j.write(List.of(), List.of(), THETA, List.of(other));
 
-    // Each members' capture point counted the row's TIMES node and its two edges: so does each.
+    // The row's TIMES node and its two edges are one logical row, counted by the first fold (the
+    // capture agent counts them once, under the join's key); each group its member's records.
     assertEquals(1L + 2, first.get(0).get("nodes"));
-    assertEquals(1L + 2, second.get(0).get("nodes"));
-    assertEquals(2L + 1 + 3, second.get(0).get("edges"));
+    assertEquals(2L + 1 + 3, first.get(0).get("edges"));
+    assertEquals(2L, second.get(0).get("nodes"));
+    assertEquals(1L + 3, second.get(0).get("edges"));
     assertEquals(501L, memberEdge(81, 90).get("times"));
     assertEquals(501L, memberEdge(81, 91).get("times"));
     assertNothingNewAndStored(again, 2L, 2L);
+  }
+
+  /** Row 501 (81 with 85) as its join's capture point stores it: a TIMES node, two edges. */
+  private static List<Map<String, Object>> storedRow() {
+    Map<String, Object> times = new HashMap<>(nodes("TIMES", List.of(501L), "main"));
+    times.put("relation", "");
+    times.put("label", "·");
+    return List.of(times, nodes("TOKEN", List.of(81L, 85L)));
+  }
+
+  @Test
+  void aJoinedRowStoredByOneJobAndFoldedByAnotherIsCountedOnce() {
+    // One job collects the join (its TIMES node stored), a later one aggregates it (folded).
+    List<Map<String, Object>> stored =
+        neo4j.write(storedRow(), List.of(edges(new long[][] {{81, 501}, {85, 501}})), THETA);
+    List<Map<String, Object>> folded = neo4j.write(
+        List.of(), List.of(), THETA, List.of(joinRows(new long[][] {{501, 81, 85, 90}})));
+
+    assertEquals(3L, stored.get(0).get("nodes")); // 81, 85, 501
+    assertEquals(2L, stored.get(0).get("edges"));
+    assertEquals(2L, folded.get(0).get("nodes")); // TENSOR, VALUE: 501 is counted
+    assertEquals(1L + 3, folded.get(0).get("edges"));
+    assertEquals(501L, memberEdge(81, 90).get("times"));
+  }
+
+  @Test
+  void aJoinedRowFoldedByOneJobAndStoredByAnotherIsCountedOnce() {
+    List<Map<String, Object>> folded = neo4j.write(
+        List.of(), List.of(), THETA, List.of(joinRows(new long[][] {{501, 81, 85, 90}})));
+    List<Map<String, Object>> stored =
+        neo4j.write(storedRow(), List.of(edges(new long[][] {{81, 501}, {85, 501}})), THETA);
+
+    assertEquals(1L + 2, folded.get(0).get("nodes"));
+    assertEquals(2L + 1 + 3, folded.get(0).get("edges"));
+    // 81 and 85 were placeholders of the fold: filled and counted now; 501 and its edges not.
+    assertEquals(2L, stored.get(0).get("nodes"));
+    assertEquals(0L, stored.get(0).get("edges"));
+    assertEquals("TIMES", prop(501, "op"));
+    assertEquals(1L, count("MATCH (:Node {id: 81})-[:DERIVES]->(:Node {id: 501}) RETURN count(*)"));
   }
 
   @Test
