@@ -79,6 +79,8 @@ final class FlushWriter {
   }
 
   private final Map<Long, Node> cache = new HashMap<>();
+  // Ids looked up and not stored (probe), unless this writer made them since (then in cache).
+  private final Set<Long> absent = new HashSet<>();
   private final Call call;
   // Per run: the nodes of its blocks that conflict with their stored version.
   private final Map<String, List<Conflict>> conflicts = new HashMap<>();
@@ -146,7 +148,7 @@ final class FlushWriter {
     for (MemberBlock block : memberBlocks) {
       for (int k = 0; k < block.size(); k++) {
         // A folded member's TIMES node is not stored (unless it must be: writeUnfolded), but
-        // whether another job stored it is asked (rowCounted).
+        // whether another job stored it is asked (writeFolded counts its row once).
         ids.put(block.folded() ? block.lefts()[k] : block.members()[k], true);
         ids.put(block.groups()[k], true);
         if (block.folded()) {
@@ -383,7 +385,7 @@ final class FlushWriter {
    * that carries its TIMES id and its right parent, and its right parent's {@code PARTNER}
    * relationship to the group; counted as the TIMES node, its edges and the member it stands for,
    * the TIMES node and its edges only where the store has neither (a join's row stored once,
-   * whatever the jobs that send it: {@link #rowCounted}). A member already stored (its TIMES id
+   * whatever the jobs that send it). A member already stored (its TIMES id
    * on a member edge into its group) is skipped. A row that is a member of several groups (two
    * aggregations over one join) has a folded member edge into each. Where the left parent
    * already has an edge into the group, the member is stored unfolded ({@link #writeUnfolded}).
@@ -393,11 +395,17 @@ final class FlushWriter {
     RunCounts counts = perRun.computeIfAbsent(block.run(), r -> new RunCounts());
     for (int k = 0; k < block.size(); k++) {
       long times = block.members()[k];
-      if (!call.folded.add(new Edge(times, block.groups()[k]))
-          || storedFolded(times, block.groups()[k])) {
+      if (!call.folded.add(new Edge(times, block.groups()[k]))) {
         continue;
       }
-      boolean counted = rowCounted(times);
+      Fold fold = storedFold(times, block.groups()[k]);
+      if (fold == Fold.HERE) {
+        continue;
+      }
+      // The row's TIMES node and edges are counted once (the capture agent counts them once,
+      // under the join's key: Emission.joinNodeCount): not if folded into another group or
+      // stored as a node (by the join's capture point in another job, or unfolded).
+      boolean counted = fold == Fold.ELSEWHERE || storedNode(times);
       long left = block.lefts()[k];
       long right = block.partners()[k];
       Edge member = new Edge(left, block.groups()[k]);
@@ -419,19 +427,21 @@ final class FlushWriter {
     }
   }
 
-  /**
-   * Whether a join's row (its TIMES node and the edges from its parents) is in the store already,
-   * counted: stored as a node (by its join's capture point in another job of the run, or
-   * unfolded), or folded into a member edge of any group (another aggregation of the join). The
-   * capture agent counts the row once under its join's key (Emission.joinNodeCount), so the
-   * writer counts it once too.
-   */
-  private boolean rowCounted(long times) {
-    Node t = stored(times);
-    if (t != null && t.hasProperty("op")) {
-      return true;
+  /** Where a joined row is stored folded: nowhere, into other groups only, into this one. */
+  private enum Fold { NONE, ELSEWHERE, HERE }
+
+  /** Where member edges carrying this TIMES id are stored ({@link Fold}). */
+  private Fold storedFold(long times, long group) {
+    Fold fold = Fold.NONE;
+    try (var rels = tx.findRelationships(DERIVES, TIMES, times)) {
+      while (rels.hasNext()) {
+        if (((Number) rels.next().getEndNode().getProperty("id")).longValue() == group) {
+          return Fold.HERE;
+        }
+        fold = Fold.ELSEWHERE;
+      }
     }
-    return folded(times);
+    return fold;
   }
 
   /** Whether a member edge carrying this TIMES id is stored (the row folded, into any group). */
@@ -441,24 +451,21 @@ final class FlushWriter {
     }
   }
 
+  /** Whether a node with this id is stored with its content (not a placeholder). */
+  private boolean storedNode(long id) {
+    Node n = cache.get(id);
+    if (n == null && !absent.contains(id)) {
+      n = tx.findNode(NODE, "id", id);
+    }
+    return n != null && n.hasProperty("op");
+  }
+
   /** Whether a node block's rows may also be folded ones: TIMES rows with nothing the pairs do
    * not say (no relation, no values; capture_agent.frame.materialize_with_origin). */
   private static boolean foldable(NodeBlock block) {
     return "TIMES".equals(block.op())
         && (block.relation() == null || block.relation().isEmpty())
         && block.attributeNames().isEmpty();
-  }
-
-  /** Whether a member edge into this group carrying this TIMES id is stored (folded before). */
-  private boolean storedFolded(long times, long group) {
-    try (var rels = tx.findRelationships(DERIVES, TIMES, times)) {
-      while (rels.hasNext()) {
-        if (((Number) rels.next().getEndNode().getProperty("id")).longValue() == group) {
-          return true;
-        }
-      }
-      return false;
-    }
   }
 
   /** Whether a DERIVES edge between two stored nodes exists (none if an end is new here). */
@@ -529,7 +536,7 @@ final class FlushWriter {
 
   /**
    * A folded member's logical records: its member edge and values, and its TIMES node and the
-   * edges from its parents unless the row was {@code counted} before ({@link #rowCounted}).
+   * edges from its parents unless the row was {@code counted} before ({@link #writeFolded}).
    */
   private static void countFolded(RunCounts counts, MemberBlock block, int k, boolean counted) {
     long present = block.present(k);
@@ -596,6 +603,8 @@ final class FlushWriter {
       Node n = tx.findNode(NODE, "id", id);
       if (n != null) {
         cache.put(id, n);
+      } else {
+        absent.add(id);
       }
     }
   }
