@@ -453,10 +453,7 @@ final class FlushWriter {
 
   /** Whether a node with this id is stored with its content (not a placeholder). */
   private boolean storedNode(long id) {
-    Node n = cache.get(id);
-    if (n == null && !absent.contains(id)) {
-      n = tx.findNode(NODE, "id", id);
-    }
+    Node n = stored(id);
     return n != null && n.hasProperty("op");
   }
 
@@ -591,10 +588,11 @@ final class FlushWriter {
     return n;
   }
 
-  /** The stored node with this id, or null (never creates one). */
+  /** The stored node with this id, or null (never creates one; an id probed absent and not
+   * made since is not looked up again). */
   private Node stored(long id) {
     Node n = cache.get(id);
-    return n != null ? n : tx.findNode(NODE, "id", id);
+    return n != null || absent.contains(id) ? n : tx.findNode(NODE, "id", id);
   }
 
   /** Looks up a node that is not created if missing (in id order: {@link #lockInIdOrder}). */
