@@ -15,6 +15,16 @@ def configure_logging(level: str = "INFO") -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     for noisy in ("kafka", "neo4j"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging.getLogger("kafka.net.transport").addFilter(closed_connection_noise)
+
+
+def closed_connection_noise(record: logging.LogRecord) -> bool:
+    """False for what kafka-python (3.0.12) logs about a connection after it was closed: its
+    network thread may still be reading when a client is closed from another thread, finds
+    the socket gone and logs an error with a traceback ("<KafkaTCPTransport ... (closed)>:
+    Error receiving network data"), at every shutdown that races it. Nothing is lost (the
+    connection was being closed on purpose); any error on an open connection still shows."""
+    return "(closed)>" not in record.getMessage()
 
 
 def neo4j_driver(

@@ -27,6 +27,8 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
 import org.neo4j.graphdb.Node;
 import org.neo4j.graphdb.Relationship;
 import org.neo4j.graphdb.RelationshipType;
@@ -62,9 +64,9 @@ final class FlushWriter {
 
   /**
    * What the slices of one call (each a transaction, {@link Slice}) share: the ids whose node
-   * the call created (as a placeholder or to fill it at once) and the edges it wrote. An edge
-   * with an end the call created cannot have been stored before the call, so only its own
-   * earlier slices need looking at, and they are in {@code edges}.
+   * the call created (as a placeholder or to fill it at once) and the edges it wrote. Once a
+   * slice commits, its nodes are other writers' too: only a node created in the same
+   * transaction ({@link #createdHere}) proves an edge at it new.
    */
   static final class Call {
     final Set<Long> created = new HashSet<>();
@@ -81,6 +83,8 @@ final class FlushWriter {
   private final Map<Long, Node> cache = new HashMap<>();
   // Ids looked up and not stored (probe), unless this writer made them since (then in cache).
   private final Set<Long> absent = new HashSet<>();
+  // Ids whose node this transaction created: no other writer sees them before it commits.
+  private final Set<Long> createdHere = new HashSet<>();
   private final Call call;
   // Per run: the nodes of its blocks that conflict with their stored version.
   private final Map<String, List<Conflict>> conflicts = new HashMap<>();
@@ -133,7 +137,7 @@ final class FlushWriter {
   private void lockInIdOrder(
       List<NodeBlock> blocks, List<EdgeBlock> edgeBlocks, List<MemberBlock> memberBlocks) {
     // id -> whether a missing node is created (else only looked up: a folded TIMES id).
-    java.util.TreeMap<Long, Boolean> ids = new java.util.TreeMap<>();
+    TreeMap<Long, Boolean> ids = new TreeMap<>();
     for (NodeBlock block : blocks) {
       for (long id : block.ids()) {
         ids.put(id, true);
@@ -163,6 +167,51 @@ final class FlushWriter {
       } else {
         probe(id.getKey());
       }
+    }
+    lockSources(edgeBlocks, memberBlocks);
+  }
+
+  /**
+   * Write-locks, in ascending id order, the source of every edge that may have been stored by
+   * another writer (neither end created in this transaction), before it is looked for: two
+   * writers of the same edge then look one after the other, the second after the first
+   * committed, and never both create it. A folded member's left parent is locked too (unless
+   * new here): the folds of one joined row into any group are then counted one after another.
+   */
+  private void lockSources(List<EdgeBlock> edgeBlocks, List<MemberBlock> memberBlocks) {
+    TreeSet<Long> sources = new TreeSet<>();
+    for (EdgeBlock block : edgeBlocks) {
+      for (int i = 0; i < block.size(); i++) {
+        addIfShared(sources, block.src()[i], block.dst()[i]);
+      }
+    }
+    for (MemberBlock block : memberBlocks) {
+      for (int k = 0; k < block.size(); k++) {
+        long group = block.groups()[k];
+        if (!block.folded()) {
+          addIfShared(sources, block.members()[k], group);
+          continue;
+        }
+        long times = block.members()[k];
+        if (!createdHere.contains(block.lefts()[k])) {
+          sources.add(block.lefts()[k]); // its folds (storedFold) and member edge (storedEdge)
+        }
+        addIfShared(sources, block.partners()[k], group);
+        addIfShared(sources, block.partners()[k], times);
+        if (stored(times) != null) {
+          addIfShared(sources, times, group); // stored unfolded (writeUnfolded)
+        }
+      }
+    }
+    for (long id : sources) {
+      tx.acquireWriteLock(cache.get(id));
+    }
+  }
+
+  /** Adds {@code src} when an edge {@code src -> dst} may be stored by another writer. */
+  private void addIfShared(Set<Long> sources, long src, long dst) {
+    if (!createdHere.contains(src) && !createdHere.contains(dst)) {
+      sources.add(src);
     }
   }
 
@@ -346,10 +395,9 @@ final class FlushWriter {
   private Relationship createEdge(Edge e, String run, RelationshipType type) {
     Node a = endOfEdge(e.src(), run);
     Node b = endOfEdge(e.dst(), run);
-    // An end this call created has no stored edge (and `edges` dedupes the call's own), so only
-    // an edge between two nodes stored before needs the look at their relationships.
-    boolean createdHere = call.created.contains(e.src()) || call.created.contains(e.dst());
-    if (!createdHere && connected(a, b, type)) {
+    // An end this transaction created has no stored edge (and `edges` dedupes the call's own),
+    // so only an edge between two nodes others see needs the look (under lockSources' lock).
+    if (mayBeStored(e) && connected(a, b, type)) {
       return null;
     }
     return a.createRelationshipTo(b, type);
@@ -467,12 +515,17 @@ final class FlushWriter {
 
   /** Whether a DERIVES edge between two stored nodes exists (none if an end is new here). */
   private boolean storedEdge(Edge e) {
-    if (call.created.contains(e.src()) || call.created.contains(e.dst())) {
+    if (!mayBeStored(e)) {
       return false;
     }
     Node a = stored(e.src());
     Node b = stored(e.dst());
     return a != null && b != null && connected(a, b, DERIVES);
+  }
+
+  /** Whether another writer may have stored this edge: neither end is new in this transaction. */
+  private boolean mayBeStored(Edge e) {
+    return !createdHere.contains(e.src()) && !createdHere.contains(e.dst());
   }
 
   /** The right parent's PARTNER relationship to the group, once per pair of nodes. */
@@ -614,6 +667,7 @@ final class FlushWriter {
       n = tx.findNode(NODE, "id", id);
       if (n == null) {
         call.created.add(id);
+        createdHere.add(id);
         n = tx.createNode(NODE);
         n.setProperty("id", id); // born alone: its component id is its own (Forest.birth)
       }
