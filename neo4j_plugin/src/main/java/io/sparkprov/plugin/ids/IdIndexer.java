@@ -3,12 +3,14 @@ package io.sparkprov.plugin.ids;
 import io.sparkprov.plugin.graph.Edge;
 import io.sparkprov.plugin.graph.Schema;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.TreeSet;
 import org.neo4j.graphdb.Node;
@@ -63,21 +65,41 @@ final class IdIndexer {
     Set<Edge> edges = new LinkedHashSet<>();
     List<Long> filled = new ArrayList<>();
     Set<String> runs = new TreeSet<>();
+    Map<Long, Node> cache = new HashMap<>();
     int taken = 0;
+    long fillWeight = 0; // the degrees of the placeholders filled
+    long weight = 0; // and the edges
+    Fills later = null; // the first write's fills left for later calls
     for (Item item : work) {
-      if (taken > 0 && (item.theta() != theta || edges.size() >= maxEdges)) {
+      if (taken > 0 && (item.theta() != theta || weight >= maxEdges)) {
         break;
       }
-      addEdges(item.node(), edges);
-      for (long id : longs(item.node(), IdWork.FILLED)) {
-        filled.add(id);
+      Fills fills = Fills.of(tx, cache, longs(item.node(), IdWork.FILLED));
+      long budget = maxEdges - weight - longs(item.node(), IdWork.SRC).length;
+      int now = fills.within(budget);
+      if (now < fills.size() && taken > 0) {
+        break; // first in the next call, where it may be paged
       }
+      addEdges(item.node(), edges);
+      for (int f = 0; f < now; f++) {
+        filled.add(fills.ids()[f]);
+      }
+      fillWeight += fills.degreeOf(now);
+      weight = edges.size() + fillWeight;
       runs.addAll(List.of((String[]) item.node().getProperty(IdWork.RUNS)));
       taken++;
+      if (now < fills.size()) {
+        later = fills.from(now);
+        break;
+      }
     }
     List<Item> rest = work.subList(taken, work.size());
     Visibility visibility = backlog.visibility(tx, work.subList(0, taken), rest);
-    Map<Long, Node> cache = new HashMap<>();
+    if (later != null) {
+      // Placeholders until their page: an edge between one filled now and one filled later
+      // joins sets once, with the later one.
+      visibility = visibility.withPendingFilled(later.internal()::contains);
+    }
     long merges =
         IdMaintenance.apply(
             tx,
@@ -87,15 +109,84 @@ final class IdIndexer {
             edges,
             filled,
             checkpoint);
-    for (Item item : work.subList(0, taken)) {
-      item.node().delete();
-    }
     Set<String> still = new HashSet<>();
+    for (int i = 0; i < taken; i++) {
+      Item item = work.get(i);
+      if (later != null && i == taken - 1) {
+        IdWork.keepOnly(item.node(), later.ids(), later.internalIds());
+        still.addAll(List.of((String[]) item.node().getProperty(IdWork.RUNS)));
+      } else {
+        item.node().delete();
+      }
+    }
     for (Item item : rest) {
       still.addAll(List.of((String[]) item.node().getProperty(IdWork.RUNS)));
     }
     runs.removeAll(still);
-    return new Result(taken, edges.size(), merges, rest.size(), List.copyOf(runs));
+    long remaining = rest.size() + (later == null ? 0 : 1);
+    return new Result(taken, edges.size(), merges, remaining, List.copyOf(runs));
+  }
+
+  /**
+   * The placeholders a write filled, with their degrees: a filled node's stored edges join sets
+   * when its write is indexed, so a write that fills hubs (a group's node whose members came
+   * first) weighs its degrees, not one. A write whose fills exceed a call's bound is indexed in
+   * pages of fills, in order, over several calls: its edges and the first fills in one call, the
+   * rest (still placeholders to that call) in the next ones, while the writes after it wait.
+   */
+  private record Fills(long[] ids, Node[] nodes, long[] degrees) {
+    static Fills of(Transaction tx, Map<Long, Node> cache, long[] ids) {
+      Node[] nodes = new Node[ids.length];
+      long[] degrees = new long[ids.length];
+      for (int i = 0; i < ids.length; i++) {
+        nodes[i] = cache.computeIfAbsent(ids[i], k -> tx.findNode(Schema.NODE, "id", k));
+        degrees[i] = nodes[i] == null ? 0 : nodes[i].getDegree();
+      }
+      return new Fills(ids, nodes, degrees);
+    }
+
+    int size() {
+      return ids.length;
+    }
+
+    /** How many of the first fills fit {@code budget} edges (at least one when there is one). */
+    int within(long budget) {
+      long sum = 0;
+      for (int i = 0; i < ids.length; i++) {
+        sum += degrees[i];
+        if (sum > budget && i > 0) {
+          return i;
+        }
+      }
+      return ids.length;
+    }
+
+    long degreeOf(int first) {
+      long sum = 0;
+      for (int i = 0; i < first; i++) {
+        sum += degrees[i];
+      }
+      return sum;
+    }
+
+    Fills from(int first) {
+      return new Fills(
+          Arrays.copyOfRange(ids, first, ids.length),
+          Arrays.copyOfRange(nodes, first, nodes.length),
+          Arrays.copyOfRange(degrees, first, degrees.length));
+    }
+
+    long[] internalIds() {
+      return Arrays.stream(nodes).filter(Objects::nonNull).mapToLong(Node::getId).toArray();
+    }
+
+    Set<Long> internal() {
+      Set<Long> out = new HashSet<>();
+      for (long id : internalIds()) {
+        out.add(id);
+      }
+      return out;
+    }
   }
 
   /** Whether some write's ids are not kept yet (any {@code :IdWork} left). */

@@ -98,6 +98,19 @@ public final class IdWork {
   }
 
   /**
+   * Leaves only the placeholders {@code later} of a row for a later call (their internal ids
+   * {@code laterNodes}): its edges and its other fills were indexed ({@link IdIndexer}, a fill
+   * paged). The row keeps its place in the queue.
+   */
+  static void keepOnly(Node row, long[] later, long[] laterNodes) {
+    row.setProperty(SRC, new long[0]);
+    row.setProperty(DST, new long[0]);
+    row.setProperty(RELS, new long[0]);
+    row.setProperty(FILLED, later);
+    row.setProperty(FILLED_NODES, laterNodes);
+  }
+
+  /**
    * The internal ids of the relationships a row's write created; for a row recorded before rows
    * held them, found from its edges' ends (an edge no longer stored has none).
    */

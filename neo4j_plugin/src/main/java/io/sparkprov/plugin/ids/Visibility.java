@@ -25,6 +25,12 @@ record Visibility(LongPredicate pendingRelationship, LongPredicate pendingFilled
     return Nodes.known(n) && !pendingFilled.test(n.getId());
   }
 
+  /** This visibility with the placeholders {@code more} (by internal id) pending too. */
+  Visibility withPendingFilled(LongPredicate more) {
+    LongPredicate filled = pendingFilled;
+    return new Visibility(pendingRelationship, id -> filled.test(id) || more.test(id));
+  }
+
   boolean pending(Relationship r) {
     return pendingRelationship.test(r.getId());
   }
