@@ -210,7 +210,7 @@ final class FlushWriter {
 
   /** Adds {@code src} when an edge {@code src -> dst} may be stored by another writer. */
   private void addIfShared(Set<Long> sources, long src, long dst) {
-    if (!createdHere.contains(src) && !createdHere.contains(dst)) {
+    if (mayBeStored(src, dst)) {
       sources.add(src);
     }
   }
@@ -525,7 +525,11 @@ final class FlushWriter {
 
   /** Whether another writer may have stored this edge: neither end is new in this transaction. */
   private boolean mayBeStored(Edge e) {
-    return !createdHere.contains(e.src()) && !createdHere.contains(e.dst());
+    return mayBeStored(e.src(), e.dst());
+  }
+
+  private boolean mayBeStored(long src, long dst) {
+    return !createdHere.contains(src) && !createdHere.contains(dst);
   }
 
   /** The right parent's PARTNER relationship to the group, once per pair of nodes. */
