@@ -62,6 +62,7 @@ from bench.harness import (
 )
 from capture_agent import ProvenanceSession
 from examples.spark import local_spark
+from ingest_service.retention import delete_runs
 from localstack.stack import Stack
 from sparkprov import defaults
 from sparkprov.client import QueryClient
@@ -310,7 +311,7 @@ def shape_stack(environ: dict[str, str], name: str, folder: str, ports: Ports) -
     """The stack for one shape: a topic and consumer group of its own, Neo4j wiped and started
     again (with ingest and the query service); Kafka keeps running from the previous shape (a
     restarted broker would refuse the Spark workers' cached idempotent producers)."""
-    tag = f"{name}.{uuid.uuid4().hex[:6]}"
+    tag = f"{name.replace('@', '-')}.{uuid.uuid4().hex[:6]}"
     topic = f"sparkprov.ttq.{tag}"
     stack = bench_stack(
         {
@@ -335,6 +336,47 @@ def timed(spark: SparkSession, body: Body, **session: Any) -> tuple[float, Prove
     return time.perf_counter() - started, prov
 
 
+def warm_server(
+    name: str, body: Body, spark: SparkSession, stack: Stack, args: argparse.Namespace
+) -> dict[str, Any]:
+    """A server that has served a job before, as a deployment's has: the shape at ``body``'s
+    smaller inputs is captured into the shape's topic and waited for until indexed, so Neo4j's
+    JIT has compiled the write and index paths, then deleted again (ingest_service.retention), so
+    the measured run and the bare engine's replay hold only the measured run's records."""
+    topic = stack.settings.extra_env[defaults.ENV_TOPIC]
+    bootstrap = stack.settings.kafka_bootstrap
+    driver = neo4j.GraphDatabase.driver(
+        stack.settings.neo4j_uri, auth=None, notifications_min_severity="OFF"
+    )
+    with driver, QueryClient(stack.settings.grpc_addr) as client:
+        before = graph_counts(driver)
+        _, prov = timed(spark, body, bootstrap=bootstrap, topic=topic)
+        nodes, edges = prov.counts()
+        started = time.monotonic()
+        waited = wait_queryable(
+            client, prov.run_id, nodes + edges, started, args.timeout_s, args.poll_s
+        )
+        if not waited["complete"]:
+            raise RuntimeError(f"{name}: the warm-up run was not queryable ({waited['state']})")
+        indexed = wait_indexed(client, prov.run_id, started, args.timeout_s, args.poll_s)
+        if indexed is None:
+            raise RuntimeError(f"{name}: the warm-up run was not indexed")
+        stored = delta(graph_counts(driver), before)
+        deleted = delete_runs(driver, prov.run_id)
+    print(
+        f"{name}: server warmed by a run of {nodes + edges:,} records "
+        f"(queryable {waited['time_to_queryable_s']:.1f}s, indexed {indexed:.1f}s), deleted",
+        file=sys.stderr,
+    )
+    return {
+        "run_id": prov.run_id,
+        "time_to_queryable_s": waited["time_to_queryable_s"],
+        "time_to_indexed_s": indexed,
+        "stored_records": stored.get("nodes", 0) + stored.get("relationships", 0),
+        "deleted": vars(deleted),
+    }
+
+
 def run_shape(
     name: str,
     body: Body,
@@ -342,8 +384,10 @@ def run_shape(
     stack: Stack,
     args: argparse.Namespace,
     result: dict[str, Any],
+    warm_body: Body | None = None,
 ) -> None:
-    """Runs one shape, its measurements going into ``result`` as they are taken."""
+    """Runs one shape, its measurements going into ``result`` as they are taken; with
+    ``warm_body``, on a server warmed by that smaller run first (:func:`warm_server`)."""
     result["loadavg_start"] = os.getloadavg()
     bootstrap = stack.settings.kafka_bootstrap
     topic = stack.settings.extra_env[defaults.ENV_TOPIC]
@@ -352,6 +396,9 @@ def run_shape(
         timed(spark, body, bootstrap=bootstrap, topic=WARMUP_TOPIC)
     result["plain_s"], _ = timed(spark, body, enabled=False)
     print(f"{name}: plain {result['plain_s']:.2f}s; topic {topic}", file=sys.stderr)
+    result["server"] = "cold" if warm_body is None else "warm"
+    if warm_body is not None:
+        result["warm_up"] = warm_server(name, warm_body, spark, stack, args)
 
     driver = neo4j.GraphDatabase.driver(
         stack.settings.neo4j_uri, auth=None, notifications_min_severity="OFF"
@@ -368,6 +415,7 @@ def run_shape(
     result["consumers"] = args.consumers
     with driver, QueryClient(stack.settings.grpc_addr) as client:
         before = graph_counts(driver)
+        metrics_before = ingest_metrics(stack)
         wire_before = topic_log_bytes(stack, topic)
         disk_before = neo4j_disk(stack)
         result["captured_s"], prov = timed(spark, body, bootstrap=bootstrap, topic=topic)
@@ -389,7 +437,9 @@ def run_shape(
                 else None
             )
         result |= waits.report()
-        result["ingest_metrics"] = ingest_metrics(stack)
+        # Ingest's counters since the measured job (a warm-up's writes are not its own).
+        after = ingest_metrics(stack)
+        result["ingest_metrics"] = {k: v - metrics_before.get(k, 0.0) for k, v in after.items()}
         result["ingest_write_s"] = result["ingest_metrics"].get("write_seconds_total")
         result["graph_added"] = delta(graph_counts(driver), before)
         result["wire_bytes"] = topic_log_bytes(stack, topic) - wire_before
@@ -406,7 +456,8 @@ def run_shape(
         print(f"{name}: the bare engine writes the same records ...", file=sys.stderr)
         # The engine at each transaction size: the least of them is the one to beat (smaller
         # transactions write faster here: 1,000 records 20-27% faster than 20,000 at 200k).
-        runs = {b: bare_engine(stack, b) for b in args.batch_rows}
+        warm = result["warm_up"]["stored_records"] if warm_body is not None else 0
+        runs = {b: bare_engine(stack, b, warm) for b in args.batch_rows}
         result["bare_engine_by_batch"] = runs
         best = min(runs, key=lambda b: runs[b]["write_s"])
         result["bare_engine"] = runs[best] | {"batch_rows": best}
@@ -427,11 +478,13 @@ def run_shape(
     }
 
 
-def bare_engine(stack: Stack, batch_rows: int) -> dict[str, Any]:
+def bare_engine(stack: Stack, batch_rows: int, warm_records: int = 0) -> dict[str, Any]:
     """The engine's own time to write the lineage records this shape's run stored (its `:Node`s
     and `DERIVES`, every property), read from the stopped store and written with the core API
     into an empty embedded database with the real schema (bench/java/StoreReplay.java). Run
-    after the shape, alone: the ratio of TIME TO QUERYABLE to it is ingest's overhead."""
+    after the shape, alone: the ratio of TIME TO QUERYABLE to it is ingest's overhead. With
+    ``warm_records``, the replay first writes that many of the records into a scratch database
+    in the same JVM, untimed: the bare engine as warm as the server it is compared with."""
     home = stack.dir / "data" / "bare-engine"
     shutil.rmtree(home, ignore_errors=True)
     conf = stack.dir / "neo4j" / "bare-engine.conf"
@@ -444,6 +497,8 @@ def bare_engine(stack: Stack, batch_rows: int) -> dict[str, Any]:
         str(conf),
         str(ROOT / "sparkprov" / "schema.cypher"),
         str(batch_rows),
+        str(warm_records),
+        str(stack.dir / "data" / "bare-engine-warm"),
     )
     load0 = os.getloadavg()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -500,6 +555,15 @@ def print_table(report: dict[str, Any]) -> None:
         print(f"{name}: load average {start:.1f} -> {end:.1f} on {cpus} cores{note}")
 
 
+def shape_bodies(spark: SparkSession, data: Path, rows: int, dim: int) -> dict[str, Body]:
+    """The shapes' jobs over inputs of ``rows`` orders and ``dim`` customers in ``data``."""
+    facts, dims = make_pipeline_inputs(spark, data, rows, dim)
+    return {
+        "pipeline": lambda prov: pipeline(prov, facts, dims),
+        "enrich": lambda prov: enrich(prov, facts, dims, str(data / "enriched.parquet")),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="order rows")
@@ -507,6 +571,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shapes", default="pipeline,enrich")
     parser.add_argument("--timeout-s", type=float, default=14400, help="per shape, after the job")
     parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument(
+        "--servers",
+        default="cold,warm",
+        help="each shape on a cold server (started for it), a warm one (that served a smaller "
+        "run of the shape first, deleted before the measured run), or both: cold,warm",
+    )
+    parser.add_argument(
+        "--warm-rows", type=int, default=200_000, help="order rows of the warm-up run (/10 dim)"
+    )
     parser.add_argument("--poll-s", type=float, default=1.0)
     parser.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "sparkprov-ttq"))
     parser.add_argument("--results", default=str(RESULTS), help="folder for the JSON")
@@ -551,11 +624,15 @@ def main(argv: list[str] | None = None) -> int:
     spark = local_spark("sparkprov-ttq")
     data = Path(args.data) / f"rows{args.rows}-dim{args.dim}"
     data.mkdir(parents=True, exist_ok=True)
-    facts, dims = make_pipeline_inputs(spark, data, args.rows, args.dim)
-    bodies: dict[str, Body] = {
-        "pipeline": lambda prov: pipeline(prov, facts, dims),
-        "enrich": lambda prov: enrich(prov, facts, dims, str(data / "enriched.parquet")),
-    }
+    bodies = shape_bodies(spark, data, args.rows, args.dim)
+    servers = [s for s in args.servers.split(",") if s]
+    if set(servers) - {"cold", "warm"}:
+        raise SystemExit(f"--servers takes cold and warm, not {args.servers}")
+    warm_bodies: dict[str, Body] = {}
+    if "warm" in servers:
+        warm_data = Path(args.data) / f"rows{args.warm_rows}-dim{args.warm_rows // 10}"
+        warm_data.mkdir(parents=True, exist_ok=True)
+        warm_bodies = shape_bodies(spark, warm_data, args.warm_rows, args.warm_rows // 10)
     report: dict[str, Any] = {
         "machine": {
             "cpus": os.cpu_count(),
@@ -572,7 +649,8 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"time_to_queryable-{time.strftime('%Y%m%d-%H%M%S')}.json"
     try:
-        for name in [s for s in args.shapes.split(",") if s]:
+        for shape, server in [(n, s) for n in args.shapes.split(",") if n for s in servers]:
+            name = shape if server == "cold" else f"{shape}@{server}"
             print(
                 f"{name}: starting Neo4j, ingest and query afresh in {stack.dir}", file=sys.stderr
             )
@@ -580,7 +658,7 @@ def main(argv: list[str] | None = None) -> int:
             result: dict[str, Any] = {}
             report["shapes"][name] = result
             try:
-                run_shape(name, bodies[name], spark, stack, args, result)
+                run_shape(name, bodies[shape], spark, stack, args, result, warm_bodies.get(shape))
             except BaseException as e:  # a run stopped by hand keeps what it measured
                 result["stopped"] = f"{type(e).__name__}: {e}"
                 raise
