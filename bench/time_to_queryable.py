@@ -658,7 +658,8 @@ def main(argv: list[str] | None = None) -> int:
             result: dict[str, Any] = {}
             report["shapes"][name] = result
             try:
-                run_shape(name, bodies[shape], spark, stack, args, result, warm_bodies.get(shape))
+                warm = warm_bodies[shape] if server == "warm" else None
+                run_shape(name, bodies[shape], spark, stack, args, result, warm)
             except BaseException as e:  # a run stopped by hand keeps what it measured
                 result["stopped"] = f"{type(e).__name__}: {e}"
                 raise
