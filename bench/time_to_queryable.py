@@ -2,7 +2,8 @@
 what it costs on the wire and on disk, side by side with the plain and captured job times.
 
     python -m bench.time_to_queryable [--rows 1000000] [--dim 100000] [--shapes pipeline,enrich]
-        [--timeout-s 14400] [--warmup 1] [--folder .stack-ttq] [--kafka-port 29092] ...
+        [--servers cold,warm] [--warm-rows 200000] [--timeout-s 14400] [--warmup 1]
+        [--folder .stack-ttq] [--kafka-port 29092] ...
 
 Two shapes over the same inputs (``--rows`` order rows and ``--dim`` customers, parquet):
 - ``pipeline``: capture_overhead's pipeline: filter (80% kept), join with the customers, groupBy
@@ -19,6 +20,13 @@ ProvenanceSession`` block returns until ListRuns, through the real gRPC query se
 the run complete; time to indexed, until it reports the run indexed (component and set ids
 current: ingest keeps them behind the data). After ``--timeout-s`` without that, the shape
 records what is stored so far and the rate instead.
+
+Each shape runs on a *cold* server (Neo4j started for it: its JIT compiles the write path while
+the run is written) and on a *warm* one (``--servers``), as a deployment's that has served jobs
+before: a run of the shape over ``--warm-rows`` orders is ingested and indexed first, then deleted
+(ingest_service.retention), so the measured run and the bare engine's replay hold only its
+records; the bare engine's JVM is warmed alike (StoreReplay writes as many records into a scratch
+database first, untimed).
 
 Per shape: stored records (every node and relationship the run adds to Neo4j, id structures
 included: Component, LevelSet, ConnectedSet nodes and SET_DEP; count store before and after) per

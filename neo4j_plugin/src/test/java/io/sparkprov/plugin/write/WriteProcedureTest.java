@@ -118,6 +118,36 @@ class WriteProcedureTest {
     assertEquals(3L, count("MATCH (c:Component) RETURN c.size"));
   }
 
+  @Test
+  void nodesSentAgainAmongNewOnesAndAPlaceholderAreEachStoredOnce() {
+    // 40 ids stored and 40 new, interleaved in id order, and a placeholder filled.
+    int stored = 40;
+    List<Long> old = new ArrayList<>();
+    List<Long> mixed = new ArrayList<>();
+    for (long i = 0; i < 2 * stored; i++) {
+      mixed.add(100 + i);
+      if (i % 2 == 0) {
+        old.add(100 + i);
+      }
+    }
+    neo4j.write(List.of(nodes("TOKEN", old)), List.of(), THETA);
+    // A placeholder among them too (an edge's end stored before its block).
+    neo4j.write(List.of(), List.of(edges(new long[][] {{100, 99}})), THETA);
+    mixed.add(99L);
+
+    List<Map<String, Object>> again =
+        neo4j.write(
+            List.of(nodes("TOKEN", mixed)), List.of(edges(new long[][] {{101, 99}})), THETA);
+
+    assertEquals((long) stored + 1, again.get(0).get("nodes")); // the new ones and the filled
+    assertEquals(1L, again.get(0).get("edges"));
+    assertEquals(List.of(), again.get(0).get("conflict_ids"));
+    assertEquals(2L * stored + 1, count("MATCH (n:Node) RETURN count(n)"));
+    assertEquals(
+        2L * stored + 1, count("MATCH (n:Node) WHERE n.op = 'TOKEN' RETURN count(DISTINCT n.id)"));
+    assertEquals(2L, count("MATCH ()-[r:DERIVES]->() RETURN count(r)"));
+  }
+
   /** A TOKEN block of node 5 keeping {@code attributes} (name to value; "" for a null). */
   private static Map<String, Object> tokenWith(Map<String, String> attributes) {
     Map<String, Object> block = new HashMap<>(nodes("TOKEN", List.of(5L)));
