@@ -344,6 +344,31 @@ def timed(spark: SparkSession, body: Body, **session: Any) -> tuple[float, Prove
     return time.perf_counter() - started, prov
 
 
+def stack_driver(stack: Stack) -> neo4j.Driver:
+    return neo4j.GraphDatabase.driver(
+        stack.settings.neo4j_uri, auth=None, notifications_min_severity="OFF"
+    )
+
+
+def wait_run(
+    client: QueryClient,
+    run_id: str,
+    total: int,
+    started: float,
+    args: argparse.Namespace,
+    into: dict[str, Any],
+) -> None:
+    """:func:`wait_queryable`, then (if it completed) :func:`wait_indexed` as
+    ``time_to_indexed_s``, both from ``started``, each into ``into`` as it ends (a run stopped
+    while its ids are indexed keeps its time to queryable)."""
+    into |= wait_queryable(client, run_id, total, started, args.timeout_s, args.poll_s)
+    into["time_to_indexed_s"] = (
+        wait_indexed(client, run_id, started, args.timeout_s, args.poll_s)
+        if into["complete"]
+        else None
+    )
+
+
 def warm_server(
     name: str, body: Body, spark: SparkSession, stack: Stack, args: argparse.Namespace
 ) -> dict[str, Any]:
@@ -353,22 +378,16 @@ def warm_server(
     the measured run and the bare engine's replay hold only the measured run's records."""
     topic = stack.settings.extra_env[defaults.ENV_TOPIC]
     bootstrap = stack.settings.kafka_bootstrap
-    driver = neo4j.GraphDatabase.driver(
-        stack.settings.neo4j_uri, auth=None, notifications_min_severity="OFF"
-    )
+    driver = stack_driver(stack)
     with driver, QueryClient(stack.settings.grpc_addr) as client:
         before = graph_counts(driver)
         _, prov = timed(spark, body, bootstrap=bootstrap, topic=topic)
         nodes, edges = prov.counts()
-        started = time.monotonic()
-        waited = wait_queryable(
-            client, prov.run_id, nodes + edges, started, args.timeout_s, args.poll_s
-        )
-        if not waited["complete"]:
-            raise RuntimeError(f"{name}: the warm-up run was not queryable ({waited['state']})")
-        indexed = wait_indexed(client, prov.run_id, started, args.timeout_s, args.poll_s)
+        waited: dict[str, Any] = {}
+        wait_run(client, prov.run_id, nodes + edges, time.monotonic(), args, waited)
+        indexed = waited["time_to_indexed_s"]
         if indexed is None:
-            raise RuntimeError(f"{name}: the warm-up run was not indexed")
+            raise RuntimeError(f"{name}: the warm-up run was not indexed ({waited['state']})")
         stored = delta(graph_counts(driver), before)
         deleted = delete_runs(driver, prov.run_id)
     print(
@@ -408,9 +427,7 @@ def run_shape(
     if warm_body is not None:
         result["warm_up"] = warm_server(name, warm_body, spark, stack, args)
 
-    driver = neo4j.GraphDatabase.driver(
-        stack.settings.neo4j_uri, auth=None, notifications_min_severity="OFF"
-    )
+    driver = stack_driver(stack)
     # More ingest processes in the stack's group: writers in parallel (no lock among them).
     extra = Consumers(
         args.consumers - 1,
@@ -434,16 +451,7 @@ def run_shape(
         )
         result |= {"run_id": prov.run_id, "lineage_nodes": nodes, "lineage_edges": edges}
         with LockWaits(driver) as waits:
-            # Recorded before the wait for the ids: a run stopped meanwhile keeps it.
-            started = time.monotonic()
-            result |= wait_queryable(
-                client, prov.run_id, nodes + edges, started, args.timeout_s, args.poll_s
-            )
-            result["time_to_indexed_s"] = (
-                wait_indexed(client, prov.run_id, started, args.timeout_s, args.poll_s)
-                if result["complete"]
-                else None
-            )
+            wait_run(client, prov.run_id, nodes + edges, time.monotonic(), args, result)
         result |= waits.report()
         # Ingest's counters since the measured job (a warm-up's writes are not its own).
         after = ingest_metrics(stack)
