@@ -8,7 +8,9 @@ what it costs on the wire and on disk, side by side with the plain and captured 
 Two shapes over the same inputs (``--rows`` order rows and ``--dim`` customers, parquet):
 - ``pipeline``: capture_overhead's pipeline: filter (80% kept), join with the customers, groupBy
   region with 3 aggregates, collected (37 rows out);
-- ``enrich``: filter, join, withColumn, written as parquet (every kept row reaches the output).
+- ``enrich``: filter, join, withColumn, written as parquet (every kept row reaches the output);
+- and, when named, ``total``: filter and one global aggregate (one group of every kept row: the
+  hub the indexer pages).
 
 Everything runs on a private stack (``--folder``, its own ports; the jars come from ``.stack``,
 so run ``make setup`` first): Kafka, Neo4j, one ingest process and the query service, as ``make
@@ -91,6 +93,14 @@ def enrich(prov: ProvenanceSession, facts: str, dims: str, out: str) -> None:
     joined = paid.join(customers, on="customer_id")
     enriched = joined.withColumn("gross", F.round(F.col("amount") * 1.2, 2)).named("Enriched")
     enriched.write.mode("overwrite").parquet(out)
+
+
+def total(prov: ProvenanceSession, facts: str) -> None:
+    """One global aggregate: every kept order row is a member of one group, a hub whose node
+    arrives after its members' edges (the indexer pages its edges: docs/graph-schema.md)."""
+    orders = prov.source(prov.spark.read.parquet(facts), "Orders")
+    paid = orders.filter(F.col("status") != 0)
+    paid.agg(F.sum("amount").alias("revenue"), F.count("order_id").alias("orders")).collect()
 
 
 # -- measurements ---------------------------------------------------------------------------
@@ -577,6 +587,7 @@ def shape_bodies(spark: SparkSession, data: Path, rows: int, dim: int) -> dict[s
     return {
         "pipeline": lambda prov: pipeline(prov, facts, dims),
         "enrich": lambda prov: enrich(prov, facts, dims, str(data / "enriched.parquet")),
+        "total": lambda prov: total(prov, facts),
     }
 
 

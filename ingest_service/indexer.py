@@ -80,7 +80,8 @@ class Indexer:
             raise
         self._edges = min(self._max_edges, self._edges * 2)
         elapsed = self._clock() - started
-        if result.items or not result.remaining:
+        # A page of a hub's edges finishes no write but is progress (docs/graph-schema.md).
+        if result.items or result.edges or not result.remaining:
             self._last_progress = self._clock()
         m = self._metrics
         m.index_calls += 1
@@ -88,7 +89,7 @@ class Indexer:
         m.index_call_seconds.observe(elapsed)
         m.writes_indexed += result.items
         m.ids_pending_writes = result.remaining
-        if result.items:
+        if result.items or result.edges:
             log.debug(
                 "indexed %d writes (%d edges, %d merges) in %.2fs; %d left",
                 result.items,

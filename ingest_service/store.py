@@ -241,8 +241,9 @@ class Flush:
 
 @dataclass(frozen=True)
 class IndexResult:
-    """One call of the indexer: the writes it indexed and their edges, the components merged
-    away, the writes still waiting, and the runs it left with no id work."""
+    """One call of the indexer: the writes it finished indexing, the edges it joined (a page of a
+    hub's edges finishes no write), the components merged away, the writes still waiting, and
+    the runs it left with no id work."""
 
     items: int
     edges: int

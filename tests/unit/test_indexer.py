@@ -57,6 +57,37 @@ def test_it_yields_to_a_busy_consumer_until_the_bound_then_indexes_anyway() -> N
     assert metrics.ids_pending_writes == 0
 
 
+class PagingStore:
+    """A hub's edges indexed in pages: calls that finish no write but join edges."""
+
+    def __init__(self, pages: int) -> None:
+        self.pages = pages
+        self.quiet: list[float] = []
+
+    def index(self, max_edges: int, quiet_s: float = 0.0) -> IndexResult:
+        self.quiet.append(quiet_s)
+        if self.pages:
+            self.pages -= 1
+            return IndexResult(0, max_edges, 0, 1, [])
+        return IndexResult(1, 0, 0, 0, ["r"])
+
+
+def test_a_page_of_a_hub_counts_as_progress_not_as_a_write() -> None:
+    store, clock, busy = PagingStore(pages=3), Clock(), [True]
+    metrics = Metrics()
+    indexer = Indexer(store, metrics, busy=lambda: busy[0], max_wait_s=10.0, clock=clock)
+    clock.now += 10.5
+    page = indexer.step()  # overdue: one call
+    assert page is not None and (page.items, page.remaining) == (0, 1)
+    assert indexer.step() is None  # a page is progress: the bound restarted
+    busy[0] = False
+    while indexer.step() is not None and store.pages:
+        pass
+    assert indexer.step() is not None
+    assert metrics.writes_indexed == 1 and metrics.ids_pending_writes == 0
+    assert store.quiet[0] == 0.0 and set(store.quiet[1:]) == {1.0}
+
+
 def test_run_drains_the_queue_and_backs_off_when_neo4j_refuses() -> None:
     store = FakeStore(queue=7)
     store.fail = 1

@@ -28,8 +28,9 @@ import org.neo4j.graphdb.Transaction;
  */
 final class IdIndexer {
   /**
-   * One call: the writes indexed, their edges, the components merged away, the writes left, and
-   * the runs with no id work left (indexed, once they are complete).
+   * One call: the writes it finished indexing (a write whose fills are paged counts once, in its
+   * last call), the edges it joined, the components merged away, the writes left, and the runs
+   * with no id work left (indexed, once they are complete).
    */
   record Result(long items, long edges, long merges, long remaining, List<String> indexed) {}
 
@@ -61,15 +62,19 @@ final class IdIndexer {
     if (work.isEmpty()) {
       return new Result(0, 0, 0, 0, List.of());
     }
+    Map<Long, Node> cache = new HashMap<>();
+    if (HubPages.paging(work.get(0).node())) {
+      return nextPage(tx, backlog, work, cache, maxEdges, checkpoint);
+    }
     long theta = work.get(0).theta();
     Set<Edge> edges = new LinkedHashSet<>();
     List<Long> filled = new ArrayList<>();
     Set<String> runs = new TreeSet<>();
-    Map<Long, Node> cache = new HashMap<>();
     int taken = 0;
     long fillWeight = 0; // the degrees of the placeholders filled
     long weight = 0; // and the edges
     Fills later = null; // the first write's fills left for later calls
+    Node hub = null; // the first write's first fill, when it alone is past the bound
     for (Item item : work) {
       if (taken > 0 && (item.theta() != theta || weight >= maxEdges)) {
         break;
@@ -77,8 +82,12 @@ final class IdIndexer {
       Fills fills = Fills.of(tx, cache, longs(item.node(), IdWork.FILLED));
       long budget = maxEdges - weight - longs(item.node(), IdWork.SRC).length;
       int now = fills.within(budget);
-      if (now < fills.size() && taken > 0) {
+      if (taken > 0 && (now < fills.size() || fills.degreeOf(now) > budget)) {
         break; // first in the next call, where it may be paged
+      }
+      if (taken == 0 && fills.size() > 0 && fills.degrees()[0] > budget) {
+        now = 1; // a hub: its edges in pages (HubPages), the other fills in later calls
+        hub = fills.nodes()[0];
       }
       addEdges(item.node(), edges);
       for (int f = 0; f < now; f++) {
@@ -92,6 +101,9 @@ final class IdIndexer {
         later = fills.from(now);
         break;
       }
+      if (hub != null) {
+        break;
+      }
     }
     List<Item> rest = work.subList(taken, work.size());
     Visibility visibility = backlog.visibility(tx, work.subList(0, taken), rest);
@@ -99,6 +111,15 @@ final class IdIndexer {
       // Placeholders until their page: an edge between one filled now and one filled later
       // joins sets once, with the later one.
       visibility = visibility.withPendingFilled(later.internal()::contains);
+    }
+    HubPages page = null;
+    long[] own = null;
+    if (hub != null) {
+      own = IdWork.relationships(tx, work.get(0).node()).clone();
+      Arrays.sort(own);
+      long size = Math.max(maxEdges - edges.size(), maxEdges / 4);
+      page = HubPages.next(hub, -1, own, visibility, size);
+      visibility = page.hide(visibility);
     }
     long merges =
         IdMaintenance.apply(
@@ -110,21 +131,87 @@ final class IdIndexer {
             filled,
             checkpoint);
     Set<String> still = new HashSet<>();
+    int done = 0;
     for (int i = 0; i < taken; i++) {
       Item item = work.get(i);
-      if (later != null && i == taken - 1) {
-        IdWork.keepOnly(item.node(), later.ids(), later.internalIds());
+      boolean paged = page != null && !page.done();
+      if ((later != null || paged) && i == taken - 1) {
+        Fills left = later == null ? Fills.NONE : later;
+        IdWork.keepOnly(item.node(), left.ids(), left.internalIds());
+        if (paged) {
+          page.keep(item.node(), hub, own);
+        }
         still.addAll(List.of((String[]) item.node().getProperty(IdWork.RUNS)));
       } else {
         item.node().delete();
+        done++;
       }
     }
     for (Item item : rest) {
       still.addAll(List.of((String[]) item.node().getProperty(IdWork.RUNS)));
     }
     runs.removeAll(still);
-    long remaining = rest.size() + (later == null ? 0 : 1);
-    return new Result(taken, edges.size(), merges, remaining, List.copyOf(runs));
+    long remaining = rest.size() + (taken - done);
+    long added = page == null ? weight : edges.size() + page.page().size();
+    return new Result(done, added, merges, remaining, List.copyOf(runs));
+  }
+
+  /**
+   * The next page of the hub the first write fills ({@link HubPages}): its next edges join sets
+   * as new edges of a stored node, the rest of them and the write's later fills still waiting.
+   */
+  private static Result nextPage(
+      Transaction tx,
+      Backlog backlog,
+      List<Item> work,
+      Map<Long, Node> cache,
+      long maxEdges,
+      Runnable checkpoint) {
+    Item item = work.get(0);
+    Node row = item.node();
+    List<Item> rest = work.subList(1, work.size());
+    Visibility visibility = backlog.visibility(tx, work.subList(0, 1), rest);
+    long[] laterFills = IdWork.filledNodes(tx, row);
+    if (laterFills.length > 0) {
+      long[] sorted = laterFills.clone();
+      Arrays.sort(sorted);
+      visibility = visibility.withPendingFilled(id -> Arrays.binarySearch(sorted, id) >= 0);
+    }
+    long hubId = ((Number) row.getProperty(HubPages.HUB)).longValue();
+    Node hub = cache.computeIfAbsent(hubId, k -> tx.findNode(Schema.NODE, "id", k));
+    long[] skip = longs(row, HubPages.HUB_SKIP);
+    HubPages page =
+        hub == null
+            ? HubPages.NONE
+            : HubPages.next(hub, HubPages.after(row), skip, visibility, maxEdges);
+    long merges =
+        IdMaintenance.apply(
+            tx,
+            id -> cache.computeIfAbsent(id, k -> tx.findNode(Schema.NODE, "id", k)),
+            item.theta(),
+            page.hide(visibility),
+            page.page(),
+            List.of(),
+            checkpoint);
+    Set<String> runs = new TreeSet<>(List.of((String[]) row.getProperty(IdWork.RUNS)));
+    boolean finished = page.done() && laterFills.length == 0;
+    if (!page.done()) {
+      page.keep(row, hub, skip);
+    } else if (!finished) {
+      HubPages.forget(row); // the write's later fills come next, paged as any
+    } else {
+      row.delete();
+    }
+    Set<String> still = new HashSet<>();
+    if (!finished) {
+      still.addAll(runs);
+    }
+    for (Item waiting : rest) {
+      still.addAll(List.of((String[]) waiting.node().getProperty(IdWork.RUNS)));
+    }
+    runs.removeAll(still);
+    long remaining = rest.size() + (finished ? 0 : 1);
+    return new Result(finished ? 1 : 0, page.page().size(), merges, remaining, List.copyOf(runs));
   }
 
   /**
@@ -135,6 +222,8 @@ final class IdIndexer {
    * rest (still placeholders to that call) in the next ones, while the writes after it wait.
    */
   private record Fills(long[] ids, Node[] nodes, long[] degrees) {
+    static final Fills NONE = new Fills(new long[0], new Node[0], new long[0]);
+
     static Fills of(Transaction tx, Map<Long, Node> cache, long[] ids) {
       Node[] nodes = new Node[ids.length];
       long[] degrees = new long[ids.length];

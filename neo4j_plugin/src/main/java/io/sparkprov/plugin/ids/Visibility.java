@@ -31,6 +31,12 @@ record Visibility(LongPredicate pendingRelationship, LongPredicate pendingFilled
     return new Visibility(pendingRelationship, id -> filled.test(id) || more.test(id));
   }
 
+  /** This visibility with the relationships {@code more} (by internal id) pending too. */
+  Visibility withPendingRelationships(LongPredicate more) {
+    LongPredicate rels = pendingRelationship;
+    return new Visibility(id -> rels.test(id) || more.test(id), pendingFilled);
+  }
+
   boolean pending(Relationship r) {
     return pendingRelationship.test(r.getId());
   }
