@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from ingest_service.metrics import Metrics
-from ingest_service.store import IndexResult, StoreError
+from ingest_service.store import IndexCallTooLarge, IndexResult, StoreError
 
 __all__ = ["Indexer", "IndexStore"]
 
@@ -106,6 +106,13 @@ class Indexer:
         while not self._stop.is_set():
             try:
                 result = self.step()
+            except IndexCallTooLarge:
+                # Not an outage: the call's writes refine more sets than it may re-read at
+                # once; step halved the bound, and the next call takes fewer writes.
+                log.debug(
+                    "indexer: a call refined too much at once; again for %d edges", self._edges
+                )
+                continue
             except StoreError as e:
                 # A call that ran out of time or of transaction memory (a batch too large for
                 # Neo4j's heap: a hub node filled at last, docs/graph-schema.md) leaves the

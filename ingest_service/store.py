@@ -49,7 +49,7 @@ from sparkprov.events import (
     source_files_key,
     source_masks_key,
 )
-from sparkprov.procedures import IndexedRow, WrittenRow
+from sparkprov.procedures import INDEX_CALL_TOO_LARGE, IndexedRow, WrittenRow
 from sparkprov.runtime import neo4j_driver
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "Flush",
     "IndexResult",
     "FlushResult",
+    "IndexCallTooLarge",
     "RecordRejected",
     "Store",
     "StoreError",
@@ -131,6 +132,12 @@ class StoreUnavailable(StoreError):
     """Neo4j cannot be reached or keeps failing: pause, retry later, commit nothing."""
 
 
+class IndexCallTooLarge(StoreUnavailable):
+    """An index call refused because the sets its writes grow past theta would have it re-read
+    more edges than its bound allows (the plugin's RefinementTooLarge): it rolled back, and a call
+    with fewer edges will pass. No outage: the indexer calls again at once."""
+
+
 class RecordRejected(StoreError):
     """Neo4j refused what the write holds, and would refuse it again: dead-letter the record(s)
     at fault. ``reason`` is the dead-letter reason, ``neo4j:<status code>``."""
@@ -154,6 +161,8 @@ _DATA_FAULTS = (
 
 def _classify(error: Exception) -> StoreError:
     code = getattr(error, "code", None) or ""
+    if INDEX_CALL_TOO_LARGE in str(error):
+        return IndexCallTooLarge(str(error)[:1000])
     retryable = isinstance(error, neo4j.exceptions.Neo4jError | neo4j.exceptions.DriverError) and (
         error.is_retryable()
     )

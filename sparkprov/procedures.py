@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 __all__ = [
+    "INDEX_CALL_TOO_LARGE",
     "ROWS",
     "AggregateMap",
     "DeletionRow",
@@ -19,6 +20,12 @@ __all__ = [
     "TraceRow",
     "WrittenRow",
 ]
+
+
+# What ``sparkprov.index`` says when the sets its writes grow past theta would have it re-read
+# more edges than its bound allows: the call rolled back, and one with fewer edges will pass
+# (RefinementTooLarge.MARK in the plugin; procedure-rows.json "errors").
+INDEX_CALL_TOO_LARGE = "call again with fewer edges"
 
 
 class WrittenRow(TypedDict):

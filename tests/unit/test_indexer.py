@@ -9,7 +9,7 @@ import pytest
 
 from ingest_service.indexer import Indexer
 from ingest_service.metrics import Metrics
-from ingest_service.store import IndexResult, StoreUnavailable
+from ingest_service.store import IndexCallTooLarge, IndexResult, StoreUnavailable
 
 
 class FakeStore:
@@ -123,6 +123,32 @@ def test_a_failed_call_comes_again_smaller_and_grows_back_after_successes() -> N
         with pytest.raises(StoreUnavailable):
             indexer.step()
     assert store.calls[-1] == 1 and min(store.calls) == 1  # never zero
+
+
+def test_a_call_refused_as_too_large_comes_again_smaller_at_once() -> None:
+    """The plugin refuses a call whose sets' refinement is past its bound: no outage, so no
+    backoff; the next call asks for half the edges."""
+
+    class Refusing(FakeStore):
+        def index(self, max_edges: int, quiet_s: float = 0.0) -> IndexResult:
+            if max_edges > 10_000:
+                self.calls.append(max_edges)
+                raise IndexCallTooLarge("... call again with fewer edges")
+            return super().index(max_edges, quiet_s)
+
+    store = Refusing(queue=3)
+    waits: list[float] = []
+
+    def wait(seconds: float) -> bool:
+        waits.append(seconds)
+        if store.queue == 0:
+            indexer.stop()
+        return False
+
+    indexer = Indexer(store, Metrics(), max_edges=40_000, idle_s=0.01, sleep=wait)
+    indexer.run()
+    assert store.calls[:3] == [40_000, 20_000, 10_000]
+    assert store.queue == 0 and all(w == 0.01 for w in waits)  # idle waits only, no backoff
 
 
 def test_start_runs_a_daemon_thread_that_stops() -> None:

@@ -71,3 +71,7 @@ def test_the_decoders_read_the_examples() -> None:
 
     indexed = IndexResult.of(cast(procedures.IndexedRow, _row("sparkprov.index")))
     assert (indexed.items, indexed.remaining, indexed.indexed_runs) == (2, 0, ["run-1"])
+
+
+def test_the_index_calls_refusal_is_the_one_the_plugin_says() -> None:
+    assert EXAMPLES["errors"]["index_call_too_large"] == procedures.INDEX_CALL_TOO_LARGE

@@ -9,7 +9,13 @@ from typing import Any
 import neo4j
 import pytest
 
-from ingest_service.store import Flush, RecordRejected, Store, StoreUnavailable
+from ingest_service.store import (
+    Flush,
+    IndexCallTooLarge,
+    RecordRejected,
+    Store,
+    StoreUnavailable,
+)
 
 
 class _Session:
@@ -23,6 +29,9 @@ class _Session:
         pass
 
     def execute_write(self, work: Any, *args: Any) -> Any:
+        raise self.error
+
+    def begin_transaction(self, **kwargs: Any) -> Any:
         raise self.error
 
 
@@ -156,3 +165,19 @@ def test_a_race_with_a_parallel_writer_is_written_again_not_dead_lettered(
 
     assert Store(Driver()).write(Flush()) == "written"  # type: ignore[arg-type]
     assert _FlakySession.calls == 3
+
+
+def test_an_index_call_refused_as_too_large_is_neither_an_outage_nor_bad_data() -> None:
+    """The plugin's RefinementTooLarge, wrapped by Neo4j as a failed procedure call: the
+    indexer calls again with fewer edges (it rejects no record)."""
+    error = _server_error(
+        "Neo.ClientError.Procedure.ProcedureCallFailed",
+        "Failed to invoke procedure `sparkprov.index`: Caused by: ... RefinementTooLarge: "
+        "sparkprov.index: the writes of this call refine 37 connected sets, whose members' "
+        "edges are more than 400000 to read again; call again with fewer edges",
+    )
+    with pytest.raises(IndexCallTooLarge):
+        Store(_Driver(error)).index(50_000)  # type: ignore[arg-type]
+    other = _server_error("Neo.ClientError.Procedure.ProcedureCallFailed", "something else")
+    with pytest.raises(RecordRejected):
+        Store(_Driver(other)).index(50_000)  # type: ignore[arg-type]

@@ -37,6 +37,13 @@ final class IdIndexer {
   /** A stored {@code :IdWork} row: its node, when it was recorded, its theta. */
   record Item(Node node, long seq, long theta) {}
 
+  /**
+   * A call of several writes re-reads at most this many edges per edge of its bound when the
+   * sets it grows past theta are refined (more: {@link RefinementTooLarge}, and ingest calls
+   * again with half the edges); a call of one write, or a page of a hub, is never refused.
+   */
+  static final long REREAD_PER_EDGE = 8;
+
   private IdIndexer() {}
 
   static Result index(Transaction tx, Backlog backlog, long maxEdges) {
@@ -129,7 +136,8 @@ final class IdIndexer {
             visibility,
             edges,
             filled,
-            checkpoint);
+            checkpoint,
+            taken > 1 ? REREAD_PER_EDGE * maxEdges : Long.MAX_VALUE);
     Set<String> still = new HashSet<>();
     int done = 0;
     for (int i = 0; i < taken; i++) {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.sparkprov.plugin.ids.Indexing;
+import io.sparkprov.plugin.ids.RefinementTooLarge;
 import io.sparkprov.plugin.write.Ingest;
 import java.io.InputStream;
 import java.lang.reflect.Field;
@@ -38,6 +39,12 @@ class ProcedureRowsContractTest {
       assertNotNull(in, "procedure-rows.json is on the test classpath");
       return new ObjectMapper().readTree(in);
     }
+  }
+
+  @Test
+  void theIndexCallsRefusalIsTheOneIngestRecognises() throws Exception {
+    assertEquals(
+        fixture().get("errors").get("index_call_too_large").asText(), RefinementTooLarge.MARK);
   }
 
   @Test
