@@ -223,6 +223,7 @@ public final class IdMaintenance {
     Map<Long, Long> mergedInto = new HashMap<>();
     Set<Long> refined = new HashSet<>();
     Rows rows = new Rows();
+    checkRefinedSizes(old);
     for (OldSet o : old) {
       classify(o, mergedInto, refined, reread, rows);
     }
@@ -236,6 +237,33 @@ public final class IdMaintenance {
     writeDependencies(knownEdges, reread, moved, mergedInto, refined, rows);
     for (Node n : doomed.values()) {
       n.delete();
+    }
+  }
+
+  /** Whether the set {@code o} grew past theta in this call: it is refined by its sub-splits. */
+  private boolean refines(OldSet o) {
+    long size = view.levels[o.level()].size(view.levels[o.level()].root(o.root()));
+    return o.deeper() && o.sizeBefore() < theta && size >= theta;
+  }
+
+  /**
+   * The first guard of {@link #checkRereadBound}, before any set's members are walked: each
+   * refined set re-reads at least its members before this call.
+   */
+  private void checkRefinedSizes(List<OldSet> old) {
+    if (rereadBound == Long.MAX_VALUE) {
+      return;
+    }
+    long members = 0;
+    int sets = 0;
+    for (OldSet o : old) {
+      if (refines(o)) {
+        members += o.sizeBefore();
+        sets++;
+        if (members > rereadBound) {
+          throw new RefinementTooLarge(sets, rereadBound);
+        }
+      }
     }
   }
 
@@ -320,7 +348,7 @@ public final class IdMaintenance {
     int level = o.level();
     long root = view.levels[level].root(o.root());
     long size = view.levels[level].size(root);
-    if (o.deeper() && o.sizeBefore() < theta && size >= theta) {
+    if (refines(o)) {
       // Grew past theta: its members' sets are deeper now; their dependencies are re-read.
       refined.add(o.id());
       reread.add(o.root()); // its founding node, even if its one property was just rewritten
