@@ -12,8 +12,11 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.stream.Collectors;
 import org.neo4j.configuration.GraphDatabaseSettings;
 import org.neo4j.dbms.api.DatabaseManagementService;
@@ -151,6 +154,27 @@ public final class EmbeddedNeo4j implements AutoCloseable {
 
   public void clear() {
     db.executeTransactionally("MATCH (n) DETACH DELETE n");
+  }
+
+  /**
+   * Each stored node's component and connected set, as the partitions of node ids they make (the
+   * ids themselves depend on the order of writes): what two ways of keeping ids must agree on.
+   * Every node must have both.
+   */
+  public Map<String, Set<Set<Object>>> idPartitions() {
+    Map<String, Set<Set<Object>>> out = new HashMap<>();
+    for (String f : List.of("component", "set")) {
+      Map<Object, Set<Object>> groups = new HashMap<>();
+      for (Map<String, Object> row :
+          query("MATCH (n:Node) RETURN n.id AS id, sparkprov." + f + "(n) AS c", Map.of())) {
+        if (row.get("c") == null) {
+          throw new AssertionError("no " + f + " id for node " + row.get("id"));
+        }
+        groups.computeIfAbsent(row.get("c"), c -> new TreeSet<>()).add(row.get("id"));
+      }
+      out.put(f, Set.copyOf(groups.values()));
+    }
+    return out;
   }
 
   /**

@@ -200,7 +200,8 @@ final class IdIndexer {
             page.hide(visibility),
             page.page(),
             List.of(),
-            checkpoint);
+            checkpoint,
+            Long.MAX_VALUE); // a page of a hub is never refused
     Set<String> runs = new TreeSet<>(List.of((String[]) row.getProperty(IdWork.RUNS)));
     boolean finished = page.done() && laterFills.length == 0;
     if (!page.done()) {

@@ -79,29 +79,15 @@ public final class IdMaintenance {
   public static long keep(
       Transaction tx, LongFunction<Node> nodes, long theta, Set<Edge> edges,
       Collection<Long> filled) {
-    return apply(tx, nodes, theta, Visibility.ALL, edges, filled, () -> {});
+    return apply(tx, nodes, theta, Visibility.ALL, edges, filled, () -> {}, Long.MAX_VALUE);
   }
 
   /**
    * Keeps every id exact after a write (or, for the indexer, after the writes it indexes) that
    * created {@code edges} and filled the placeholders {@code filled}; returns the number of
-   * components merged away. {@code nodes} finds a stored node by id.
-   */
-  static long apply(
-      Transaction tx,
-      LongFunction<Node> nodes,
-      long theta,
-      Visibility visibility,
-      Set<Edge> edges,
-      Collection<Long> filled,
-      Runnable checkpoint) {
-    return apply(tx, nodes, theta, visibility, edges, filled, checkpoint, Long.MAX_VALUE);
-  }
-
-  /**
-   * As {@link #apply(Transaction, LongFunction, long, Visibility, Set, Collection, Runnable)}, but
-   * throws {@link RefinementTooLarge} (before reading them) when the sets this call refines would
-   * have it re-read more than {@code rereadBound} edges.
+   * components merged away. {@code nodes} finds a stored node by id. Throws {@link
+   * RefinementTooLarge} (before reading them) when the sets this call refines would have it
+   * re-read more than {@code rereadBound} edges.
    */
   static long apply(
       Transaction tx,

@@ -7,11 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.sparkprov.plugin.EmbeddedNeo4j;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -67,28 +65,13 @@ class HubPagesTest {
     }
   }
 
-  /** Each node's component and set, as the partitions they make (ids differ by write order). */
-  private Map<String, Set<Set<Object>>> partitions() {
-    Map<String, Set<Set<Object>>> out = new HashMap<>();
-    for (String f : List.of("component", "set")) {
-      Map<Object, Set<Object>> groups = new HashMap<>();
-      for (Map<String, Object> row :
-          neo4j.query(
-              "MATCH (n:Node) RETURN n.id AS id, sparkprov." + f + "(n) AS c", Map.of())) {
-        assertTrue(row.get("c") != null, f + " of " + row.get("id"));
-        groups.computeIfAbsent(row.get("c"), c -> new TreeSet<>()).add(row.get("id"));
-      }
-      out.put(f, Set.copyOf(groups.values()));
-    }
-    return out;
-  }
 
   @Test
   void aHubFilledAfterItsEdgesIsIndexedInPagesOfItsEdges() {
     for (List<Map<String, Object>> step : steps()) {
       write(step, false);
     }
-    Map<String, Set<Set<Object>>> kept = partitions();
+    Map<String, Set<Set<Object>>> kept = neo4j.idPartitions();
     neo4j.clear();
 
     neo4j.query("MERGE (:IdBarrier {name: 'ids'})", Map.of());
@@ -119,6 +102,6 @@ class HubPagesTest {
     assertEquals(1L, calls.get(4).get("items"));
     assertEquals(8L, calls.get(4).get("edges"));
     assertEquals(1L, calls.get(5).get("items"));
-    assertEquals(kept, partitions());
+    assertEquals(kept, neo4j.idPartitions());
   }
 }

@@ -3,15 +3,12 @@ package io.sparkprov.plugin.ids;
 import static io.sparkprov.plugin.BlockMaps.edges;
 import static io.sparkprov.plugin.BlockMaps.nodes;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.sparkprov.plugin.EmbeddedNeo4j;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -55,27 +52,12 @@ class PagedFillsTest {
     return List.of(nodes("DELTA", List.of(100L, 101L), "a"));
   }
 
-  /** Each node's component and set, as the partitions they make (ids differ by write order). */
-  private Map<String, Set<Set<Object>>> partitions() {
-    Map<String, Set<Set<Object>>> out = new HashMap<>();
-    for (String f : List.of("component", "set")) {
-      Map<Object, Set<Object>> groups = new HashMap<>();
-      for (Map<String, Object> row :
-          neo4j.query(
-              "MATCH (n:Node) RETURN n.id AS id, sparkprov." + f + "(n) AS c", Map.of())) {
-        assertTrue(row.get("c") != null, f + " of " + row.get("id"));
-        groups.computeIfAbsent(row.get("c"), c -> new TreeSet<>()).add(row.get("id"));
-      }
-      out.put(f, Set.copyOf(groups.values()));
-    }
-    return out;
-  }
 
   @Test
   void aWriteThatFillsHubsIsIndexedInPagesAndTheIdsAreThoseOfOneTransaction() {
     neo4j.write(members(), memberEdges(), THETA);
     neo4j.write(groups(), List.of(), THETA);
-    Map<String, Set<Set<Object>>> kept = partitions();
+    Map<String, Set<Set<Object>>> kept = neo4j.idPartitions();
     neo4j.clear();
 
     neo4j.query("MERGE (:IdBarrier {name: 'ids'})", Map.of());
@@ -96,6 +78,6 @@ class PagedFillsTest {
     assertEquals(1L, calls.get(1).get("remaining")); // 101 still waits: the run is not indexed
     assertEquals(List.of(), calls.get(1).get("indexed_runs"));
     assertEquals(0L, calls.get(2).get("remaining"));
-    assertEquals(kept, partitions());
+    assertEquals(kept, neo4j.idPartitions());
   }
 }

@@ -8,11 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.sparkprov.plugin.EmbeddedNeo4j;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -61,25 +59,11 @@ class RefinementBoundTest {
     write(30, 30, false, deferred);
   }
 
-  private Map<String, Set<Set<Object>>> partitions() {
-    Map<String, Set<Set<Object>>> out = new HashMap<>();
-    for (String f : List.of("component", "set")) {
-      Map<Object, Set<Object>> groups = new HashMap<>();
-      for (Map<String, Object> row :
-          neo4j.query(
-              "MATCH (n:Node) RETURN n.id AS id, sparkprov." + f + "(n) AS c", Map.of())) {
-        assertTrue(row.get("c") != null, f + " of " + row.get("id"));
-        groups.computeIfAbsent(row.get("c"), c -> new TreeSet<>()).add(row.get("id"));
-      }
-      out.put(f, Set.copyOf(groups.values()));
-    }
-    return out;
-  }
 
   @Test
   void aCallWhoseRefinementIsPastItsBoundIsRefusedAndSmallerCallsEndExact() {
     writeAll(false);
-    Map<String, Set<Set<Object>>> kept = partitions();
+    Map<String, Set<Set<Object>>> kept = neo4j.idPartitions();
     assertTrue(kept.get("set").size() > 2, "the set was refined: " + kept);
     neo4j.clear();
 
@@ -97,6 +81,6 @@ class RefinementBoundTest {
     assertEquals(1L, one.get("items"));
     assertEquals(1L, one.get("remaining"));
     assertEquals(0L, neo4j.index(1).get("remaining"));
-    assertEquals(kept, partitions());
+    assertEquals(kept, neo4j.idPartitions());
   }
 }
