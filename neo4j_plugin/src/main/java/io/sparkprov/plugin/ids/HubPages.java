@@ -25,17 +25,19 @@ import org.neo4j.graphdb.ResourceIterable;
  * hub_after} (the last relationship indexed) and {@code hub_skip} (the write's own relationships
  * at the node, indexed with the write's edges in the first page).
  *
- * @param page the relationships of this call, as edges
+ * @param page the relationships of this call, as edges (none when not asked for: the first page
+ *     joins sets through the fill)
+ * @param taken how many relationships this call takes
  * @param last the internal id of the last relationship of this call
  * @param beyond the relationships left for later calls, sorted (pending to this call)
  */
-record HubPages(Set<Edge> page, long last, long[] beyond) {
+record HubPages(Set<Edge> page, int taken, long last, long[] beyond) {
   static final String HUB = "hub";
   static final String HUB_AFTER = "hub_after";
   static final String HUB_SKIP = "hub_skip";
 
   /** No page: the hub is gone (its run deleted while it was paged). */
-  static final HubPages NONE = new HubPages(Set.of(), -1, new long[0]);
+  static final HubPages NONE = new HubPages(Set.of(), 0, -1, new long[0]);
 
   /** Whether {@code row} is a write whose fill is being paged. */
   static boolean paging(Node row) {
@@ -44,9 +46,11 @@ record HubPages(Set<Edge> page, long last, long[] beyond) {
 
   /**
    * The next page of {@code hub}'s edges: at most {@code size} of its relationships after {@code
-   * after} that {@code visibility} shows, leaving out {@code skip} (sorted).
+   * after} that {@code visibility} shows, leaving out {@code skip} (sorted); as edges when
+   * {@code asEdges}.
    */
-  static HubPages next(Node hub, long after, long[] skip, Visibility visibility, long size) {
+  static HubPages next(
+      Node hub, long after, long[] skip, Visibility visibility, long size, boolean asEdges) {
     long[] ids = new long[Math.max(16, hub.getDegree())];
     int n = 0;
     try (ResourceIterable<Relationship> rels = relationships(hub)) {
@@ -62,6 +66,9 @@ record HubPages(Set<Edge> page, long last, long[] beyond) {
     Arrays.sort(ids, 0, n);
     int taken = (int) Math.min(n, Math.max(1, size));
     long last = taken == 0 ? after : ids[taken - 1];
+    if (!asEdges) {
+      return new HubPages(Set.of(), taken, last, Arrays.copyOfRange(ids, taken, n));
+    }
     Set<Edge> page = new LinkedHashSet<>();
     try (ResourceIterable<Relationship> rels = relationships(hub)) {
       for (Relationship r : rels) {
@@ -70,7 +77,7 @@ record HubPages(Set<Edge> page, long last, long[] beyond) {
         }
       }
     }
-    return new HubPages(page, last, Arrays.copyOfRange(ids, taken, n));
+    return new HubPages(page, taken, last, Arrays.copyOfRange(ids, taken, n));
   }
 
   private static ResourceIterable<Relationship> relationships(Node hub) {

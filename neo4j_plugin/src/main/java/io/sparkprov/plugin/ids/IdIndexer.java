@@ -125,7 +125,7 @@ final class IdIndexer {
       own = IdWork.relationships(tx, work.get(0).node()).clone();
       Arrays.sort(own);
       long size = Math.max(maxEdges - edges.size(), maxEdges / 4);
-      page = HubPages.next(hub, -1, own, visibility, size);
+      page = HubPages.next(hub, -1, own, visibility, size, false); // they join by the fill
       visibility = page.hide(visibility);
     }
     long merges =
@@ -160,7 +160,7 @@ final class IdIndexer {
     }
     runs.removeAll(still);
     long remaining = rest.size() + (taken - done);
-    long added = page == null ? weight : edges.size() + page.page().size();
+    long added = page == null ? weight : edges.size() + page.taken();
     return new Result(done, added, merges, remaining, List.copyOf(runs));
   }
 
@@ -191,7 +191,7 @@ final class IdIndexer {
     HubPages page =
         hub == null
             ? HubPages.NONE
-            : HubPages.next(hub, HubPages.after(row), skip, visibility, maxEdges);
+            : HubPages.next(hub, HubPages.after(row), skip, visibility, maxEdges, true);
     long merges =
         IdMaintenance.apply(
             tx,
