@@ -49,9 +49,9 @@ final class Forest {
   private final LongFunction<Node> nodes;
   private final ToIntFunction<Node> depth;
   private final Joins joins;
-  private final Map<Long, Node> records = new HashMap<>();
-  private final Map<Long, Long> roots = new HashMap<>();
-  private final Map<Node, Long> births = new HashMap<>();
+  private final Map<Long, Node> records = new Memo<>();
+  private final Map<Long, Long> roots = new Memo<>();
+  private final Map<Node, Long> births = new Memo<>();
   // Roots merged away in this transaction whose birth id is no longer carried (lone nodes).
   private final Map<Long, Long> absorbed = new HashMap<>();
 

@@ -30,9 +30,20 @@ final class IdIndexer {
   /**
    * One call: the writes it finished indexing (a write whose fills are paged counts once, in its
    * last call), the edges it joined, the components merged away, the writes left, and the runs
-   * with no id work left (indexed, once they are complete).
+   * with no id work left (indexed, once they are complete); and what its id maintenance read
+   * and wrote (for the log of slow calls).
    */
-  record Result(long items, long edges, long merges, long remaining, List<String> indexed) {}
+  record Result(
+      long items,
+      long edges,
+      long merges,
+      long remaining,
+      List<String> indexed,
+      IdMaintenance.Applied work) {
+    Result(long items, long edges, long remaining, List<String> indexed, IdMaintenance.Applied work) {
+      this(items, edges, work.merges(), remaining, indexed, work);
+    }
+  }
 
   /** A stored {@code :IdWork} row: its node, when it was recorded, its theta. */
   record Item(Node node, long seq, long theta) {}
@@ -61,15 +72,15 @@ final class IdIndexer {
       List<Item> seen = queue(tx);
       if (!seen.isEmpty()
           && System.nanoTime() - seen.get(seen.size() - 1).seq() < quietMillis * 1_000_000L) {
-        return new Result(0, 0, 0, seen.size(), List.of());
+        return new Result(0, 0, seen.size(), List.of(), IdMaintenance.Applied.NONE);
       }
     }
     IdWork.enterAlone(tx);
     List<Item> work = queue(tx);
     if (work.isEmpty()) {
-      return new Result(0, 0, 0, 0, List.of());
+      return new Result(0, 0, 0, List.of(), IdMaintenance.Applied.NONE);
     }
-    Map<Long, Node> cache = new HashMap<>();
+    Map<Long, Node> cache = new Memo<>();
     if (HubPages.paging(work.get(0).node())) {
       return nextPage(tx, backlog, work, cache, maxEdges, checkpoint);
     }
@@ -128,7 +139,7 @@ final class IdIndexer {
       page = HubPages.next(hub, -1, own, visibility, size, false); // they join by the fill
       visibility = page.hide(visibility);
     }
-    long merges =
+    IdMaintenance.Applied applied =
         IdMaintenance.apply(
             tx,
             id -> cache.computeIfAbsent(id, k -> tx.findNode(Schema.NODE, "id", k)),
@@ -161,7 +172,7 @@ final class IdIndexer {
     runs.removeAll(still);
     long remaining = rest.size() + (taken - done);
     long added = page == null ? weight : edges.size() + page.taken();
-    return new Result(done, added, merges, remaining, List.copyOf(runs));
+    return new Result(done, added, remaining, List.copyOf(runs), applied);
   }
 
   /**
@@ -192,7 +203,7 @@ final class IdIndexer {
         hub == null
             ? HubPages.NONE
             : HubPages.next(hub, HubPages.after(row), skip, visibility, maxEdges, true);
-    long merges =
+    IdMaintenance.Applied applied =
         IdMaintenance.apply(
             tx,
             id -> cache.computeIfAbsent(id, k -> tx.findNode(Schema.NODE, "id", k)),
@@ -220,7 +231,8 @@ final class IdIndexer {
     }
     runs.removeAll(still);
     long remaining = rest.size() + (finished ? 0 : 1);
-    return new Result(finished ? 1 : 0, page.page().size(), merges, remaining, List.copyOf(runs));
+    return new Result(
+        finished ? 1 : 0, page.page().size(), remaining, List.copyOf(runs), applied);
   }
 
   /**

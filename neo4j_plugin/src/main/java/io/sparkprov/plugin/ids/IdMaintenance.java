@@ -12,6 +12,7 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Consumer;
 import java.util.function.LongFunction;
 import org.neo4j.graphdb.Direction;
 import org.neo4j.graphdb.Node;
@@ -54,10 +55,15 @@ public final class IdMaintenance {
   private final Map<Long, Node> setRecords = new HashMap<>();
   private final Map<Long, Node> doomed = new HashMap<>();
   private final Set<Long> thetaChecked = new HashSet<>();
-  private final Map<Node, Long> setOf = new HashMap<>();
+  // A node's set after this call's merges (final: no merge follows once it is read).
+  private final Map<Node, SetOf> setOf = new Memo<>();
   // The edges this call adds to the level sets (see Forest.members).
   private Set<Edge> addedEdges = Set.of();
   long rereadCount;
+  // What the call read and wrote, for the indexer's log of slow calls (IdIndexer.Result).
+  private long incidentRead;
+  private long depsWritten;
+  private int refinedSets;
   // The most edges the set refinement of this call may re-read (RefinementTooLarge past it).
   private long rereadBound = Long.MAX_VALUE;
 
@@ -79,17 +85,18 @@ public final class IdMaintenance {
   public static long keep(
       Transaction tx, LongFunction<Node> nodes, long theta, Set<Edge> edges,
       Collection<Long> filled) {
-    return apply(tx, nodes, theta, Visibility.ALL, edges, filled, () -> {}, Long.MAX_VALUE);
+    return apply(tx, nodes, theta, Visibility.ALL, edges, filled, () -> {}, Long.MAX_VALUE)
+        .merges();
   }
 
   /**
    * Keeps every id exact after a write (or, for the indexer, after the writes it indexes) that
    * created {@code edges} and filled the placeholders {@code filled}; returns the number of
-   * components merged away. {@code nodes} finds a stored node by id. Throws {@link
+   * components merged away and what the call read. {@code nodes} finds a stored node by id. Throws {@link
    * RefinementTooLarge} (before reading them) when the sets this call refines would have it
    * re-read more than {@code rereadBound} edges.
    */
-  static long apply(
+  static Applied apply(
       Transaction tx,
       LongFunction<Node> nodes,
       long theta,
@@ -99,13 +106,23 @@ public final class IdMaintenance {
       Runnable checkpoint,
       long rereadBound) {
     if (edges.isEmpty() && filled.isEmpty()) {
-      return 0;
+      return Applied.NONE;
     }
     IdMaintenance ids = new IdMaintenance(tx, nodes, theta, visibility, checkpoint);
     ids.rereadBound = rereadBound;
     long merges = ids.mergeComponents(edges);
     ids.maintainSets(ids.knownEdges(edges, filled));
-    return merges;
+    return new Applied(
+        merges, ids.refinedSets, ids.rereadCount, ids.incidentRead, ids.depsWritten);
+  }
+
+  /**
+   * What one call did: components merged away, sets refined, nodes whose edges were read again
+   * (refined sets' members, lone nodes joined), the relationships read at them, and the set
+   * dependencies written (new or already stored).
+   */
+  record Applied(long merges, int refined, long reread, long incident, long deps) {
+    static final Applied NONE = new Applied(0, 0, 0, 0, 0);
   }
 
   /**
@@ -120,7 +137,7 @@ public final class IdMaintenance {
       }
     }
     for (long id : filled) {
-      addKnownIncident(node(id), out);
+      forKnownIncident(node(id), out::add);
     }
     return out;
   }
@@ -224,6 +241,7 @@ public final class IdMaintenance {
     for (Node n : doomed.values()) {
       n.delete();
     }
+    refinedSets = refined.size();
   }
 
   /** Whether the set {@code o} grew past theta in this call: it is refined by its sub-splits. */
@@ -387,6 +405,12 @@ public final class IdMaintenance {
     doom(o.id(), o.record());
   }
 
+  /**
+   * Stores the dependencies of the edges this call made known and of the nodes it re-reads,
+   * streamed edge by edge (a refined set's hub brings every edge it has: millions at 10M rows),
+   * and hands merged sets' dependencies to their absorbers. Only sets of more than one node take
+   * part ({@link #kept}).
+   */
   private void writeDependencies(
       Collection<Edge> knownEdges,
       Set<Long> reread,
@@ -394,24 +418,16 @@ public final class IdMaintenance {
       Map<Long, Long> mergedInto,
       Set<Long> refined,
       Rows rows) {
-    Set<Edge> edges = new LinkedHashSet<>(knownEdges);
     rereadCount = reread.size();
-    for (long id : reread) {
-      addKnownIncident(node(id), edges);
-    }
-    Set<Long> ends = new HashSet<>();
     Map<Long, Set<Long>> deps = new HashMap<>();
+    Set<Long> ends = new HashSet<>();
     for (long id : reread) {
       row(node(id), rows);
     }
-    for (Edge e : edges) {
-      long sa = row(node(e.src()), rows);
-      long sb = row(node(e.dst()), rows);
-      if (sa != sb && rows.kept(sa) && rows.kept(sb)) {
-        deps.computeIfAbsent(sa, s -> new HashSet<>()).add(sb);
-        ends.add(sa);
-        ends.add(sb);
-      }
+    Consumer<Edge> depend = e -> addDependency(e, rows, deps, ends);
+    knownEdges.forEach(depend);
+    for (long id : reread) {
+      forKnownIncident(node(id), depend);
     }
     for (long[] dep : moved) {
       Long src = mapSet(dep[0], mergedInto, refined);
@@ -427,12 +443,30 @@ public final class IdMaintenance {
       Node a = records.get(dep.getKey());
       for (long dst : dep.getValue()) {
         tick();
+        depsWritten++;
         Node b = records.get(dst);
         if (!Nodes.connected(a, b, Schema.SET_DEP)) {
           a.createRelationshipTo(b, Schema.SET_DEP);
         }
       }
     }
+  }
+
+  /** The edge's dependency, between two sets of more than one node. */
+  private void addDependency(
+      Edge e, Rows rows, Map<Long, Set<Long>> deps, Set<Long> ends) {
+    SetOf sa = row(node(e.src()), rows);
+    SetOf sb = row(node(e.dst()), rows);
+    if (sa.id() != sb.id() && kept(sa) && kept(sb)) {
+      deps.computeIfAbsent(sa.id(), s -> new HashSet<>()).add(sb.id());
+      ends.add(sa.id());
+      ends.add(sb.id());
+    }
+  }
+
+  /** Whether a current set has a record: more than one node (a lone node's set has none). */
+  private static boolean kept(SetOf set) {
+    return set.size() > 1;
   }
 
   /** A set id after this call's merges (null: refined, its dependencies are re-read). */
@@ -443,17 +477,18 @@ public final class IdMaintenance {
     return mergedInto.getOrDefault(id, id);
   }
 
-  private long row(Node n, Rows rows) {
-    Long known = setOf.get(n); // no merge follows: a node's set is final here
+  /** The node's current set; a set of more than one node is kept among the call's rows. */
+  private SetOf row(Node n, Rows rows) {
+    SetOf known = setOf.get(n); // no merge follows: a node's set is final here
     if (known != null) {
       return known;
     }
     SetOf set = view.set(n);
-    if (!rows.sets.containsKey(set.id())) {
+    if (kept(set) && !rows.sets.containsKey(set.id())) {
       rows.put(set, view.component(n));
     }
-    setOf.put(n, set.id());
-    return set.id();
+    setOf.put(n, set);
+    return set;
   }
 
   /**
@@ -531,14 +566,15 @@ public final class IdMaintenance {
    * edges of writes not indexed yet ({@link Visibility}); a PARTNER relationship r -> g counts as
    * the edge r -> g (its folded rows' r -> times -> g, times lying in g's sets).
    */
-  private void addKnownIncident(Node n, Set<Edge> out) {
+  private void forKnownIncident(Node n, Consumer<Edge> out) {
     try (ResourceIterable<Relationship> rels =
         n.getRelationships(Direction.BOTH, Schema.DERIVES, Schema.PARTNER)) {
       for (Relationship r : rels) {
+        incidentRead++;
         Node a = r.getStartNode();
         Node b = r.getEndNode();
         if (view.known(a) && view.known(b) && !visibility.pending(r)) {
-          out.add(new Edge(view.idOf(a), view.idOf(b)));
+          out.accept(new Edge(view.idOf(a), view.idOf(b)));
         }
       }
     }

@@ -3,7 +3,6 @@ package io.sparkprov.plugin.ids;
 import io.sparkprov.plugin.graph.Nodes;
 import io.sparkprov.plugin.graph.Schema;
 import java.util.Collection;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.LongFunction;
@@ -36,10 +35,10 @@ public final class IdView {
   private final boolean perComponent;
   final Transaction tx;
   private final LongFunction<Node> nodes;
-  private final Map<Node, Integer> depths = new HashMap<>();
-  private final Map<Node, String[]> splits = new HashMap<>();
-  private final Map<Node, Boolean> knowns = new HashMap<>();
-  private final Map<Node, Long> ids = new HashMap<>();
+  private final Map<Node, Integer> depths = new Memo<>();
+  private final Map<Node, String[]> splits = new Memo<>();
+  private final Map<Node, Boolean> knowns = new Memo<>();
+  private final Map<Node, Long> ids = new Memo<>();
   private final Visibility visibility;
 
   /**

@@ -4,6 +4,7 @@ import java.util.List;
 import java.util.stream.Stream;
 import org.neo4j.graphdb.GraphDatabaseService;
 import org.neo4j.graphdb.Transaction;
+import org.neo4j.logging.Log;
 import org.neo4j.procedure.Context;
 import org.neo4j.procedure.Description;
 import org.neo4j.procedure.Mode;
@@ -20,6 +21,10 @@ public final class Indexing {
   @Context public Transaction tx;
   @Context public GraphDatabaseService db;
   @Context public TerminationGuard guard;
+  @Context public Log log;
+
+  /** A call slower than this is logged with what it read and wrote. */
+  static final long SLOW_MS = 5000;
 
   /** One row of {@code sparkprov.index}: see {@link IdIndexer.Result}. */
   public static final class Indexed {
@@ -46,6 +51,17 @@ public final class Indexing {
   public Stream<Indexed> index(
       @Name(value = "max_edges", defaultValue = "50000") long maxEdges,
       @Name(value = "quiet_ms", defaultValue = "0") long quietMillis) {
-    return Stream.of(new Indexed(IdIndexer.index(tx, Backlog.of(db), maxEdges, quietMillis, guard::check)));
+    long started = System.nanoTime();
+    IdIndexer.Result r = IdIndexer.index(tx, Backlog.of(db), maxEdges, quietMillis, guard::check);
+    long ms = (System.nanoTime() - started) / 1_000_000;
+    if (ms >= SLOW_MS || log.isDebugEnabled()) {
+      IdMaintenance.Applied w = r.work();
+      log.info(
+          "sparkprov.index took %d ms: %d writes, %d edges; %d sets refined, %d nodes re-read"
+              + " with %d relationships, %d set dependencies, %d writes left",
+          ms, r.items(), r.edges(), w.refined(), w.reread(), w.incident(), w.deps(),
+          r.remaining());
+    }
+    return Stream.of(new Indexed(r));
   }
 }

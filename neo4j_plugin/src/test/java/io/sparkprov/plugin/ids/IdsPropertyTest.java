@@ -532,6 +532,23 @@ class IdsPropertyTest {
     }
   }
 
+  /**
+   * Both scenarios again with every per-call cache of the id code holding two entries
+   * ({@link Memo}): a value dropped and read again is the same, so the ids are too.
+   */
+  @ParameterizedTest(name = "seed {0}")
+  @ValueSource(longs = {1L, 42L, 20260611L})
+  void idsAreExactWithCachesThatForget(long seed) throws Exception {
+    int cap = Memo.newCap;
+    Memo.newCap = 2;
+    try {
+      idsAreExactAfterEveryFlush(seed);
+      idsKeptBehindTheDataAreExactOnceIndexed(seed);
+    } finally {
+      Memo.newCap = cap;
+    }
+  }
+
   /** Indexes until no write is left; the components merged. */
   private long drain() {
     long merges = 0;
