@@ -503,7 +503,7 @@ def run_shape(
         if result.get("time_to_queryable_s") is not None:
             result["queryable_vs_bare"] = result["time_to_queryable_s"] / result["bare_engine_s"]
 
-    inputs = args.rows + args.dim
+    inputs = result["rows"] + result["dim"]
     stored = result["graph_added"].get("nodes", 0) + result["graph_added"].get("relationships", 0)
     result |= {
         "input_rows": inputs,
@@ -604,11 +604,41 @@ def shape_bodies(spark: SparkSession, data: Path, rows: int, dim: int) -> dict[s
     }
 
 
+def shape_spec(text: str, rows: int, dim: int) -> tuple[str, str, int, int]:
+    """A ``--shapes`` entry: its label in the report, the shape, its order and customer rows
+    (``NAME=ROWS/DIM``, or ``NAME`` at ``--rows``/``--dim``)."""
+    name, _, scale = text.partition("=")
+    if name not in ("pipeline", "enrich", "total"):
+        raise SystemExit(f"--shapes: no shape {name!r} (pipeline, enrich, total)")
+    if not scale:
+        return name, name, rows, dim
+    try:
+        rows_text, dim_text = scale.split("/")
+        rows, dim = int(rows_text), int(dim_text)
+    except ValueError:
+        raise SystemExit(f"--shapes: {text!r} is not NAME=ROWS/DIM") from None
+    # The label names the shape's topic too: ASCII letters, digits, '.', '_' and '-' only.
+    size = next(
+        (
+            f"{rows // unit}{suffix}"
+            for unit, suffix in ((10**6, "M"), (10**3, "k"))
+            if rows % unit == 0
+        ),
+        str(rows),
+    )
+    return f"{name}-{size}", name, rows, dim
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000, help="order rows")
     parser.add_argument("--dim", type=int, default=100_000, help="customer rows")
-    parser.add_argument("--shapes", default="pipeline,enrich")
+    parser.add_argument(
+        "--shapes",
+        default="pipeline,enrich",
+        help="comma-separated; a shape may name its own inputs as NAME=ROWS/DIM (say "
+        "pipeline,enrich,pipeline=10000000/1000000: the 1M shapes and 10M in one run)",
+    )
     parser.add_argument("--timeout-s", type=float, default=14400, help="per shape, after the job")
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument(
@@ -662,9 +692,13 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(stack.dir / sub, ignore_errors=True)
 
     spark = local_spark("sparkprov-ttq")
-    data = Path(args.data) / f"rows{args.rows}-dim{args.dim}"
-    data.mkdir(parents=True, exist_ok=True)
-    bodies = shape_bodies(spark, data, args.rows, args.dim)
+    shapes = [shape_spec(text, args.rows, args.dim) for text in args.shapes.split(",") if text]
+    inputs: dict[tuple[int, int], dict[str, Body]] = {}
+    for _, _, rows, dim in shapes:
+        if (rows, dim) not in inputs:
+            data = Path(args.data) / f"rows{rows}-dim{dim}"
+            data.mkdir(parents=True, exist_ok=True)
+            inputs[rows, dim] = shape_bodies(spark, data, rows, dim)
     servers = [s for s in args.servers.split(",") if s]
     if set(servers) - {"cold", "warm"}:
         raise SystemExit(f"--servers takes cold and warm, not {args.servers}")
@@ -689,17 +723,17 @@ def main(argv: list[str] | None = None) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / f"time_to_queryable-{time.strftime('%Y%m%d-%H%M%S')}.json"
     try:
-        for shape, server in [(n, s) for n in args.shapes.split(",") if n for s in servers]:
-            name = shape if server == "cold" else f"{shape}@{server}"
+        for (label, shape, rows, dim), server in [(n, s) for n in shapes for s in servers]:
+            name = label if server == "cold" else f"{label}@{server}"
             print(
                 f"{name}: starting Neo4j, ingest and query afresh in {stack.dir}", file=sys.stderr
             )
             stack = shape_stack(environ, name, args.folder, ports)
-            result: dict[str, Any] = {}
+            result: dict[str, Any] = {"rows": rows, "dim": dim}
             report["shapes"][name] = result
             try:
                 warm = warm_bodies[shape] if server == "warm" else None
-                run_shape(name, bodies[shape], spark, stack, args, result, warm)
+                run_shape(name, inputs[rows, dim][shape], spark, stack, args, result, warm)
             except BaseException as e:  # a run stopped by hand keeps what it measured
                 result["stopped"] = f"{type(e).__name__}: {e}"
                 raise

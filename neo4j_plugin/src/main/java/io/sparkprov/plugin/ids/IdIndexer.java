@@ -40,7 +40,8 @@ final class IdIndexer {
       long remaining,
       List<String> indexed,
       IdMaintenance.Applied work) {
-    Result(long items, long edges, long remaining, List<String> indexed, IdMaintenance.Applied work) {
+    Result(
+        long items, long edges, long remaining, List<String> indexed, IdMaintenance.Applied work) {
       this(items, edges, work.merges(), remaining, indexed, work);
     }
   }

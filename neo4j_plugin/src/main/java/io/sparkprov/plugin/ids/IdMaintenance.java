@@ -92,9 +92,9 @@ public final class IdMaintenance {
   /**
    * Keeps every id exact after a write (or, for the indexer, after the writes it indexes) that
    * created {@code edges} and filled the placeholders {@code filled}; returns the number of
-   * components merged away and what the call read. {@code nodes} finds a stored node by id. Throws {@link
-   * RefinementTooLarge} (before reading them) when the sets this call refines would have it
-   * re-read more than {@code rereadBound} edges.
+   * components merged away and what the call read. {@code nodes} finds a stored node by id.
+   * Throws {@link RefinementTooLarge} (before reading them) when the sets this call refines
+   * would have it re-read more than {@code rereadBound} edges.
    */
   static Applied apply(
       Transaction tx,
