@@ -34,15 +34,9 @@ final class IdIndexer {
    * and wrote (for the log of slow calls).
    */
   record Result(
-      long items,
-      long edges,
-      long merges,
-      long remaining,
-      List<String> indexed,
-      IdMaintenance.Applied work) {
-    Result(
-        long items, long edges, long remaining, List<String> indexed, IdMaintenance.Applied work) {
-      this(items, edges, work.merges(), remaining, indexed, work);
+      long items, long edges, long remaining, List<String> indexed, IdMaintenance.Applied work) {
+    long merges() {
+      return work.merges();
     }
   }
 
