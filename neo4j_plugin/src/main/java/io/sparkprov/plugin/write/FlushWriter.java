@@ -168,18 +168,28 @@ final class FlushWriter {
         probe(id.getKey());
       }
     }
-    lockSources(edgeBlocks, memberBlocks);
+    lockShared(blocks, edgeBlocks, memberBlocks);
   }
 
   /**
-   * Write-locks, in ascending id order, the source of every edge that may have been stored by
-   * another writer (neither end created in this transaction), before it is looked for: two
-   * writers of the same edge then look one after the other, the second after the first
-   * committed, and never both create it. A folded member's left parent is locked too (unless
-   * new here): the folds of one joined row into any group are then counted one after another.
+   * Write-locks, in ascending id order, what another writer may write at once, before it is
+   * read. The source of every edge that may have been stored by another writer (neither end
+   * created in this transaction): two writers of the same edge then look one after the other,
+   * the second after the first committed, and never both create it. A folded member's left
+   * parent (unless new here): the folds of one joined row into any group are then counted one
+   * after another. A placeholder a block fills (made by an earlier edge, committed): two
+   * writers of its block then fill it one after the other, and only the first counts it.
    */
-  private void lockSources(List<EdgeBlock> edgeBlocks, List<MemberBlock> memberBlocks) {
+  private void lockShared(
+      List<NodeBlock> blocks, List<EdgeBlock> edgeBlocks, List<MemberBlock> memberBlocks) {
     TreeSet<Long> sources = new TreeSet<>();
+    for (NodeBlock block : blocks) {
+      for (long id : block.ids()) {
+        if (!createdHere.contains(id) && !cache.get(id).hasProperty("op")) {
+          sources.add(id);
+        }
+      }
+    }
     for (EdgeBlock block : edgeBlocks) {
       for (int i = 0; i < block.size(); i++) {
         addIfShared(sources, block.src()[i], block.dst()[i]);
@@ -396,7 +406,7 @@ final class FlushWriter {
     Node a = endOfEdge(e.src(), run);
     Node b = endOfEdge(e.dst(), run);
     // An end this transaction created has no stored edge (and `edges` dedupes the call's own),
-    // so only an edge between two nodes others see needs the look (under lockSources' lock).
+    // so only an edge between two nodes others see needs the look (under lockShared's lock).
     if (mayBeStored(e) && connected(a, b, type)) {
       return null;
     }

@@ -17,8 +17,8 @@ import org.neo4j.logging.NullLog;
 
 /**
  * Two writers ({@link FlushWriter}s of two calls, as two ingest processes run them) upsert the
- * same records at once: each edge is stored and counted once, and a joined row folded by both
- * is counted once. The interleavings are made explicit, transaction by transaction; ids are
+ * same records at once: each edge is stored and counted once, a placeholder filled by both is
+ * counted once, and a joined row folded by both is counted once. The interleavings are made explicit, transaction by transaction; ids are
  * left to the indexer, as ingest's writers in parallel leave them.
  */
 class ParallelWritersTest {
@@ -79,6 +79,19 @@ class ParallelWritersTest {
 
     assertEquals(1L, rows[0].edges + rows[1].edges);
     assertEquals(1L, count("MATCH (:Node {id: 1})-[r:DERIVES]->(:Node {id: 2}) RETURN count(r)"));
+  }
+
+  @Test
+  void aPlaceholderFilledByTwoWritersAtOnceIsCountedOnce() throws Exception {
+    // An edge stored before its head's block: node 2 is a placeholder, committed.
+    neo4j.write(List.of(nodes("TOKEN", List.of(1L))), List.of(edges(new long[][] {{1, 2}})),
+        THETA);
+    Slice fill = slice(List.of(nodes("PLUS", List.of(2L))), List.of(), List.of());
+
+    Ingest.Written[] rows = writeAtOnce(fill, fill);
+
+    assertEquals(1L, rows[0].nodes + rows[1].nodes);
+    assertEquals(1L, count("MATCH (n:Node {id: 2, op: 'PLUS'}) RETURN count(n)"));
   }
 
   @Test
