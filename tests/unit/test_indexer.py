@@ -46,12 +46,13 @@ def test_it_yields_to_a_busy_consumer_until_the_bound_then_indexes_anyway() -> N
     assert indexer.step() is None and store.calls == []  # busy: data first
     clock.now += 10.5  # ids have waited past the bound: one call even though busy
     first = indexer.step()
-    assert first is not None and first.items == 2 and store.calls == [50_000]
-    assert store.quiet == [0.0]  # overdue: it does not yield to other writers either
+    assert first is not None and first.items == 2 and store.calls == [5_000]
+    assert store.quiet == [0.0]  # overdue: small, and it does not yield to other writers
     assert indexer.step() is None  # busy again, and the bound restarted with the progress
     busy[0] = False
     assert indexer.step() is not None and indexer.step() is not None
     assert store.quiet[1:] == [1.0, 1.0]  # not overdue: it yields to any writer in Neo4j
+    assert store.calls[1:] == [50_000, 50_000]  # and takes a full call's edges
     assert store.queue == 0
     assert metrics.index_calls == 3 and metrics.writes_indexed == 5
     assert metrics.ids_pending_writes == 0
@@ -160,3 +161,21 @@ def test_start_runs_a_daemon_thread_that_stops() -> None:
     thread.join(timeout=5)
     assert not thread.is_alive()
     assert store.calls  # it asked at least once
+
+
+def test_an_overdue_call_is_small_and_a_smaller_bound_after_failures_still_holds() -> None:
+    """Writers wait for an overdue call: it takes overdue_edges, or less after a failure."""
+    store, clock = FakeStore(queue=20), Clock()
+    indexer = Indexer(
+        store, Metrics(), busy=lambda: True, max_edges=40_000, overdue_edges=4_000, clock=clock
+    )
+    clock.now += 31.0
+    assert indexer.step() is not None
+    store.fail = 4
+    for _ in range(4):
+        clock.now += 31.0
+        with pytest.raises(StoreUnavailable):
+            indexer.step()
+    clock.now += 31.0
+    assert indexer.step() is not None
+    assert store.calls == [4_000, 4_000, 4_000, 4_000, 4_000, 2_500]
