@@ -102,7 +102,10 @@ class Neo4jConfig:
         return "".join(f"{name}={value}\n" for name, value in settings.items())
 
     def jvm_heap_flags(self) -> list[str]:
+        """``-Xms``/``-Xmx``; a maximum set below the initial size lowers the initial with it
+        (a JVM refuses to start with ``-Xms`` above ``-Xmx``)."""
+        maximum = size_bytes(self.heap_max)
         return [
-            f"-Xms{size_bytes(self.heap_initial) // 1024}k",
-            f"-Xmx{size_bytes(self.heap_max) // 1024}k",
+            f"-Xms{min(size_bytes(self.heap_initial), maximum) // 1024}k",
+            f"-Xmx{maximum // 1024}k",
         ]

@@ -131,6 +131,11 @@ def test_neo4j_settings_follow_the_environment_and_keep_logs_bounded() -> None:
     assert custom.values()["db.tx_log.rotation.retention_policy"] == "2 files"
     assert "db.tx_log.rotation.retention_policy=2 files\n" in custom.conf_text()
     assert custom.jvm_heap_flags()[1] == f"-Xmx{3 * 1024 * 1024}k"
+    # A maximum set below the initial size lowers it with it (a JVM refuses -Xms over -Xmx).
+    assert Neo4jConfig.from_env({"SPARKPROV_NEO4J_HEAP_MAX": "256M"}).jvm_heap_flags() == [
+        f"-Xms{256 * 1024}k",
+        f"-Xmx{256 * 1024}k",
+    ]
     with pytest.raises(ValueError, match="not a size"):
         Neo4jConfig.from_env({"SPARKPROV_NEO4J_PAGECACHE": "lots"})
 
