@@ -182,38 +182,38 @@ final class FlushWriter {
    */
   private void lockShared(
       List<NodeBlock> blocks, List<EdgeBlock> edgeBlocks, List<MemberBlock> memberBlocks) {
-    TreeSet<Long> sources = new TreeSet<>();
+    TreeSet<Long> locks = new TreeSet<>();
     for (NodeBlock block : blocks) {
       for (long id : block.ids()) {
         if (!createdHere.contains(id) && !cache.get(id).hasProperty("op")) {
-          sources.add(id);
+          locks.add(id);
         }
       }
     }
     for (EdgeBlock block : edgeBlocks) {
       for (int i = 0; i < block.size(); i++) {
-        addIfShared(sources, block.src()[i], block.dst()[i]);
+        addIfShared(locks, block.src()[i], block.dst()[i]);
       }
     }
     for (MemberBlock block : memberBlocks) {
       for (int k = 0; k < block.size(); k++) {
         long group = block.groups()[k];
         if (!block.folded()) {
-          addIfShared(sources, block.members()[k], group);
+          addIfShared(locks, block.members()[k], group);
           continue;
         }
         long times = block.members()[k];
         if (!createdHere.contains(block.lefts()[k])) {
-          sources.add(block.lefts()[k]); // its folds (storedFold) and member edge (storedEdge)
+          locks.add(block.lefts()[k]); // its folds (storedFold) and member edge (storedEdge)
         }
-        addIfShared(sources, block.partners()[k], group);
-        addIfShared(sources, block.partners()[k], times);
+        addIfShared(locks, block.partners()[k], group);
+        addIfShared(locks, block.partners()[k], times);
         if (stored(times) != null) {
-          addIfShared(sources, times, group); // stored unfolded (writeUnfolded)
+          addIfShared(locks, times, group); // stored unfolded (writeUnfolded)
         }
       }
     }
-    for (long id : sources) {
+    for (long id : locks) {
       tx.acquireWriteLock(cache.get(id));
     }
   }

@@ -18,8 +18,9 @@ import org.neo4j.logging.NullLog;
 /**
  * Two writers ({@link FlushWriter}s of two calls, as two ingest processes run them) upsert the
  * same records at once: each edge is stored and counted once, a placeholder filled by both is
- * counted once, and a joined row folded by both is counted once. The interleavings are made explicit, transaction by transaction; ids are
- * left to the indexer, as ingest's writers in parallel leave them.
+ * counted once, and a joined row folded by both is counted once. The interleavings are made
+ * explicit, transaction by transaction; ids are left to the indexer, as ingest's writers in
+ * parallel leave them.
  */
 class ParallelWritersTest {
   private static final long THETA = 25000;
