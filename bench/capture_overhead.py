@@ -23,7 +23,9 @@ batches as the broker stores them, compression included), divided by the rows of
 sources (pipeline, pipeline_scrambled and enrich: orders + customers; tpch: the eight tables'
 rows; cars and Arctic: per lineage record only). A mode may name a codec: ``jvm-none`` is
 ``jvm`` with ``SPARKPROV_KAFKA_COMPRESSION=none`` (default: zstd), so ``--modes
-plain,jvm,jvm-none`` compares both in one run; ``jvm+partition`` identifies source rows by
+plain,jvm,jvm-none`` compares both in one run (``extension-lz4``, ``extension-zstd3``,
+``extension-zstd-1``: the extension's producer with lz4, or with zstd at level 3 or -1 where the
+default is 1, through ``spark.sparkprov.kafka.*``); ``jvm+partition`` identifies source rows by
 partition and offset (``SPARKPROV_SOURCE_POSITIONS=partition``) where ``jvm`` reads the parquet
 sources' file and row index (the default since 2026-11-27); ``jvm@all`` captures every source
 row the scan reads, the ones a filter over the source drops too (the Spark conf
@@ -43,6 +45,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import statistics
 import sys
 import tempfile
@@ -70,7 +73,8 @@ def make_pipeline_inputs(
     """The pipeline's orders and customers. An order's customer is ``id * 7919 % dim`` (an
     arithmetic progression: consecutive orders' customers differ by the same step), or, with
     ``scrambled``, a hash of the order id (no pattern for a delta coder to find)."""
-    suffix = "-scrambled" if scrambled else ""
+    # Named by their sizes: a folder kept from a run at other sizes is never read as these.
+    suffix = f"-{rows}-{dim}" + ("-scrambled" if scrambled else "")
     facts, dims = folder / f"facts{suffix}.parquet", folder / f"dims{suffix}.parquet"
     customer = F.pmod(F.xxhash64("id"), F.lit(dim)) if scrambled else F.col("id") * 7919 % dim
     if not facts.exists():
@@ -154,6 +158,9 @@ EXTENSION_CAPTURE = "spark.sparkprov.capture"  # io.sparkprov.capture.TapPlaceme
 FILTERS_FIRST = "spark.sparkprov.sourceFiltersFirst"
 ROWS_ONCE = "spark.sparkprov.sourceRowsOnce"
 JOIN_ROWS = "spark.sparkprov.joinRowsWithMembers"  # capture_agent.frame.JOIN_ROWS_WITH_MEMBERS
+# The extension's producer settings (io.sparkprov.capture.CaptureRun.KAFKA_PREFIX + Kafka's name).
+KAFKA_CODEC = "spark.sparkprov.kafka.compression.type"
+KAFKA_ZSTD_LEVEL = "spark.sparkprov.kafka.compression.zstd.level"  # Kafka clients >= 3.8
 
 
 def timed(
@@ -171,6 +178,16 @@ def timed(
     extension = capture == "extension"
     enabled = capture not in ("plain", "extension")
     spark.conf.set(EXTENSION_CAPTURE, "true" if extension else "false")
+    # The extension's producer reads its settings from the SparkConf when a run begins
+    # (spark.sparkprov.kafka.*): "extension-zstd3" is zstd at level 3, "extension-lz4" lz4.
+    live = spark.sparkContext._jsc.sc().conf()
+    if extension and codec:
+        named = re.fullmatch(r"(none|gzip|snappy|lz4|zstd)(-?\d*)", codec)
+        if named is None:
+            raise ValueError(f"mode {mode}: after extension- comes a Kafka codec, then a level")
+        live.set(KAFKA_CODEC, named[1])
+        if named[2]:
+            live.set(KAFKA_ZSTD_LEVEL, named[2])
     saved = os.environ.get(defaults.ENV_KAFKA_COMPRESSION)
     os.environ[defaults.ENV_KAFKA_COMPRESSION] = codec or saved or defaults.KAFKA_COMPRESSION
     if rows not in ("", "all", "resend", "apart"):
@@ -198,6 +215,8 @@ def timed(
             return elapsed, (int(totals[0]), int(totals[1]))
         return elapsed, prov.counts()
     finally:
+        live.remove(KAFKA_CODEC)
+        live.remove(KAFKA_ZSTD_LEVEL)
         spark.conf.set(EXTENSION_CAPTURE, "false")
         spark.conf.unset(FILTERS_FIRST)
         spark.conf.unset(ROWS_ONCE)
@@ -234,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     bootstrap = os.environ.get(defaults.ENV_KAFKA_BOOTSTRAP, defaults.KAFKA_BOOTSTRAP)
     conf = {}
-    if "extension" in args.modes.split(","):
+    if any(m.startswith("extension") for m in args.modes.split(",")):
         from capture_agent.jvm import ENV_JAR, jar_path
 
         conf = {

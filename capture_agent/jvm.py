@@ -49,7 +49,7 @@ from capture_agent.taps import (
     WindowRowSpec,
     salt_of,
 )
-from sparkprov import limits
+from sparkprov import defaults, limits
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -223,6 +223,8 @@ def kafka_settings(config: PublisherConfig) -> dict[str, str]:
         "delivery.timeout.ms": str(delivery_ms),
         "compression.type": config.compression,
     }
+    if config.compression == "zstd":
+        settings["compression.zstd.level"] = str(defaults.KAFKA_ZSTD_LEVEL)
     settings.update(config.security.as_java_settings())
     return settings
 

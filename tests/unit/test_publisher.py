@@ -48,9 +48,11 @@ def test_lineage_travels_zstd_compressed_by_default_in_both_producers(
     assert config.compression == "zstd"
     assert producer_for(config).options["compression_type"] == "zstd"
     assert kafka_settings(config)["compression.type"] == "zstd"
+    assert kafka_settings(config)["compression.zstd.level"] == "1"
     off = PublisherConfig("127.0.0.1:1", "t", compression="none")
     assert producer_for(off).options["compression_type"] is None
     assert kafka_settings(off)["compression.type"] == "none"
+    assert "compression.zstd.level" not in kafka_settings(off)
 
 
 def test_the_compression_comes_from_the_environment_and_a_wrong_one_is_refused() -> None:
