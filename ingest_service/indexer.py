@@ -84,7 +84,8 @@ class Indexer:
         try:
             result = self._store.index(edges, 0.0 if overdue else self._quiet_s)
         except StoreError:
-            self._edges = max(1, self._edges // 2)
+            # Half of what failed: an overdue call asked for less than the bound.
+            self._edges = max(1, edges // 2)
             raise
         self._edges = min(self._max_edges, self._edges * 2)
         elapsed = self._clock() - started

@@ -163,8 +163,9 @@ def test_start_runs_a_daemon_thread_that_stops() -> None:
     assert store.calls  # it asked at least once
 
 
-def test_an_overdue_call_is_small_and_a_smaller_bound_after_failures_still_holds() -> None:
-    """Writers wait for an overdue call: it takes overdue_edges, or less after a failure."""
+def test_an_overdue_call_is_small_and_halves_after_each_failure() -> None:
+    """Writers wait for an overdue call: it takes overdue_edges, and half of what it asked after
+    each failure (not half of the larger bound of a quiet call)."""
     store, clock = FakeStore(queue=20), Clock()
     indexer = Indexer(
         store, Metrics(), busy=lambda: True, max_edges=40_000, overdue_edges=4_000, clock=clock
@@ -178,4 +179,13 @@ def test_an_overdue_call_is_small_and_a_smaller_bound_after_failures_still_holds
             indexer.step()
     clock.now += 31.0
     assert indexer.step() is not None
-    assert store.calls == [4_000, 4_000, 4_000, 4_000, 4_000, 2_500]
+    assert store.calls == [4_000, 4_000, 2_000, 1_000, 500, 250]
+    store.fail = 0
+    indexer = Indexer(store, Metrics(), busy=lambda: False, max_edges=40_000, clock=clock)
+    store.calls.clear()
+    store.fail = 1
+    with pytest.raises(StoreUnavailable):
+        indexer.step()  # a quiet call at the bound fails: the next takes half of it
+    indexer.step()
+    indexer.step()
+    assert store.calls == [40_000, 20_000, 40_000]
