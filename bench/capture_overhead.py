@@ -16,7 +16,9 @@ the two cores) and waiting for the acknowledgements; ``jvm`` captures with the J
 with the kill switch (``ProvenanceSession(enabled=False)``: plain DataFrames, Spark's own plans).
 ``tpch`` runs all 22 TPC-H queries (bench.tpch, over tables generated once at ``--tpch-scale``
 and read from Parquet) and times their total. Prints the median ratio captured/plain per
-workload and mode and writes JSON under bench/results/, with the load average.
+workload and mode (and the median and range of each round's own ratio: the modes alternate
+within a round, so drift moves a round's runs alike) and writes JSON under bench/results/,
+with the load average.
 
 Bytes per input row: what one captured run adds to the topic's log (``DescribeLogDirs``: record
 batches as the broker stores them, compression included), divided by the rows of the workload's
@@ -327,6 +329,13 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": seconds,
             "median_s": {m: statistics.median(v) for m, v in seconds.items()},
             "ratio": {m: statistics.median(v) / plain for m, v in seconds.items() if m != "plain"},
+            # Each round's captured time over the same round's plain: drift over the rounds (the
+            # JIT still warming, the machine's load) moves both runs of a round alike.
+            "paired_ratios": {
+                m: [c / p for c, p in zip(v, seconds["plain"], strict=True)]
+                for m, v in seconds.items()
+                if m != "plain"
+            },
             "lineage": {m: {"nodes": n, "edges": e} for m, (n, e) in lineage.items()},
             "wire_bytes": wire,
             "input_rows": input_rows.get(name),
@@ -347,8 +356,12 @@ def main(argv: list[str] | None = None) -> int:
                 return f" {entry['bytes_per_input_row'][m]:.1f} B/input row"
             return f" {entry['bytes_per_record'][m]:.1f} B/record"
 
+        def paired(m: str, entry: dict[str, Any] = entry) -> str:
+            r = entry["paired_ratios"][m]
+            return f" (paired {statistics.median(r):.2f}, {min(r):.2f}-{max(r):.2f})"
+
         ratios = "  ".join(
-            f"{m} {entry['median_s'][m]:6.2f}s ratio {r:.2f}{per_row(m)}"
+            f"{m} {entry['median_s'][m]:6.2f}s ratio {r:.2f}{paired(m)}{per_row(m)}"
             for m, r in entry["ratio"].items()
         )
         nodes, edges = next(iter(lineage[m] for m in these if m != "plain"))
