@@ -180,7 +180,6 @@ def test_an_overdue_call_is_small_and_halves_after_each_failure() -> None:
     clock.now += 31.0
     assert indexer.step() is not None
     assert store.calls == [4_000, 4_000, 2_000, 1_000, 500, 250]
-    store.fail = 0
     indexer = Indexer(store, Metrics(), busy=lambda: False, max_edges=40_000, clock=clock)
     store.calls.clear()
     store.fail = 1
