@@ -254,7 +254,13 @@ def main(jar: str, queries_path: str, out_path: str) -> None:
     results: dict[str, Any] = {"__checks__": checks(spark, run, spec["queries"])}
     built = {name: (lambda q=query: spark.sql(q)) for name, query in spec["queries"].items()}
     built["dataframe_calls"] = lambda: dataframe_calls(spark)
+    confs: dict[str, dict[str, str]] = spec.get("confs", {})
     for name, query in built.items():
+        for other in confs:  # a query's own settings (the last query's undone)
+            for key in confs[other]:
+                spark.conf.unset(key)
+        for key, value in confs.get(name, {}).items():
+            spark.conf.set(key, value)
         spark.conf.set(CAPTURE, "false")
         plain = [list(r) for r in query().collect()]
         spark.conf.set(CAPTURE, "true")

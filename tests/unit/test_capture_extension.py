@@ -84,7 +84,20 @@ EXTRA = {
     "scalar_subqueries_merged": """
         SELECT (SELECT SUM(amount) FROM orders WHERE amount > 1) AS total,
                (SELECT COUNT(*) FROM orders WHERE amount > 1) AS n""",
+    # a semi and an anti join whose right sides are past the broadcast threshold (CONFS): sort
+    # merge joins streaming the left rows, a row's matches grouped as the join gives them
+    "exists_sort_merge": """
+        SELECT c.name FROM customers c WHERE EXISTS (SELECT 1 FROM orders o WHERE o.cust = c.id)""",
+    "not_exists_sort_merge": """
+        SELECT c.name FROM customers c
+        WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.cust = c.id AND o.amount > 5)""",
+    # a limit right over a semi join may stop its pairs midway: paired and grouped back instead
+    "exists_under_a_limit": """
+        SELECT COUNT(*) AS n FROM (SELECT c.name FROM customers c
+        WHERE EXISTS (SELECT 1 FROM orders o WHERE o.cust = c.id) LIMIT 100)""",
 }
+NO_BROADCAST = {"spark.sql.autoBroadcastJoinThreshold": "-1"}
+CONFS = {"exists_sort_merge": NO_BROADCAST, "not_exists_sort_merge": NO_BROADCAST}
 # Files read twice in one query: one source under the extension (CaptureRun.fileSource), where
 # plan capture makes the second read a source of its own (orders_files_2): checked on its own.
 SAME_FILES = {
@@ -125,6 +138,7 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         },
         "parquet_views": {"orders_files": {"rows": ORDERS, "columns": ["oid", "cust", "amount"]}},
         "queries": queries,
+        "confs": CONFS,
     }
     (work / "queries.json").write_text(json.dumps(spec))
     return run_job(
@@ -215,6 +229,36 @@ def test_an_anti_join_records_each_row_it_dropped_with_a_match(job: dict[str, An
     for dropped, match in exclusions:
         assert [t.split("#")[0] for t in dropped] == ["customers"]
         assert [t.split("#")[0] for t in match] == ["orders"]
+
+
+@pytest.mark.parametrize(
+    ("name", "joins"),
+    [
+        ("in_subquery", ("BroadcastHashJoin", "SortMergeJoin")),  # Spark's choice
+        ("not_exists", ("BroadcastHashJoin", "SortMergeJoin")),
+        ("exists_sort_merge", ("SortMergeJoin",)),
+        ("not_exists_sort_merge", ("SortMergeJoin",)),
+    ],
+)
+def test_a_semi_or_anti_joins_matches_are_grouped_where_the_join_makes_them(
+    job: dict[str, Any], name: str, joins: tuple[str, ...]
+) -> None:
+    """The left rows joined left outer by a join that streams them, and no shuffle and
+    aggregation of the pairs after (io.sparkprov.capture.SemiJoins): the join's pairs pass
+    through the capture point, which keeps a row's first and records the row at its last."""
+    plan = job[name]["plan"].split("== Initial Plan ==")[0]
+    outer = [line for line in plan.splitlines() if "LeftOuter" in line]
+    assert len(outer) == 1 and any(f"{j} " in outer[0] for j in joins), plan
+    assert "BuildLeft" not in outer[0]
+    assert "collect_list" not in plan and "min(__sp_id" not in plan, plan
+
+
+def test_a_semi_join_under_a_limit_has_its_matches_grouped_by_a_shuffle(
+    job: dict[str, Any],
+) -> None:
+    """A limit may stop a left row's pairs before its last: they are grouped back by row, as
+    plan capture groups them, and the witnesses are whole."""
+    assert "collect_list" in job["exists_under_a_limit"]["plan"]
 
 
 def test_the_runs_counts_equal_what_its_sink_received(job: dict[str, Any]) -> None:

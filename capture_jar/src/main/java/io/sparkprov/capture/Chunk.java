@@ -81,8 +81,10 @@ final class Chunk {
     }
     int capacity = plan.rowsPerMessage();
     this.width = width;
-    cells = new long[capacity * width];
-    cellNulls = new boolean[capacity * width];
+    // One row more than it holds: where the next row is written while a full chunk waits for
+    // its last row's ids (a tap over runs, Tap.Runs), not kept.
+    cells = new long[(capacity + 1) * width];
+    cellNulls = new boolean[(capacity + 1) * width];
     texts = new byte[width][][];
     arrays = new long[width][][];
     refSlots = java.util.stream.IntStream.range(0, width).filter(i -> isObject(slots[i]))
@@ -143,7 +145,8 @@ final class Chunk {
       boolean isNull = cellNulls[at + i];
       switch (slots[i]) {
         case TEXT -> texts[i][r] = isNull ? null : ((UTF8String) refs[i]).getBytes();
-        case ARRAY -> arrays[i][r] = isNull ? null : longs((ArrayData) refs[i]);
+        case ARRAY -> arrays[i][r] = isNull ? null
+            : refs[i] instanceof long[] ids ? ids : longs((ArrayData) refs[i]);
         case WIDE_DECIMAL -> wide(i, r, isNull ? null : (Decimal) refs[i]);
         default -> throw new IllegalStateException();
       }
@@ -152,9 +155,40 @@ final class Chunk {
     next[0] = at + width;
   }
 
+  /** Row {@code r}'s id array {@code i} set to {@code ids} (a row committed before its ids were
+   * known: {@link Tap.Runs}). */
+  void setArray(int r, int i, long[] ids) {
+    arrays[i][r] = ids;
+  }
+
+  /** Row {@code r}'s input {@code i} set to {@code value}, not null. */
+  void setLong(int r, int i, long value) {
+    cells[r * width + i] = value;
+    cellNulls[r * width + i] = false;
+  }
+
   /** The long of input {@code i} in the row being written ({@link #writer}). */
   long written(int i) {
     return cells[next[0] + i];
+  }
+
+  /** Where the row being written ({@link #writer}) begins in the cells. */
+  int writing() {
+    return next[0];
+  }
+
+  /** The row written at cell {@code from} moved to where the next row is written (a full chunk
+   * sent between the row's writing and its commit: {@link Tap.Runs}). */
+  void moveWritten(int from) {
+    if (from != next[0]) {
+      System.arraycopy(cells, from, cells, next[0], width);
+      System.arraycopy(cellNulls, from, cellNulls, next[0], width);
+    }
+  }
+
+  /** Whether input {@code i} of the row being written ({@link #writer}) is null. */
+  boolean writtenNull(int i) {
+    return cellNulls[next[0] + i];
   }
 
   /**

@@ -638,6 +638,10 @@ record Emission(
       return size;
     }
 
+    void clear() {
+      size = 0;
+    }
+
     long[] toArray() {
       return Arrays.copyOf(values, size);
     }

@@ -19,11 +19,18 @@ import org.apache.spark.sql.catalyst.expressions.Or;
 import org.apache.spark.sql.catalyst.expressions.aggregate.CollectList;
 import org.apache.spark.sql.catalyst.expressions.aggregate.First;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Min;
+import org.apache.spark.sql.catalyst.planning.ExtractEquiJoinKeys$;
 import org.apache.spark.sql.catalyst.plans.ExistenceJoin;
 import org.apache.spark.sql.catalyst.plans.Inner$;
 import org.apache.spark.sql.catalyst.plans.JoinType;
 import org.apache.spark.sql.catalyst.plans.LeftOuter$;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.plans.logical.BROADCAST$;
+import org.apache.spark.sql.catalyst.plans.logical.HintInfo;
+import org.apache.spark.sql.catalyst.plans.logical.JoinHint;
+import org.apache.spark.sql.catalyst.plans.logical.JoinStrategyHint;
+import org.apache.spark.sql.catalyst.plans.logical.SHUFFLE_HASH$;
+import org.apache.spark.sql.catalyst.plans.logical.SHUFFLE_MERGE$;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.Join;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
@@ -51,8 +58,104 @@ final class SemiJoins {
     if (node.joinType() instanceof ExistenceJoin e) {
       return existence(at, node, e.exists(), left, right);
     }
-    return node.joinType().toString().equals("LeftSemi") ? semi(at, node, left, right)
-        : anti(at, node, left, right);
+    boolean semi = node.joinType().toString().equals("LeftSemi");
+    if (at.underStreamingLimit() || !ExtraOptimizations.enabled(TOGETHER)) {
+      return semi ? semi(at, node, left, right) : anti(at, node, left, right);
+    }
+    Pairs pairs = pairs(node, left, right);
+    return semi ? semiOfPairs(at, pairs, left) : antiOfPairs(at, pairs, left);
+  }
+
+  /** The Spark conf that turns off grouping a left row's matches where the join makes them
+   * ("false": paired and grouped back by a shuffle, as before 2026-12-01). */
+  static final String TOGETHER = "spark.sparkprov.matchesTogether";
+
+  /**
+   * A left outer join's pairs, each row's pairs one after another ({@link #pairs}): the left
+   * rows numbered ({@code run}), their ids ({@code left}), each pair's right row id ({@code
+   * right}, null where none matches).
+   */
+  private record Pairs(LogicalPlan plan, Attribute run, Attribute left, Attribute right) {}
+
+  /**
+   * The left rows, numbered, joined left outer to the right rows on the join's condition,
+   * planned so that the left side streams ({@link #streamingLeft}): every physical join that
+   * streams it gives a left row's pairs one after another, in the task that reads the row, and
+   * a left outer join never splits a left row over tasks (skew handling splits only its left
+   * side). The capture point checks it ({@link MatchRuns}).
+   */
+  private static Pairs pairs(Join node, Placed left, Placed right) {
+    Alias run = TapPlacement.alias(new MonotonicallyIncreasingID(), "row");
+    LogicalPlan numbered = TapPlacement.project(left.plan(), left.plan().output(), run);
+    Join joined = new Join(numbered, right.plan(), LeftOuter$.MODULE$, node.condition(),
+        JoinHint.NONE());
+    joined = new Join(numbered, right.plan(), LeftOuter$.MODULE$, node.condition(),
+        streamingLeft(joined, node.hint()));
+    return new Pairs(joined, run.toAttribute(), TapPlacement.inOutput(joined, left.id()),
+        TapPlacement.inOutput(joined, right.id()));
+  }
+
+  /**
+   * The hint that keeps a left outer join's left side streamed. Spark builds a left outer
+   * join's right side in a broadcast hash join and a sort merge join streams the left side;
+   * what may build the left side is a shuffled hash join (chosen when sort merge joins are
+   * not preferred) and, without an equality to join on, a nested loop join broadcasting the
+   * smaller side. So: the semi join's own hint for its right side where it names a strategy
+   * that builds the right side; none where Spark, as configured, can only choose a broadcast
+   * of the right side or a sort merge join (adaptive execution too); else a broadcast of the
+   * right side where Spark's estimate of its size is under the broadcast threshold, or where
+   * no equality can be sorted on, and a sort merge join otherwise.
+   */
+  private static JoinHint streamingLeft(Join joined, JoinHint given) {
+    if (given.rightHint().isDefined() && given.rightHint().get().strategy().isDefined()) {
+      JoinStrategyHint strategy = given.rightHint().get().strategy().get();
+      if (strategy == BROADCAST$.MODULE$ || strategy == SHUFFLE_MERGE$.MODULE$
+          || strategy == SHUFFLE_HASH$.MODULE$) {
+        return new JoinHint(scala.Option.empty(), given.rightHint());
+      }
+    }
+    org.apache.spark.sql.internal.SQLConf conf = org.apache.spark.sql.internal.SQLConf.get();
+    boolean equi = ExtractEquiJoinKeys$.MODULE$.unapply(joined).isDefined();
+    if (equi && conf.preferSortMergeJoin()) {
+      return JoinHint.NONE();
+    }
+    long threshold = conf.autoBroadcastJoinThreshold();
+    boolean small = threshold >= 0
+        && joined.right().stats().sizeInBytes().$less$eq(scala.math.BigInt.apply(threshold));
+    JoinStrategyHint strategy = small || !equi ? BROADCAST$.MODULE$ : SHUFFLE_MERGE$.MODULE$;
+    return new JoinHint(scala.Option.empty(),
+        scala.Option.apply(new HintInfo(scala.Option.apply(strategy))));
+  }
+
+  /** A semi join's kept rows from the pairs: each a fresh TIMES node of its left row and its
+   * matches, as {@link #semi}; the capture point, placed later, keeps a row's first pair and
+   * records the row when its last pair has passed. */
+  private static Placed semiOfPairs(TapPlacement.Placement at, Pairs pairs, Placed left) {
+    String key = at.run().nextKey("semijoin");
+    Alias id = TapPlacement.alias(at.nodeId(key, pairs.left()), "id");
+    List<NamedExpression> columns = new ArrayList<>(left.visible());
+    columns.addAll(List.of(pairs.left(), pairs.run(), pairs.right(), id));
+    Pending pending = new Pending(semiPlan(at, key),
+        List.of(id.toAttribute(), pairs.left(), pairs.right()), List.of(), pairs.run());
+    return new Placed(new Project(TapPlacement.seq(columns), pairs.plan()), left.visible(),
+        id.toAttribute(), pending, "", Set.of(key));
+  }
+
+  /** An anti join's kept rows from the pairs, as {@link #anti}: a row without matches keeps its
+   * node; a row with matches is dropped and recorded with the smallest of their ids. */
+  private static Placed antiOfPairs(TapPlacement.Placement at, Pairs pairs, Placed left) {
+    String key = at.run().nextKey("antijoin");
+    Alias excluded = TapPlacement.alias(at.nodeId(key, pairs.left()), "excluded");
+    List<NamedExpression> columns = new ArrayList<>(left.visible());
+    columns.addAll(List.of(pairs.left(), pairs.run(), pairs.right(), excluded));
+    LogicalPlan plan = new Project(TapPlacement.seq(columns), pairs.plan());
+    Tap tap = new Tap(antiPlan(at, key), at.run().sink(), at.run().counts()).over(Tap.Runs.ANTI);
+    LogicalPlan kept = new Filter(new TapExpression(
+        List.of(excluded.toAttribute(), pairs.left(), pairs.right()), tap, pairs.run()), plan);
+    List<NamedExpression> output = new ArrayList<>(left.visible());
+    output.add(pairs.left());
+    return new Placed(new Project(TapPlacement.seq(output), kept), left.visible(), pairs.left(),
+        null, left.origin(), left.idKeys());
   }
 
   /** A semi join's kept rows, each a fresh TIMES node (not placed yet, so the root may name

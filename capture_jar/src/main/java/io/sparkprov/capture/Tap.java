@@ -6,6 +6,7 @@ import java.util.ArrayDeque;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import org.apache.spark.TaskContext;
 import org.roaringbitmap.longlong.Roaring64NavigableMap;
@@ -20,8 +21,25 @@ import org.roaringbitmap.longlong.Roaring64NavigableMap;
  * {@link Counts}. A retried task
  * re-emits the same ids (they are Spark expressions of the data), which ingest stores once.
  */
-public final class Tap implements Consumer<Object>, Supplier<Object>, Serializable {
+public final class Tap
+    implements Consumer<Object>, Supplier<Object>, Predicate<Object>, Serializable {
   private static final int MAX_UNACKNOWLEDGED = 32;
+
+  /**
+   * A capture point over a left outer join's pairs whose rows come grouped by left row, each
+   * row's pairs one after another ({@link SemiJoins}): it keeps one pair per left row, or none,
+   * and records the row once its last pair has passed. Each pair carries the left row's number
+   * (the run) and, in the tap's third input, the matching right row's id (null where none
+   * matches).
+   */
+  enum Runs {
+    /** A semi join: a row with matches is kept (its first pair) and recorded with the ids of
+     * all of them (the "witnesses" input); a row without is dropped. */
+    SEMI,
+    /** An anti join: a row without matches is kept, unrecorded; a row with matches is dropped
+     * and recorded with the smallest of their ids (the "right" input). */
+    ANTI
+  }
   // The largest set of rows sent before that a tap skips: it travels with each of its tasks.
   static final long MAX_SKIPPED_BYTES = 4L << 20;
 
@@ -33,21 +51,44 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
   // A source tap's rows sent before by the run with every value it keeps: not sent again
   // (SourceRowsOnce). Null: not looked up.
   private final Roaring64NavigableMap sentBefore;
+  private final Runs runs; // null: every row is kept and recorded as it comes
   // Spark deserializes the plan, and so this tap, once per task; the state is the task's.
   private transient TaskState state;
 
   public Tap(TapPlan plan, Sink sink, Counts counts) {
-    this(plan, sink, counts, null, null, null);
+    this(plan, sink, counts, null, null, null, null);
   }
 
   private Tap(TapPlan plan, Sink sink, Counts counts, Chunk.Slot[] slots, int[] scales,
-      Roaring64NavigableMap sentBefore) {
+      Roaring64NavigableMap sentBefore, Runs runs) {
     this.plan = plan;
     this.sink = sink;
     this.counts = counts;
     this.slots = slots;
     this.scales = scales;
     this.sentBefore = sentBefore;
+    this.runs = runs;
+  }
+
+  /** This tap over a join's pairs grouped by left row ({@link Runs}): a semi join's capture
+   * point (inputs id, left, witnesses) or an anti join's (id, left, right). */
+  Tap over(Runs grouping) {
+    String kind = grouping == Runs.SEMI ? "semi_join" : "anti_join";
+    if (!plan.kind().equals(kind)) {
+      throw new IllegalArgumentException("tap " + plan.key() + " is a " + plan.kind()
+          + " capture point, not a " + kind + " one");
+    }
+    return new Tap(plan, sink, counts, slots, scales, sentBefore, grouping);
+  }
+
+  /** How this tap takes its rows: null when each is kept and recorded as it comes. */
+  Runs runs() {
+    return runs;
+  }
+
+  /** The input that holds a pair's right row id (its runs: {@link #over}). */
+  int pairInput() {
+    return plan.input(runs == Runs.SEMI ? "witnesses" : "right");
   }
 
   public TapPlan plan() {
@@ -63,13 +104,13 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
       throw new IllegalStateException("tap " + plan.key() + " has " + plan.width()
           + " inputs, its expression " + slots.length);
     }
-    return new Tap(plan, sink, counts, slots.clone(), scales.clone(), sentBefore);
+    return new Tap(plan, sink, counts, slots.clone(), scales.clone(), sentBefore, runs);
   }
 
   /** This tap keeping only the attributes {@code kept} (their names, in the plan's order). A row
    * sent before with more values still needs none of them sent again. */
   Tap keeping(java.util.List<String> kept) {
-    return new Tap(plan.keeping(kept), sink, counts, null, null, sentBefore);
+    return new Tap(plan.keeping(kept), sink, counts, null, null, sentBefore, runs);
   }
 
   /** This source tap not sending again the rows the run sent before with the values it keeps:
@@ -81,7 +122,7 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
     if (rows.serializedSizeInBytes() > MAX_SKIPPED_BYTES) {
       rows = new Roaring64NavigableMap(); // too big to ship with every task: send them again
     }
-    return new Tap(plan, sink, counts, slots, scales, rows);
+    return new Tap(plan, sink, counts, slots, scales, rows, runs);
   }
 
   /** Whether {@link #skippingRowsSentBefore} was applied. */
@@ -106,6 +147,16 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
     return taskState().writer;
   }
 
+  /**
+   * One pair of a tap over runs ({@link #over}): the pair written where {@link #get()} said,
+   * its run (the left row's number) in the fifth array's one long. Whether the pair is kept.
+   */
+  @Override
+  public boolean test(Object filled) {
+    TaskState s = taskState();
+    return s.matchRuns.pair(s.run[0]);
+  }
+
   /** One row: the row written where {@link #get()} said, or an InternalRow of the inputs. */
   @Override
   public void accept(Object filled) {
@@ -124,6 +175,12 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
       }
       s.sendIfFull();
     }
+  }
+
+  private static Object[] withRun(Object[] writer, long[] run) {
+    Object[] out = java.util.Arrays.copyOf(writer, writer.length + 1);
+    out[writer.length] = run;
+    return out;
   }
 
   private TaskState taskState() {
@@ -148,12 +205,16 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
   /** The messages of this tap in one task. */
   private final class TaskState {
     final Chunk chunk = new Chunk(plan, slots(), scales());
-    final Object[] refs = new Object[plan.width()];
-    final Object[] writer = chunk.writer(refs);
-    final byte[] key;
-    final int partition;
     final DiscardSink.Step stopAfter =
         sink instanceof DiscardSink discard ? discard.stopAfter() : DiscardSink.Step.ENCODE;
+    final Object[] refs = new Object[plan.width()];
+    // A tap over runs: the run of the pair being written, and the runs (MatchRuns).
+    final long[] run = new long[1];
+    final Object[] writer = runs == null ? chunk.writer(refs) : withRun(chunk.writer(refs), run);
+    final MatchRuns matchRuns = runs == null ? null : new MatchRuns(runs, plan.key(), chunk,
+        refs, pairInput(), stopAfter != DiscardSink.Step.CALL, this::sendIfFull);
+    final byte[] key;
+    final int partition;
     final ArrayDeque<Future<?>> unacknowledged = new ArrayDeque<>();
     int sequence;
     long sent;
@@ -218,6 +279,9 @@ public final class Tap implements Consumer<Object>, Supplier<Object>, Serializab
     void complete() {
       if (failed) {
         return; // nothing counted: a retry sends the same lineage again
+      }
+      if (matchRuns != null) {
+        matchRuns.close();
       }
       if (chunk.size() > 0) {
         send();

@@ -47,14 +47,29 @@ public final class TapExpression extends Expression implements Serializable {
 
   private final List<Expression> inputs;
   private final Tap tap;
+  // A tap over runs (Tap.Runs): the pair's run, a long; null otherwise. The last child.
+  private final Expression run;
   // The interpreted path's tap, slots and input expressions, made on its first row.
   private transient Tap typed;
   private transient Chunk.Slot[] typedSlots;
   private transient Expression[] typedValues;
 
   public TapExpression(List<Expression> inputs, Tap tap) {
+    this(inputs, tap, null);
+  }
+
+  /**
+   * A capture point over a join's pairs grouped by left row ({@link Tap#over}): true for the
+   * pairs it keeps, {@code run} each pair's left row number.
+   */
+  public TapExpression(List<Expression> inputs, Tap tap, Expression run) {
+    if ((run == null) != (tap.runs() == null)) {
+      throw new IllegalArgumentException("tap " + tap.plan().key()
+          + ": a run is given exactly when the tap takes its rows in runs");
+    }
     this.inputs = List.copyOf(inputs);
     this.tap = tap;
+    this.run = run;
   }
 
   /** Whether this tap keeps only the attributes the query reads ({@link ValuesPruning}). */
@@ -88,7 +103,7 @@ public final class TapExpression extends Expression implements Serializable {
 
   /** This tap not sending the rows its run sent before ({@link Tap#skippingRowsSentBefore}). */
   TapExpression skippingRowsSentBefore() {
-    return new TapExpression(inputs, tap.skippingRowsSentBefore());
+    return new TapExpression(inputs, tap.skippingRowsSentBefore(), run);
   }
 
   /** Whether {@link #skippingRowsSentBefore} was applied. */
@@ -120,17 +135,33 @@ public final class TapExpression extends Expression implements Serializable {
         kept.add(attributeValue(i));
       }
     }
-    return kept.size() == inputs.size() ? this : new TapExpression(kept, tap.keeping(names));
+    return kept.size() == inputs.size() ? this
+        : new TapExpression(kept, tap.keeping(names), run);
   }
 
   @Override
   public Seq<Expression> children() {
-    return scalaSeq(inputs);
+    if (run == null) {
+      return scalaSeq(inputs);
+    }
+    List<Expression> all = new ArrayList<>(inputs);
+    all.add(run);
+    return scalaSeq(all);
   }
 
   @Override
   public Expression withNewChildrenInternal(IndexedSeq<Expression> children) {
-    return new TapExpression(CollectionConverters.asJava(children), tap);
+    List<Expression> all = CollectionConverters.asJava(children);
+    if (run == null) {
+      return new TapExpression(all, tap);
+    }
+    return new TapExpression(all.subList(0, all.size() - 1), tap, all.get(all.size() - 1));
+  }
+
+  /** Whether input {@code i} is a pair's right row id that the tap gathers into its row's id
+   * array ({@link Tap.Runs#SEMI}): one id, written as a long. */
+  private boolean gathered(int i) {
+    return tap.runs() == Tap.Runs.SEMI && i == tap.pairInput();
   }
 
   @Override
@@ -164,6 +195,9 @@ public final class TapExpression extends Expression implements Serializable {
     String declared = i < tap.plan().inputs().size() ? tap.plan().inputTypes().get(i) : "text";
     boolean integral = type instanceof LongType || type instanceof IntegerType
         || type instanceof ShortType || type instanceof ByteType;
+    if (gathered(i)) {
+      return type instanceof LongType ? Chunk.Slot.ARRAY : fail(i, declared, type);
+    }
     Chunk.Slot slot = switch (declared) {
       case "id" -> integral ? Chunk.Slot.LONG : null;
       case "ids" -> type instanceof ArrayType array && array.elementType() instanceof LongType
@@ -177,12 +211,14 @@ public final class TapExpression extends Expression implements Serializable {
           : wide(type) ? Chunk.Slot.WIDE_DECIMAL
           : Chunk.Slot.TEXT; // a string, or cast to one
     };
-    if (slot == null) {
-      throw new IllegalStateException("tap " + tap.plan().key() + ": input "
-          + (i < tap.plan().inputs().size() ? tap.plan().inputs().get(i) : "attribute " + i)
-          + " is declared " + declared + " but Spark holds it as " + type.simpleString());
-    }
-    return slot;
+    return slot != null ? slot : fail(i, declared, type);
+  }
+
+  private Chunk.Slot fail(int i, String declared, DataType type) {
+    throw new IllegalStateException("tap " + tap.plan().key() + ": input "
+        + (i < tap.plan().inputs().size() ? tap.plan().inputs().get(i) : "attribute " + i)
+        + " is declared " + declared + (gathered(i) ? " (one id per pair)" : "")
+        + " but Spark holds it as " + type.simpleString());
   }
 
   /**
@@ -255,6 +291,10 @@ public final class TapExpression extends Expression implements Serializable {
       if (v == null) {
         continue;
       }
+      if (gathered(i)) {
+        longs[at + i] = ((Number) v).longValue();
+        continue;
+      }
       switch (slots[i]) {
         case LONG, DATE -> longs[at + i] = ((Number) v).longValue();
         case DECIMAL -> longs[at + i] = ((Decimal) v).toUnscaledLong();
@@ -263,6 +303,10 @@ public final class TapExpression extends Expression implements Serializable {
         case TEXT, ARRAY, WIDE_DECIMAL -> refs[i] = v;
         default -> throw new IllegalStateException();
       }
+    }
+    if (run != null) {
+      ((long[]) row[4])[0] = ((Number) run.eval(input)).longValue();
+      return t.test(row);
     }
     t.accept(row);
     return Boolean.TRUE;
@@ -294,14 +338,14 @@ public final class TapExpression extends Expression implements Serializable {
       ExprCode input = value(i, slots[i]).genCode(ctx);
       block = block.$plus(input.code());
       String cell = "[" + at + " + " + i + "]";
-      String store = switch (slots[i]) {
+      String store = gathered(i) ? longs + cell + " = (long) " : switch (slots[i]) {
         case LONG, DATE -> longs + cell + " = (long) ";
         case DECIMAL -> longs + cell + " = (";
         case DOUBLE -> longs + cell + " = java.lang.Double.doubleToRawLongBits(";
         case BOOL -> longs + cell + " = (";
         case TEXT, ARRAY, WIDE_DECIMAL -> refs + "[" + i + "] = ";
       };
-      String end = switch (slots[i]) {
+      String end = gathered(i) ? ";\n" : switch (slots[i]) {
         case DOUBLE -> ");\n";
         case BOOL -> ") ? 1L : 0L;\n";
         case DECIMAL -> ").toUnscaledLong();\n";
@@ -316,6 +360,17 @@ public final class TapExpression extends Expression implements Serializable {
       parts.add(end + "}\n");
       block = block.$plus(new CodeBlock(scalaSeq(List.copyOf(parts)), scalaSeq(List.copyOf(args))));
     }
+    if (run != null) {
+      ExprCode number = run.genCode(ctx);
+      block = block.$plus(number.code());
+      String kept = ctx.freshName("sparkprovKept");
+      block = block.$plus(new CodeBlock(scalaSeq(List.of(
+          "((long[]) " + row + "[4])[0] = ", ";\nboolean " + kept
+              + " = ((java.util.function.Predicate) " + ref + ").test(" + row + ");\n")),
+          scalaSeq(List.of(number.value()))));
+      return ExprCode.apply(block, FalseLiteral$.MODULE$,
+          JavaCode$.MODULE$.variable(kept, DataTypes.BooleanType));
+    }
     block = block.$plus(new CodeBlock(
         scalaSeq(List.of("((java.util.function.Consumer) " + ref + ").accept(" + row + ");\n")),
         scalaSeq(List.of())));
@@ -325,7 +380,7 @@ public final class TapExpression extends Expression implements Serializable {
 
   @Override
   public int productArity() {
-    return 2;
+    return 3;
   }
 
   @Override
@@ -333,6 +388,7 @@ public final class TapExpression extends Expression implements Serializable {
     return switch (n) {
       case 0 -> inputs;
       case 1 -> tap;
+      case 2 -> run;
       default -> throw new IndexOutOfBoundsException(n);
     };
   }
@@ -344,12 +400,14 @@ public final class TapExpression extends Expression implements Serializable {
 
   @Override
   public boolean equals(Object other) {
-    return other instanceof TapExpression t && t.tap == tap && t.inputs.equals(inputs);
+    return other instanceof TapExpression t && t.tap == tap && t.inputs.equals(inputs)
+        && java.util.Objects.equals(t.run, run);
   }
 
   @Override
   public int hashCode() {
-    return System.identityHashCode(tap) * 31 + inputs.hashCode();
+    return (System.identityHashCode(tap) * 31 + inputs.hashCode()) * 31
+        + java.util.Objects.hashCode(run);
   }
 
   private static <T> Seq<T> scalaSeq(List<T> items) {

@@ -190,14 +190,23 @@ public final class TapPlacement extends Rule<LogicalPlan> {
   record Placed(LogicalPlan plan, List<Attribute> visible, Attribute id, Pending pending,
       String origin, Set<String> idKeys) {}
 
-  /** A capture point not placed yet: its plan and its input expressions, in the plan's order. */
-  record Pending(TapPlan plan, List<Expression> inputs, List<Attribute> attributes) {
+  /**
+   * A capture point not placed yet: its plan and its input expressions, in the plan's order;
+   * over a semi join's pairs ({@link SemiJoins}), {@code run}, the left row number its pairs are
+   * grouped by, else null: the plan holds each pair until the capture point is placed.
+   */
+  record Pending(TapPlan plan, List<Expression> inputs, List<Attribute> attributes,
+      Attribute run) {
+    Pending(TapPlan plan, List<Expression> inputs, List<Attribute> attributes) {
+      this(plan, inputs, attributes, null);
+    }
+
     Pending named(String relation, List<String> names, List<Attribute> kept, String[] split) {
       TapPlan p = plan;
       return new Pending(new TapPlan(p.kind(), p.key(), p.runId(), p.workflow(), relation, names,
           p.inputs(), p.inputTypes(), List.of(split), p.label(), p.module(), p.functions(),
           p.groupKey(), p.delta(), p.aggregates(), p.salts(), p.origins(), p.pairKey(),
-          p.rowsPerMessage(), p.maxTextBytes(), p.valuesRead()), inputs, kept);
+          p.rowsPerMessage(), p.maxTextBytes(), p.valuesRead()), inputs, kept, run);
     }
   }
 
@@ -207,6 +216,8 @@ public final class TapPlacement extends Rule<LogicalPlan> {
     private final Map<String, Integer> relations = new HashMap<>();
     /** Subplans placed already, read again above (a window's numbered rows): as they are. */
     private final Map<LogicalPlan, Placed> placedAlready = new java.util.IdentityHashMap<>();
+    // How many limits read the node being placed with nothing between that reads all its rows.
+    private int streamingLimits;
 
     Placement(CaptureRun run) {
       this.run = run;
@@ -254,7 +265,31 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       return false;
     }
 
+    /**
+     * Whether the node being placed is read by a limit with no operator between that reads
+     * all its input first (a sort, an aggregation, a window): the limit may stop its rows
+     * midway, so a semi or anti join there cannot wait for a row's last pair ({@link
+     * SemiJoins}).
+     */
+    boolean underStreamingLimit() {
+      return streamingLimits > 0;
+    }
+
     Placed place(LogicalPlan node) {
+      int saved = streamingLimits;
+      if (node instanceof Sort || node instanceof Aggregate || node instanceof Window) {
+        streamingLimits = 0;
+      } else if (node instanceof GlobalLimit || node instanceof LocalLimit) {
+        streamingLimits++;
+      }
+      try {
+        return placeNode(node);
+      } finally {
+        streamingLimits = saved;
+      }
+    }
+
+    private Placed placeNode(LogicalPlan node) {
       Placed known = placedAlready.get(node);
       if (known != null) {
         return known;
@@ -381,6 +416,9 @@ public final class TapPlacement extends Rule<LogicalPlan> {
         for (Expression e : child.pending().inputs()) {
           carried.add((Attribute) e);
         }
+        if (child.pending().run() != null) {
+          carried.add(child.pending().run());
+        }
       }
       for (Attribute a : carried) {
         if (listed.add(a.exprId().id())) {
@@ -455,7 +493,8 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       List<Expression> inputs = new ArrayList<>(pending.inputs());
       inputs.addAll(pending.attributes());
       Tap tap = new Tap(pending.plan(), run.sink(), run.counts());
-      LogicalPlan tapped = new Filter(new TapExpression(inputs, tap), placed.plan());
+      LogicalPlan tapped = new Filter(pending.run() == null ? new TapExpression(inputs, tap)
+          : new TapExpression(inputs, tap.over(Tap.Runs.SEMI), pending.run()), placed.plan());
       if (pending.plan().kind().equals("source")) {
         return new Placed(tapped, placed.visible(), placed.id(), null, placed.origin(),
             placed.idKeys());
