@@ -236,6 +236,7 @@ def test_an_anti_join_records_each_row_it_dropped_with_a_match(job: dict[str, An
     [
         ("in_subquery", ("BroadcastHashJoin", "SortMergeJoin")),  # Spark's choice
         ("not_exists", ("BroadcastHashJoin", "SortMergeJoin")),
+        ("exists_under_or", ("BroadcastHashJoin", "SortMergeJoin")),  # an existence join
         ("exists_sort_merge", ("SortMergeJoin",)),
         ("not_exists_sort_merge", ("SortMergeJoin",)),
     ],

@@ -20,6 +20,8 @@ final class MatchRuns {
   private final int input; // the pair's right row id: one id per pair, null where none matches
   private final boolean record; // false: pairs pass as they should, nothing is kept
   private final Runnable closed;
+  private final Excluded excluded; // an existence join's excluded rows; else null
+  private long left; // the open run's left row id (an existence join's)
   private boolean open;
   private long current;
   private int held = -1;
@@ -34,7 +36,11 @@ final class MatchRuns {
    * sent then).
    */
   MatchRuns(Tap.Runs kind, String key, Chunk chunk, Object[] refs, int input, boolean record,
-      Runnable closed) {
+      Runnable closed, Excluded excluded) {
+    if ((kind == Tap.Runs.EXISTENCE) != (excluded != null)) {
+      throw new IllegalArgumentException("runs of " + key
+          + ": the excluded rows' recorder is given exactly for an existence join");
+    }
     this.kind = kind;
     this.key = key;
     this.chunk = chunk;
@@ -42,6 +48,16 @@ final class MatchRuns {
     this.input = input;
     this.record = record;
     this.closed = closed;
+    this.excluded = excluded;
+  }
+
+  /** Where an existence join's matched rows go as an anti join's excluded rows: the left row's
+   * id and the smallest of its matches' ids. */
+  interface Excluded {
+    /** The left row id is input {@link #left()} of the chunk's rows. */
+    int left();
+
+    void exclude(long left, long match);
   }
 
   /** The pair written at the chunk's next row, of run {@code run}: whether it passes. */
@@ -50,11 +66,10 @@ final class MatchRuns {
     long match = chunk.written(input);
     if (open && run == current) {
       if (matched) { // the pairs of a row with matches all have one
-        if (kind == Tap.Runs.SEMI) {
+        if (kind != Tap.Runs.ANTI) {
           witnesses.add(match);
-        } else {
-          smallest = Math.min(smallest, match);
         }
+        smallest = Math.min(smallest, match);
       }
       return false;
     }
@@ -69,20 +84,22 @@ final class MatchRuns {
     open = true;
     current = run;
     if (!matched) { // no right row matches: the row's only pair
-      return kind == Tap.Runs.ANTI;
+      return kind != Tap.Runs.SEMI;
     }
     if (record) {
-      if (kind == Tap.Runs.SEMI) {
+      if (kind != Tap.Runs.ANTI) {
         refs[input] = NO_IDS; // set when the run ends
         witnesses.clear();
         witnesses.add(match);
-      } else {
-        smallest = match;
       }
+      if (excluded != null) {
+        left = chunk.written(excluded.left());
+      }
+      smallest = match;
       chunk.commit(refs);
       held = chunk.size() - 1;
     }
-    return kind == Tap.Runs.SEMI;
+    return kind != Tap.Runs.ANTI;
   }
 
   /** The open run ended: its row, if it records one, complete. */
@@ -95,12 +112,15 @@ final class MatchRuns {
     if (held < 0) {
       return;
     }
-    if (kind == Tap.Runs.SEMI) {
-      chunk.setArray(held, input, witnesses.toArray());
-    } else {
+    if (kind == Tap.Runs.ANTI) {
       chunk.setLong(held, input, smallest);
+    } else {
+      chunk.setArray(held, input, witnesses.toArray());
     }
     held = -1;
+    if (excluded != null) {
+      excluded.exclude(left, smallest);
+    }
     closed.run();
   }
 }

@@ -55,11 +55,13 @@ final class SemiJoins {
   static Placed place(TapPlacement.Placement at, Join node) {
     Placed left = at.materialize(at.place(node.left()));
     Placed right = at.materialize(at.place(node.right()));
+    boolean together = !at.underStreamingLimit() && ExtraOptimizations.enabled(TOGETHER);
     if (node.joinType() instanceof ExistenceJoin e) {
-      return existence(at, node, e.exists(), left, right);
+      return together ? existenceOfPairs(at, node, e.exists(), pairs(node, left, right), left)
+          : existence(at, node, e.exists(), left, right);
     }
     boolean semi = node.joinType().toString().equals("LeftSemi");
-    if (at.underStreamingLimit() || !ExtraOptimizations.enabled(TOGETHER)) {
+    if (!together) {
       return semi ? semi(at, node, left, right) : anti(at, node, left, right);
     }
     Pairs pairs = pairs(node, left, right);
@@ -186,6 +188,36 @@ final class SemiJoins {
     columns.add(every.left());
     return new Placed(new Project(TapPlacement.seq(columns), kept), left.visible(), every.left(),
         null, left.origin(), left.idKeys());
+  }
+
+  /** An existence join's rows from the pairs, as {@link #existence}: every left row once, a
+   * row with matches a TIMES node of it and its matches, recorded as excluded from the anti
+   * side too (one capture point records both, by the anti join's tap); a row without keeps its
+   * node. */
+  private static Placed existenceOfPairs(TapPlacement.Placement at, Join node, Attribute exists,
+      Pairs pairs, Placed left) {
+    String semiKey = at.run().nextKey("semijoin");
+    String antiKey = at.run().nextKey("antijoin");
+    Alias times = TapPlacement.alias(at.nodeId(semiKey, pairs.left()), "times");
+    List<NamedExpression> columns = new ArrayList<>(left.visible());
+    columns.addAll(List.of(pairs.left(), pairs.run(), pairs.right(), times));
+    LogicalPlan plan = new Project(TapPlacement.seq(columns), pairs.plan());
+    Tap anti = new Tap(antiPlan(at, antiKey), at.run().sink(), at.run().counts());
+    Tap tap = new Tap(semiPlan(at, semiKey), at.run().sink(), at.run().counts())
+        .over(Tap.Runs.EXISTENCE, anti);
+    LogicalPlan kept = new Filter(new TapExpression(
+        List.of(times.toAttribute(), pairs.left(), pairs.right()), tap, pairs.run()), plan);
+    Alias flag = new Alias(new IsNotNull(pairs.right()), exists.name(), exists.exprId(),
+        exists.qualifier(), scala.Option.empty(), TapPlacement.seq(List.of()));
+    Alias id = TapPlacement.alias(
+        new If(new IsNull(pairs.right()), pairs.left(), times.toAttribute()), "id");
+    List<NamedExpression> output = new ArrayList<>(left.visible());
+    output.add(flag);
+    output.add(id);
+    Set<String> keys = new HashSet<>(left.idKeys());
+    keys.add(semiKey);
+    return new Placed(new Project(TapPlacement.seq(output), kept),
+        TapPlacement.attributes(node.output()), id.toAttribute(), null, "", keys);
   }
 
   /**

@@ -9,6 +9,7 @@ import java.util.function.Consumer;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
 import org.apache.spark.TaskContext;
+import org.apache.spark.sql.catalyst.expressions.XXH64;
 import org.roaringbitmap.longlong.Roaring64NavigableMap;
 
 /**
@@ -38,7 +39,11 @@ public final class Tap
     SEMI,
     /** An anti join: a row without matches is kept, unrecorded; a row with matches is dropped
      * and recorded with the smallest of their ids (the "right" input). */
-    ANTI
+    ANTI,
+    /** An existence join: every row is kept (its first pair); a row with matches is recorded
+     * as a semi join's, with all of them, and as an anti join's excluded row, with the
+     * smallest, by a second tap ({@link #over(Runs, Tap)}). */
+    EXISTENCE
   }
   // The largest set of rows sent before that a tap skips: it travels with each of its tasks.
   static final long MAX_SKIPPED_BYTES = 4L << 20;
@@ -52,15 +57,16 @@ public final class Tap
   // (SourceRowsOnce). Null: not looked up.
   private final Roaring64NavigableMap sentBefore;
   private final Runs runs; // null: every row is kept and recorded as it comes
+  private final Tap excluded; // an existence join's anti join capture point; else null
   // Spark deserializes the plan, and so this tap, once per task; the state is the task's.
   private transient TaskState state;
 
   public Tap(TapPlan plan, Sink sink, Counts counts) {
-    this(plan, sink, counts, null, null, null, null);
+    this(plan, sink, counts, null, null, null, null, null);
   }
 
   private Tap(TapPlan plan, Sink sink, Counts counts, Chunk.Slot[] slots, int[] scales,
-      Roaring64NavigableMap sentBefore, Runs runs) {
+      Roaring64NavigableMap sentBefore, Runs runs, Tap excluded) {
     this.plan = plan;
     this.sink = sink;
     this.counts = counts;
@@ -68,17 +74,32 @@ public final class Tap
     this.scales = scales;
     this.sentBefore = sentBefore;
     this.runs = runs;
+    this.excluded = excluded;
   }
 
   /** This tap over a join's pairs grouped by left row ({@link Runs}): a semi join's capture
    * point (inputs id, left, witnesses) or an anti join's (id, left, right). */
   Tap over(Runs grouping) {
-    String kind = grouping == Runs.SEMI ? "semi_join" : "anti_join";
+    if (grouping == Runs.EXISTENCE) {
+      throw new IllegalArgumentException("an existence join's runs need its anti join's tap");
+    }
+    return over(grouping, null);
+  }
+
+  /** This semi join's tap over an existence join's pairs, recording the rows it excludes
+   * through {@code anti}, the anti join's tap (its inputs id, left, right). */
+  Tap over(Runs grouping, Tap anti) {
+    String kind = grouping == Runs.ANTI ? "anti_join" : "semi_join";
     if (!plan.kind().equals(kind)) {
       throw new IllegalArgumentException("tap " + plan.key() + " is a " + plan.kind()
           + " capture point, not a " + kind + " one");
     }
-    return new Tap(plan, sink, counts, slots, scales, sentBefore, grouping);
+    if ((grouping == Runs.EXISTENCE) != (anti != null)
+        || anti != null && !anti.plan.kind().equals("anti_join")) {
+      throw new IllegalArgumentException("tap " + plan.key()
+          + ": an anti join's tap is given exactly for an existence join");
+    }
+    return new Tap(plan, sink, counts, slots, scales, sentBefore, grouping, anti);
   }
 
   /** How this tap takes its rows: null when each is kept and recorded as it comes. */
@@ -88,7 +109,7 @@ public final class Tap
 
   /** The input that holds a pair's right row id (its runs: {@link #over}). */
   int pairInput() {
-    return plan.input(runs == Runs.SEMI ? "witnesses" : "right");
+    return plan.input(runs == Runs.ANTI ? "right" : "witnesses");
   }
 
   public TapPlan plan() {
@@ -104,13 +125,14 @@ public final class Tap
       throw new IllegalStateException("tap " + plan.key() + " has " + plan.width()
           + " inputs, its expression " + slots.length);
     }
-    return new Tap(plan, sink, counts, slots.clone(), scales.clone(), sentBefore, runs);
+    return new Tap(plan, sink, counts, slots.clone(), scales.clone(), sentBefore, runs,
+        excluded);
   }
 
   /** This tap keeping only the attributes {@code kept} (their names, in the plan's order). A row
    * sent before with more values still needs none of them sent again. */
   Tap keeping(java.util.List<String> kept) {
-    return new Tap(plan.keeping(kept), sink, counts, null, null, sentBefore, runs);
+    return new Tap(plan.keeping(kept), sink, counts, null, null, sentBefore, runs, excluded);
   }
 
   /** This source tap not sending again the rows the run sent before with the values it keeps:
@@ -122,7 +144,7 @@ public final class Tap
     if (rows.serializedSizeInBytes() > MAX_SKIPPED_BYTES) {
       rows = new Roaring64NavigableMap(); // too big to ship with every task: send them again
     }
-    return new Tap(plan, sink, counts, slots, scales, rows, runs);
+    return new Tap(plan, sink, counts, slots, scales, rows, runs, excluded);
   }
 
   /** Whether {@link #skippingRowsSentBefore} was applied. */
@@ -177,6 +199,15 @@ public final class Tap
     }
   }
 
+  /** An existence join's rows excluded, recorded by its anti join's tap; the left row's id is
+   * input {@code left} of the semi join's rows. */
+  private record Excluding(int left, TaskState anti) implements MatchRuns.Excluded {
+    @Override
+    public void exclude(long leftId, long match) {
+      anti.exclude(leftId, match);
+    }
+  }
+
   private static Object[] withRun(Object[] writer, long[] run) {
     Object[] out = java.util.Arrays.copyOf(writer, writer.length + 1);
     out[writer.length] = run;
@@ -189,6 +220,11 @@ public final class Tap
   }
 
   private TaskState start() {
+    if (excluded != null) {
+      // Started first: Spark calls completion listeners in reverse order, so this tap's last
+      // row is recorded into it before it completes.
+      excluded.taskState();
+    }
     TaskContext task = TaskContext.get();
     int partition = task == null ? -1 : task.partitionId();
     TaskState s = new TaskState(partition);
@@ -212,7 +248,8 @@ public final class Tap
     final long[] run = new long[1];
     final Object[] writer = runs == null ? chunk.writer(refs) : withRun(chunk.writer(refs), run);
     final MatchRuns matchRuns = runs == null ? null : new MatchRuns(runs, plan.key(), chunk,
-        refs, pairInput(), stopAfter != DiscardSink.Step.CALL, this::sendIfFull);
+        refs, pairInput(), stopAfter != DiscardSink.Step.CALL, this::sendIfFull,
+        excluded == null ? null : new Excluding(plan.input("left"), excluded.taskState()));
     final byte[] key;
     final int partition;
     final ArrayDeque<Future<?>> unacknowledged = new ArrayDeque<>();
@@ -245,6 +282,31 @@ public final class Tap
       if (chunk.full()) {
         send();
       }
+    }
+
+    // An anti join's excluded rows' ids, from their left rows' (the tap's id input).
+    final long excludedSeed = NodeIds.seed(plan.runId(), plan.key());
+
+    /** An anti join's row excluded: its left row's node id and the smallest of its matches'
+     * (an existence join's rows: {@link Runs#EXISTENCE}), as its capture point records it. */
+    void exclude(long left, long match) {
+      if (stopAfter == DiscardSink.Step.CALL) {
+        return;
+      }
+      long[] cells = (long[]) writer[0];
+      boolean[] nulls = (boolean[]) writer[1];
+      int at = chunk.writing();
+      int id = plan.input("id");
+      int from = plan.input("left");
+      int right = plan.input("right");
+      cells[at + id] = XXH64.hashLong(left, excludedSeed);
+      cells[at + from] = left;
+      cells[at + right] = match;
+      nulls[at + id] = false;
+      nulls[at + from] = false;
+      nulls[at + right] = false;
+      chunk.commit(refs);
+      sendIfFull();
     }
 
     void send() {

@@ -159,9 +159,9 @@ public final class TapExpression extends Expression implements Serializable {
   }
 
   /** Whether input {@code i} is a pair's right row id that the tap gathers into its row's id
-   * array ({@link Tap.Runs#SEMI}): one id, written as a long. */
+   * array (a semi or existence join's runs: {@link Tap.Runs}): one id, written as a long. */
   private boolean gathered(int i) {
-    return tap.runs() == Tap.Runs.SEMI && i == tap.pairInput();
+    return tap.runs() != null && tap.runs() != Tap.Runs.ANTI && i == tap.pairInput();
   }
 
   @Override

@@ -21,18 +21,31 @@ class MatchRunsTest {
     final Object[] writer;
     final List<String> sent = new ArrayList<>();
     final Tap.Runs kind;
+    final List<String> excluded = new ArrayList<>();
 
     Fixture(Tap.Runs kind, int capacity, boolean record) {
       this.kind = kind;
-      String name = kind == Tap.Runs.SEMI ? "semi_join" : "anti_join";
-      List<String> inputs = List.of("id", "left", kind == Tap.Runs.SEMI ? "witnesses" : "right");
-      List<String> types = List.of("id", "id", kind == Tap.Runs.SEMI ? "ids" : "id");
+      boolean anti = kind == Tap.Runs.ANTI;
+      String name = anti ? "anti_join" : "semi_join";
+      List<String> inputs = List.of("id", "left", anti ? "right" : "witnesses");
+      List<String> types = List.of("id", "id", anti ? "id" : "ids");
       TapPlan plan = new TapPlan(name, "k#1", "run", "wf", "", List.of(), inputs, types,
           List.of("main"), "", 0, List.of(), "", false, 0, List.of(1L), List.of(), "", capacity,
           64, false);
       chunk = new Chunk(plan);
       writer = chunk.writer(refs);
-      runs = new MatchRuns(kind, "k#1", chunk, refs, 2, record, this::sendIfFull);
+      MatchRuns.Excluded recorder = kind != Tap.Runs.EXISTENCE ? null : new MatchRuns.Excluded() {
+        @Override
+        public int left() {
+          return 1;
+        }
+
+        @Override
+        public void exclude(long left, long match) {
+          excluded.add(left + ":" + match);
+        }
+      };
+      runs = new MatchRuns(kind, "k#1", chunk, refs, 2, record, this::sendIfFull, recorder);
     }
 
     void sendIfFull() {
@@ -51,7 +64,7 @@ class MatchRunsTest {
     private String row(int r) {
       long id = chunk.ids("id")[r];
       long left = chunk.ids("left")[r];
-      String matches = kind == Tap.Runs.SEMI
+      String matches = kind != Tap.Runs.ANTI
           ? java.util.Arrays.toString(chunk.arrays("witnesses")[r])
           : Long.toString(chunk.ids("right")[r]);
       return id + "/" + left + ":" + matches;
@@ -98,6 +111,17 @@ class MatchRunsTest {
     assertEquals(true, f.pair(2, 20, 200, NONE));
     assertEquals(false, f.pair(3, 30, 300, 5L));
     assertEquals(List.of("10/100:4", "30/300:5"), f.end());
+  }
+
+  @Test
+  void anExistenceJoinKeepsEveryRowOnceAndRecordsTheMatchedAsBothJoinsDo() {
+    Fixture f = new Fixture(Tap.Runs.EXISTENCE, 8, true);
+    assertEquals(true, f.pair(1, 10, 100, 9L));
+    assertEquals(false, f.pair(1, 10, 100, 4L));
+    assertEquals(true, f.pair(2, 20, 200, NONE)); // kept, its own node: nothing recorded
+    assertEquals(true, f.pair(3, 30, 300, 5L));
+    assertEquals(List.of("10/100:[9, 4]", "30/300:[5]"), f.end());
+    assertEquals(List.of("100:4", "300:5"), f.excluded); // the anti side: the smallest match
   }
 
   @Test
