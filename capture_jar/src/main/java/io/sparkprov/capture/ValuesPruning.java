@@ -8,9 +8,11 @@ import org.apache.spark.sql.ExperimentalMethods;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeSet;
 import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.optimizer.ColumnPruning;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -63,6 +65,14 @@ public final class ValuesPruning extends Rule<LogicalPlan> {
       references(condition, below);
       if (condition != filter.condition()) {
         current = new Filter(condition, filter.child());
+      }
+    } else if (node instanceof Project project) {
+      // Only the columns the parent reads: the capture extension's projection over a file
+      // source's capture point lists every column of the source.
+      for (NamedExpression e : CollectionConverters.asJava(project.projectList())) {
+        if (required.contains(e.exprId().id())) {
+          references((Expression) e, below);
+        }
       }
     } else {
       below.addAll(ids(node.references()));
