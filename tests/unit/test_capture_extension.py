@@ -188,6 +188,23 @@ def test_a_query_under_the_extension_emits_the_references_graph(
     assert "MISSING" not in job[name]["shape"]  # no edge names a node never sent
 
 
+def test_a_file_sources_capture_point_keeps_only_the_columns_the_query_reads(
+    job: dict[str, Any],
+) -> None:
+    """The values policy "read" (ValuesPruning) under the extension: the query reads cust and
+    amount of orders_files, so its capture point keeps those two, and the scan reads no oid."""
+    plan = job["file_source"]["plan"].split("== Initial Plan ==")[0]
+    (tap,) = {
+        line.split("sparkprov_tap_source:orders_files", 1)[1]
+        for line in plan.splitlines()
+        if "sparkprov_tap_source:orders_files" in line
+    }
+    assert "cust#" in tap and "amount#" in tap
+    assert "oid#" not in tap, tap
+    scans = [line for line in plan.splitlines() if "FileScan" in line and "orders_files" in line]
+    assert scans and all("oid" not in line.split("ReadSchema:")[1] for line in scans), scans
+
+
 def test_a_file_sources_rows_are_labelled_by_file_and_row_index(job: dict[str, Any]) -> None:
     """Parquet rows are labelled <relation>#<file>.<row> (their file's ordinal among the scan's
     sorted files), as plan capture labels them: the same rows in every run over the files."""
