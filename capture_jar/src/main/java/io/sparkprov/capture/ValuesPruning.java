@@ -13,6 +13,7 @@ import org.apache.spark.sql.catalyst.optimizer.ColumnPruning;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -81,7 +82,8 @@ public final class ValuesPruning extends Rule<LogicalPlan> {
     List<LogicalPlan> pruned = new ArrayList<>(children.size());
     boolean changed = false;
     for (LogicalPlan child : children) {
-      LogicalPlan p = prune(child, below);
+      LogicalPlan p = prune(child, current instanceof Union ? byPosition(current, child, below)
+          : below);
       changed |= p != child;
       pruned.add(p);
     }
@@ -125,6 +127,20 @@ public final class ValuesPruning extends Rule<LogicalPlan> {
   }
 
   /** Adds what {@code e} reads to {@code out}, a prunable tap's plain attribute values apart. */
+  /** What {@code child} of a union gives of {@code required}: a union's output columns are its
+   * children's by position, under the first child's ids. */
+  private static Set<Long> byPosition(LogicalPlan union, LogicalPlan child, Set<Long> required) {
+    Set<Long> out = new HashSet<>(required);
+    List<Attribute> outputs = CollectionConverters.asJava(union.output());
+    List<Attribute> inputs = CollectionConverters.asJava(child.output());
+    for (int i = 0; i < outputs.size() && i < inputs.size(); i++) {
+      if (required.contains(outputs.get(i).exprId().id())) {
+        out.add(inputs.get(i).exprId().id());
+      }
+    }
+    return out;
+  }
+
   private static void references(Expression e, Set<Long> out) {
     if (e instanceof TapExpression tap && tap.keepsReadValues()) {
       for (Expression input : tap.idInputs()) {
