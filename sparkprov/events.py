@@ -72,7 +72,8 @@ SCHEMA_VERSION = 2
 # (sparkprov.values): sent by the JVM taps.
 # 5: value columns may hold dates and decimals as numbers (StringColumn.dates, unscaled).
 # 6: member blocks may carry their join's rows (MemberBlock.join_rows).
-READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3, 4, 5, 6})
+# 7: value columns may carry their integers as differences (StringColumn.deltas).
+READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7})
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 # Levels of split paths (split, sub-split, sub-sub-split): connected sets are kept per level.
 # lineage.proto's SplitDepth carries it, for the plugin's Schema.LEVELS too.

@@ -17,6 +17,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
     from sparkprov.v1.lineage_pb2 import StringColumn
 
@@ -135,16 +137,31 @@ def column_texts(
     return list(texts)
 
 
+def running_sum(deltas: Sequence[int]) -> list[int]:
+    """The integers a ``StringColumn`` sent as differences (``deltas``): each entry plus all
+    before it, wrapping at 64 bits as the writer's subtraction did."""
+    return np.cumsum(np.asarray(deltas, dtype=np.int64), dtype=np.int64).tolist()
+
+
 def string_column_texts(column: StringColumn) -> list[str]:
     """A lineage.proto ``StringColumn``'s entries as text (:func:`column_texts` of its fields;
-    null rows hold whatever their entry holds)."""
+    null rows hold whatever their entry holds), its integers summed back where they travel as
+    differences (``deltas``, schema version 7)."""
+    longs, decimals, dates, unscaled = column.longs, column.decimals, column.dates, column.unscaled
+    if column.deltas:
+        present = [form for form in (longs, decimals, dates, unscaled) if len(form)]
+        if len(present) != 1:
+            raise ValueError("a value column marks its integers as differences but holds none")
+        longs, decimals, dates, unscaled = (
+            running_sum(form) if len(form) else form for form in (longs, decimals, dates, unscaled)
+        )
     return column_texts(
         column.values,
-        column.longs,
+        longs,
         column.doubles,
-        column.decimals,
+        decimals,
         column.decimal_scale,
-        dates=column.dates,
-        unscaled=column.unscaled,
+        dates=dates,
+        unscaled=unscaled,
         unscaled_scale=column.unscaled_scale,
     )

@@ -30,6 +30,7 @@ from capture_agent.jvm import PROTOCOL, TapPlan, check_spark_version, jar_path, 
 from capture_agent.taps import GroupSpec, SemiJoinSpec, TapContext, salt_of
 from sparkprov.events import ATTRIBUTE_PREFIX, Batch, RunComplete, decode
 from sparkprov.v1 import lineage_pb2
+from sparkprov.values import string_column_texts
 
 Job = Callable[[ProvenanceSession, SparkSession], list[Any]]
 
@@ -242,12 +243,17 @@ def test_numbers_travel_as_numbers(spark) -> None:  # type: ignore[no-untyped-de
             F.col("h").cast("decimal(30,2)").alias("h")
         )
         prov.source(huge.coalesce(1), "Huge").collect()  # one has 19: the chunk as texts
+        # A growing key takes 6 bytes a row as it is, 2 as differences (schema version 7).
+        keys = spark.range(300).select((F.col("id") * 1000 + 10**12).alias("key"))
+        prov.source(keys.coalesce(1), "Keys").collect()
     forms: dict[str, set[str]] = {}
+    differences: dict[str, set[bool]] = {}
+    keys_read: list[str] = []
     for _, value in emitter.messages():
         event = lineage_pb2.LineageEvent.FromString(value)
         if not event.HasField("batch"):
             continue
-        assert event.schema_version == 6
+        assert event.schema_version == 7
         columns = [
             (name, column)
             for block in event.batch.nodes
@@ -269,6 +275,11 @@ def test_numbers_travel_as_numbers(spark) -> None:  # type: ignore[no-untyped-de
                 else "texts"
             )
             forms.setdefault(name, set()).add(form)
+            differences.setdefault(name, set()).add(column.deltas)
+            if name == "key":
+                keys_read += string_column_texts(column)
+    assert differences["key"] == {True} and differences["price"] == {False}
+    assert sorted(keys_read, key=int) == [str(10**12 + 1000 * i) for i in range(300)]
     assert forms["k"] == forms["i"] == forms["s"] == forms["b"] == {"longs"}
     assert forms["d"] == forms["x0"] == {"doubles"}
     assert forms["x1"] == {"longs"}
@@ -298,7 +309,7 @@ def test_source_and_join_ids_travel_as_their_inputs(spark) -> None:  # type: ign
     for _, value in emitter.messages():
         event = lineage_pb2.LineageEvent.FromString(value)
         if event.HasField("batch"):
-            assert event.schema_version == 6
+            assert event.schema_version == 7
             blocks += [(event.batch.tap, b) for b in event.batch.nodes]
             assert not event.batch.edges.src, "join edges are implied by the pairs"
     # Both join sides hold source rows as they are: they travel as positions, not ids.

@@ -12,7 +12,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sparkprov.values import column_texts, java_date, java_double, plain_decimal
+from sparkprov.v1.lineage_pb2 import StringColumn
+from sparkprov.values import (
+    column_texts,
+    java_date,
+    java_double,
+    plain_decimal,
+    string_column_texts,
+)
 
 # Java's Double.toString (what Spark's cast prints), on the JVM the tests run.
 KNOWN = [
@@ -122,3 +129,43 @@ def test_a_column_of_dates_or_decimals() -> None:
         column_texts([], [1], [], dates=[1])
     with pytest.raises(ValueError, match="18 digits"):
         column_texts([], [], [], unscaled=[10**18])
+
+
+def _differences(values: list[int]) -> list[int]:
+    """StringColumn.deltas as the JVM writer makes them: each value minus the one before, in
+    64-bit two's complement (Java's long subtraction)."""
+    out, before = [], 0
+    for v in values:
+        out.append((v - before + 2**63) % 2**64 - 2**63)
+        before = v
+    return out
+
+
+@given(st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=40))
+def test_integers_sent_as_differences_read_back_the_same(values: list[int]) -> None:
+    column = StringColumn(longs=_differences(values), deltas=True)
+    assert string_column_texts(column) == [str(v) for v in values]
+
+
+def test_every_integer_form_can_travel_as_differences() -> None:
+    assert string_column_texts(StringColumn(dates=[19_000, 1, 1], deltas=True)) == [
+        "2022-01-08",
+        "2022-01-09",
+        "2022-01-10",
+    ]
+    unscaled = StringColumn(unscaled=[150, -300], unscaled_scale=2, deltas=True)
+    assert string_column_texts(unscaled) == ["1.50", "-1.50"]
+    decimals = StringColumn(decimals=[523, 1], decimal_scale=1, deltas=True)
+    assert string_column_texts(decimals) == ["52.3", "52.4"]
+    # The same integers as they are: deltas is what makes them differences.
+    assert string_column_texts(StringColumn(longs=[5, 1])) == ["5", "1"]
+    assert string_column_texts(StringColumn(longs=[5, 1], deltas=True)) == ["5", "6"]
+
+
+def test_differences_need_integers() -> None:
+    for column in (
+        StringColumn(values=["a"], deltas=True),
+        StringColumn(doubles=[1.5], deltas=True),
+    ):
+        with pytest.raises(ValueError, match="differences but holds none"):
+            string_column_texts(column)

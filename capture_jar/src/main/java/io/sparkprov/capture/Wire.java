@@ -19,8 +19,9 @@ import java.util.List;
  * sparkprov.events.encode_batch is checked against its generated module the same way.
  */
 final class Wire {
-  /** 3: node blocks may carry their ids as the inputs they derive from ({@link Derived}). */
-  static final int SCHEMA_VERSION = 6;
+  /** 3: node blocks may carry their ids as the inputs they derive from ({@link Derived}); 7:
+   * value columns may carry their integers as differences (StringColumn.deltas). */
+  static final int SCHEMA_VERSION = 7;
 
   // Field numbers: the generated classes' (proto/sparkprov/v1/lineage.proto), never typed here.
   private static final int EVENT_SCHEMA_VERSION = LineageEvent.SCHEMA_VERSION_FIELD_NUMBER;
@@ -78,6 +79,7 @@ final class Wire {
   private static final int COLUMN_DECIMAL_SCALE = StringColumn.DECIMAL_SCALE_FIELD_NUMBER;
   private static final int COLUMN_DATES = StringColumn.DATES_FIELD_NUMBER;
   private static final int COLUMN_UNSCALED = StringColumn.UNSCALED_FIELD_NUMBER;
+  private static final int COLUMN_DELTAS = StringColumn.DELTAS_FIELD_NUMBER;
   private static final int COLUMN_UNSCALED_SCALE = StringColumn.UNSCALED_SCALE_FIELD_NUMBER;
   private static final int EDGE_SRC = EdgeBlock.SRC_FIELD_NUMBER;
   private static final int EDGE_DST = EdgeBlock.DST_FIELD_NUMBER;
@@ -323,22 +325,24 @@ final class Wire {
       }
       w.packedUint32(COLUMN_NULL_ROWS, rows);
     }
+    boolean deltas = false;
     if (column.longs() != null) {
       switch (column.kind()) {
-        case INTEGER -> w.packedSint64(COLUMN_LONGS, column.longs());
-        case DATE -> w.packedSint64(COLUMN_DATES, column.longs());
+        case INTEGER -> deltas = w.packedIntegers(COLUMN_LONGS, column.longs());
+        case DATE -> deltas = w.packedIntegers(COLUMN_DATES, column.longs());
         case DECIMAL -> {
-          w.packedSint64(COLUMN_UNSCALED, column.longs());
+          deltas = w.packedIntegers(COLUMN_UNSCALED, column.longs());
           w.uint32(COLUMN_UNSCALED_SCALE, column.scale());
         }
         default -> throw new IllegalStateException();
       }
     } else if (column.decimals() != null) {
-      w.packedSint64(COLUMN_DECIMALS, column.decimals());
+      deltas = w.packedIntegers(COLUMN_DECIMALS, column.decimals());
       w.uint32(COLUMN_DECIMAL_SCALE, column.scale());
     } else if (column.doubles() != null) {
       w.packedDoubles(COLUMN_DOUBLES, column.doubles());
     }
+    w.bool(COLUMN_DELTAS, deltas);
   }
 
   /** The fields of one message, written by {@code w} in the .proto's number order. */
@@ -374,6 +378,21 @@ final class Wire {
       message.write(new Writer(array, sizing.notes.toArray()));
       array.checkNoSpaceLeft();
       return bytes;
+    }
+
+    /**
+     * A number the sizing pass works out and the write pass needs again (a packed field's
+     * length, a choice of form): computed once, in the sizing pass, and noted in pre-order with
+     * the messages' sizes; the write pass reads it back at the same point.
+     */
+    private int noted(java.util.function.IntSupplier value) {
+      if (out == null) {
+        int slot = notes.reserve();
+        int v = value.getAsInt();
+        notes.set(slot, v);
+        return v;
+      }
+      return sizes[next++];
     }
 
     void message(int field, Fields inner) throws IOException {
@@ -501,34 +520,57 @@ final class Wire {
       if (values.length == 0) {
         return;
       }
+      packed(field, noted(() -> deltaSize(values)), o -> writeDeltas(o, values));
+    }
+
+    /**
+     * Packed sint64 {@code values}, as they are or as differences (StringColumn.deltas),
+     * whichever takes fewer bytes (as they are on a tie); true where the differences travel.
+     */
+    boolean packedIntegers(int field, long[] values) throws IOException {
+      if (values.length == 0) {
+        return false;
+      }
+      // Both sizes in one pass; the sign of the note says which form was chosen.
+      int signed = noted(() -> {
+        int plain = 0;
+        int deltas = 0;
+        long previous = 0;
+        for (long v : values) {
+          plain += CodedOutputStream.computeSInt64SizeNoTag(v);
+          deltas += CodedOutputStream.computeSInt64SizeNoTag(v - previous);
+          previous = v;
+        }
+        return deltas < plain ? -deltas : plain;
+      });
+      if (signed < 0) {
+        packed(field, -signed, o -> writeDeltas(o, values));
+        return true;
+      }
+      packed(field, signed, o -> {
+        for (long v : values) {
+          o.writeSInt64NoTag(v);
+        }
+      });
+      return false;
+    }
+
+    private static int deltaSize(long[] values) {
       int length = 0;
       long previous = 0;
       for (long v : values) {
         length += CodedOutputStream.computeSInt64SizeNoTag(v - previous);
         previous = v;
       }
-      packed(field, length, o -> {
-        long before = 0;
-        for (long v : values) {
-          o.writeSInt64NoTag(v - before);
-          before = v;
-        }
-      });
+      return length;
     }
 
-    void packedSint64(int field, long[] values) throws IOException {
-      if (values.length == 0) {
-        return;
-      }
-      int length = 0;
+    private static void writeDeltas(CodedOutputStream o, long[] values) throws IOException {
+      long before = 0;
       for (long v : values) {
-        length += CodedOutputStream.computeSInt64SizeNoTag(v);
+        o.writeSInt64NoTag(v - before);
+        before = v;
       }
-      packed(field, length, o -> {
-        for (long v : values) {
-          o.writeSInt64NoTag(v);
-        }
-      });
     }
 
     void packedDoubles(int field, double[] values) throws IOException {
@@ -546,11 +588,13 @@ final class Wire {
       if (values == null || values.length == 0) {
         return;
       }
-      int length = 0;
-      for (int v : values) {
-        length += CodedOutputStream.computeUInt32SizeNoTag(v);
-      }
-      packed(field, length, o -> {
+      packed(field, noted(() -> {
+        int length = 0;
+        for (int v : values) {
+          length += CodedOutputStream.computeUInt32SizeNoTag(v);
+        }
+        return length;
+      }), o -> {
         for (int v : values) {
           o.writeUInt32NoTag(v);
         }

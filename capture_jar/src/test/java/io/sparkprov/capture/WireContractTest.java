@@ -3,6 +3,7 @@ package io.sparkprov.capture;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import com.google.protobuf.CodedOutputStream;
 import com.google.protobuf.InvalidProtocolBufferException;
 import io.sparkprov.v1.EdgeBlock;
 import io.sparkprov.v1.LineageBatch;
@@ -51,6 +52,33 @@ class WireContractTest {
 
       assertArrayEquals(generated.toByteArray(), hand, "round " + round);
       assertEquals(generated, LineageEvent.parseFrom(hand), "round " + round);
+    }
+  }
+
+  @Test
+  void integersTravelAsDifferencesWhereShorterAndReadBackTheSame()
+      throws InvalidProtocolBufferException {
+    int n = 1000;
+    long[] growing = new long[n]; // order keys: 3 bytes each as they are, 1 as differences
+    long[] scattered = new long[n];
+    long[] wrapping = {Long.MAX_VALUE, Long.MIN_VALUE, Long.MAX_VALUE, Long.MIN_VALUE + 1};
+    Random random = new Random(7);
+    for (int r = 0; r < n; r++) {
+      growing[r] = 1_000_000 + 3L * r;
+      scattered[r] = random.nextLong();
+    }
+    boolean[] none = new boolean[n];
+    for (long[] values : List.of(growing, scattered, wrapping)) {
+      ValueColumn column = ValueColumn.ofLongs(values, Arrays.copyOf(none, values.length));
+      Wire.MemberBlock block = new Wire.MemberBlock(
+          new long[values.length], new long[values.length], "g", true, List.of(column), null,
+          false);
+      TapPlan plan = plan(random);
+      LineageEvent event = LineageEvent.parseFrom(
+          Wire.batch(plan, 0, 0, List.of(), null, null, List.of(block)));
+      StringColumn sent = event.getBatch().getMembers(0).getValues(0);
+      assertEquals(values != scattered, sent.getDeltas(), "differences where shorter");
+      assertArrayEquals(values, integersRead(sent, sent.getLongsList()));
     }
   }
 
@@ -176,21 +204,28 @@ class WireContractTest {
   /** The protobuf builder's StringColumn: texts (nulls as ""), or numbers (0 where null). */
   private static StringColumn column(ValueColumn values) {
     StringColumn.Builder c = StringColumn.newBuilder();
+    long[] integers = values.longs() != null ? values.longs() : values.decimals();
+    boolean deltas = integers != null && deltasAreShorter(integers);
+    c.setDeltas(deltas);
     for (int r = 0; r < values.size(); r++) {
       if (values.isNull(r)) {
         c.addNullRows(r);
+      }
+      long integer = 0;
+      if (integers != null) {
+        integer = deltas ? integers[r] - (r == 0 ? 0 : integers[r - 1]) : integers[r];
       }
       if (values.texts() != null) {
         c.addValues(values.isNull(r) ? "" : new String(values.texts()[r], StandardCharsets.UTF_8));
       } else if (values.longs() != null) {
         switch (values.kind()) {
-          case INTEGER -> c.addLongs(values.longs()[r]);
-          case DATE -> c.addDates(values.longs()[r]);
-          case DECIMAL -> c.addUnscaled(values.longs()[r]);
+          case INTEGER -> c.addLongs(integer);
+          case DATE -> c.addDates(integer);
+          case DECIMAL -> c.addUnscaled(integer);
           default -> throw new IllegalStateException();
         }
       } else if (values.decimals() != null) {
-        c.addDecimals(values.decimals()[r]);
+        c.addDecimals(integer);
       } else {
         c.addDoubles(values.doubles()[r]);
       }
@@ -202,6 +237,28 @@ class WireContractTest {
       c.setUnscaledScale(values.scale());
     }
     return c.build();
+  }
+
+  /** StringColumn.deltas' rule: differences where they take fewer bytes than the values. */
+  private static boolean deltasAreShorter(long[] values) {
+    long plain = 0;
+    long deltas = 0;
+    for (int r = 0; r < values.length; r++) {
+      plain += CodedOutputStream.computeSInt64SizeNoTag(values[r]);
+      deltas += CodedOutputStream.computeSInt64SizeNoTag(values[r] - (r == 0 ? 0 : values[r - 1]));
+    }
+    return deltas < plain;
+  }
+
+  /** The values a reader gets back from a column's integers: the running sum where deltas. */
+  private static long[] integersRead(StringColumn column, List<Long> field) {
+    long[] out = new long[field.size()];
+    long sum = 0;
+    for (int r = 0; r < out.length; r++) {
+      sum = column.getDeltas() ? sum + field.get(r) : field.get(r);
+      out[r] = sum;
+    }
+    return out;
   }
 
   private static List<Long> boxed(long[] ids) {
@@ -316,7 +373,8 @@ class WireContractTest {
       case 3 -> {
         long[] days = new long[n];
         for (int i = 0; i < n; i++) {
-          days[i] = nulls[i] ? 0 : random.nextInt(6_000_000) - 3_000_000;
+          days[i] = nulls[i] ? 0 : random.nextBoolean() ? 19_000 + i
+              : random.nextInt(6_000_000) - 3_000_000;
         }
         return ValueColumn.ofDates(days, nulls);
       }
@@ -330,9 +388,11 @@ class WireContractTest {
       case 0 -> {
         long[] longs = new long[n];
         long[] extremes = {Long.MIN_VALUE, Long.MAX_VALUE, -1, 0, 1};
+        boolean growing = random.nextBoolean(); // a key or a position: sent as differences
+        long start = random.nextLong();
         for (int i = 0; i < n; i++) {
-          longs[i] = nulls[i] ? 0 : random.nextBoolean() ? extremes[random.nextInt(5)]
-              : random.nextLong();
+          longs[i] = nulls[i] ? 0 : growing ? start + i * (long) random.nextInt(3)
+              : random.nextBoolean() ? extremes[random.nextInt(5)] : random.nextLong();
         }
         return ValueColumn.ofLongs(longs, nulls);
       }
