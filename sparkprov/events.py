@@ -72,7 +72,8 @@ SCHEMA_VERSION = 2
 # (sparkprov.values): sent by the JVM taps.
 # 5: value columns may hold dates and decimals as numbers (StringColumn.dates, unscaled).
 # 6: member blocks may carry their join's rows (MemberBlock.join_rows).
-# 7: value columns may carry their integers as differences (StringColumn.deltas).
+# 7: value columns may carry their integers as differences (StringColumn.deltas), and member
+# blocks their groups as a dictionary (MemberBlock.group_ids, group_index).
 READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7})
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 # Levels of split paths (split, sub-split, sub-sub-split): connected sets are kept per level.
@@ -863,8 +864,9 @@ def member_columns(block: lineage_pb2.MemberBlock) -> MemberColumns:
         value_columns=value_columns,
         split=block.split,
     )
-    if len(block.groups) != n:
-        raise MalformedEvent("ragged", f"member block has {len(block.groups)} groups for {n} ids")
+    groups = _member_groups(block)
+    if len(groups) != n:
+        raise MalformedEvent("ragged", f"member block has {len(groups)} groups for {n} ids")
     if len(block.values) != block.aggregates:
         raise MalformedEvent(
             "ragged",
@@ -886,13 +888,29 @@ def member_columns(block: lineage_pb2.MemberBlock) -> MemberColumns:
     return MemberColumns(
         group_key=block.group_key,
         members=members,
-        groups=np.array(block.groups, dtype=np.int64),
+        groups=groups,
         delta=block.delta,
         values=values,
         split=list(block.split),
         lefts=lefts,
         rights=rights,
     )
+
+
+def _member_groups(block: lineage_pb2.MemberBlock) -> np.ndarray:
+    """Each member's group id: ``groups``, or (schema version 7) ``group_ids`` indexed by
+    ``group_index``."""
+    if not len(block.group_ids) and not len(block.group_index):
+        return np.array(block.groups, dtype=np.int64)
+    if len(block.groups):
+        raise MalformedEvent("ragged", "a member block has both groups and a group dictionary")
+    ids = np.array(block.group_ids, dtype=np.int64)
+    index = np.array(block.group_index, dtype=np.int64)
+    if len(index) and int(index.max()) >= len(ids):
+        raise MalformedEvent(
+            "ragged", f"a member block's group index reaches past its {len(ids)} group ids"
+        )
+    return ids[index]
 
 
 def _join_rows(d: lineage_pb2.DerivedIds, derived: _Derived) -> tuple[np.ndarray, np.ndarray]:

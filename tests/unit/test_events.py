@@ -176,6 +176,40 @@ def test_derived_members_decode_to_the_same_member_ids() -> None:
     assert batch.edges["dst"] == [7, 7]
 
 
+def _grouped_event(**fields: list[int]) -> bytes:
+    """Three members of one aggregated column, their groups as ``fields`` give them."""
+    event = lineage_pb2.LineageEvent(schema_version=7, run_id="r")
+    block = event.batch.members.add(group_key="g#1", delta=True, aggregates=1, **fields)
+    block.members.extend([1, 2, 3])
+    block.values.add().longs.extend([10, 20, 30])
+    return event.SerializeToString()
+
+
+def test_member_groups_as_a_dictionary_read_as_the_groups_sent_plainly() -> None:
+    """Schema version 7: MemberBlock.group_ids indexed by group_index are the members' groups."""
+    plain = events.decode(_grouped_event(groups=[7, -9, 7]))
+    dictionary = events.decode(_grouped_event(group_ids=[7, -9], group_index=[0, 1, 0]))
+    assert isinstance(plain, events.Batch) and isinstance(dictionary, events.Batch)
+    assert list(dictionary.members[0].groups) == [7, -9, 7]
+    assert events.member_block("r", dictionary.members[0]) == events.member_block(
+        "r", plain.members[0]
+    )
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"group_ids": [7], "group_index": [0, 1, 0]},  # an index past the ids
+        {"groups": [7, 7, 7], "group_ids": [7], "group_index": [0, 0, 0]},  # both forms
+        {"group_ids": [7], "group_index": [0, 0]},  # two groups for three members
+    ],
+)
+def test_a_bad_group_dictionary_is_refused_as_ragged(fields: dict[str, list[int]]) -> None:
+    with pytest.raises(MalformedEvent) as info:
+        events.decode(_grouped_event(**fields))
+    assert info.value.reason == "ragged"
+
+
 def _join_rows_event(
     left: list[int], right: list[int], aggregates: int = 1, **derived: list[int]
 ) -> bytes:

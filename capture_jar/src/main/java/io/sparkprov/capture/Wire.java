@@ -69,6 +69,9 @@ final class Wire {
   private static final int MEMBER_VALUES = io.sparkprov.v1.MemberBlock.VALUES_FIELD_NUMBER;
   private static final int MEMBER_SPLIT = io.sparkprov.v1.MemberBlock.SPLIT_FIELD_NUMBER;
   private static final int MEMBER_JOIN_ROWS = io.sparkprov.v1.MemberBlock.JOIN_ROWS_FIELD_NUMBER;
+  private static final int MEMBER_GROUP_IDS = io.sparkprov.v1.MemberBlock.GROUP_IDS_FIELD_NUMBER;
+  private static final int MEMBER_GROUP_INDEX =
+      io.sparkprov.v1.MemberBlock.GROUP_INDEX_FIELD_NUMBER;
   private static final int MEMBER_DERIVED =
       io.sparkprov.v1.MemberBlock.DERIVED_MEMBERS_FIELD_NUMBER;
   private static final int COLUMN_VALUES = StringColumn.VALUES_FIELD_NUMBER;
@@ -169,7 +172,13 @@ final class Wire {
    * members' ids travel as the positions they derive from and {@code members} is null. */
   record MemberBlock(
       long[] members, long[] groups, String groupKey, boolean delta, List<ValueColumn> values,
-      Derived derived, boolean joinRows) {
+      Derived derived, boolean joinRows, GroupDictionary dictionary) {
+    MemberBlock(long[] members, long[] groups, String groupKey, boolean delta,
+        List<ValueColumn> values, Derived derived, boolean joinRows) {
+      this(members, groups, groupKey, delta, values, derived, joinRows,
+          GroupDictionary.of(groups));
+    }
+
     MemberBlock(long[] members, long[] groups, String groupKey, boolean delta,
         List<ValueColumn> values, Derived derived) {
       this(members, groups, groupKey, delta, values, derived, false);
@@ -285,7 +294,10 @@ final class Wire {
 
   private static void member(Writer w, MemberBlock block, List<String> split) throws IOException {
     w.fixed64s(MEMBER_MEMBERS, block.members());
-    w.fixed64s(MEMBER_GROUPS, block.groups());
+    GroupDictionary dictionary = block.dictionary();
+    if (dictionary == null) {
+      w.fixed64s(MEMBER_GROUPS, block.groups());
+    }
     w.string(MEMBER_GROUP_KEY, block.groupKey());
     w.bool(MEMBER_DELTA, block.delta());
     w.uint32(MEMBER_AGGREGATES, block.values().size());
@@ -299,6 +311,10 @@ final class Wire {
       w.message(MEMBER_DERIVED, d -> derived(d, block.derived()));
     }
     w.bool(MEMBER_JOIN_ROWS, block.joinRows());
+    if (dictionary != null) {
+      w.fixed64s(MEMBER_GROUP_IDS, dictionary.ids());
+      w.packedUint32(MEMBER_GROUP_INDEX, dictionary.index());
+    }
   }
 
   /** A StringColumn: UTF-8 texts (nulls as ""), or numbers (0 where null: doubles as decimal
@@ -603,6 +619,49 @@ final class Wire {
   }
 
   /** A growable list of ints: the nested messages' sizes, in pre-order. */
+  /**
+   * A member block's groups as its distinct ids, in order of first use, and each member's index
+   * into them (MemberBlock.group_ids, group_index), made where that takes fewer bytes than 8 per
+   * member.
+   */
+  record GroupDictionary(long[] ids, int[] index) {
+    /** The dictionary of {@code groups}, or null where it would not be shorter. */
+    static GroupDictionary of(long[] groups) {
+      int n = groups.length;
+      if (n < 2) {
+        return null;
+      }
+      int capacity = Integer.highestOneBit(n * 2 - 1) << 1; // a load of at most 1/2
+      int mask = capacity - 1;
+      int shift = 64 - Integer.numberOfTrailingZeros(capacity);
+      long[] keys = new long[capacity];
+      int[] slots = new int[capacity]; // index + 1: 0 is an empty slot
+      long[] ids = new long[n];
+      int[] index = new int[n];
+      int distinct = 0;
+      long indexBytes = 0;
+      for (int r = 0; r < n; r++) {
+        long g = groups[r];
+        int h = (int) ((g * 0x9E3779B97F4A7C15L) >>> shift); // Fibonacci hashing
+        while (slots[h] != 0 && keys[h] != g) {
+          h = (h + 1) & mask;
+        }
+        if (slots[h] == 0) {
+          keys[h] = g;
+          ids[distinct] = g;
+          slots[h] = ++distinct;
+        }
+        index[r] = slots[h] - 1;
+        indexBytes += CodedOutputStream.computeUInt32SizeNoTag(index[r]);
+      }
+      // The packed fields' tags and lengths aside: 8 bytes a distinct id, the indexes' varints.
+      if (8L * distinct + indexBytes >= 8L * n) {
+        return null;
+      }
+      return new GroupDictionary(java.util.Arrays.copyOf(ids, distinct), index);
+    }
+  }
+
   private static final class SizeList {
     private int[] values = new int[64];
     private int count;

@@ -83,6 +83,37 @@ class WireContractTest {
   }
 
   @Test
+  void groupsTravelAsADictionaryWhereShorterAndReadBackTheSame()
+      throws InvalidProtocolBufferException {
+    Random random = new Random(11);
+    long[] pool = ids(random, 300);
+    long[] few = new long[2000]; // four groups, as TPC-H q1's
+    long[] runs = new long[2000]; // 300 groups, each member's next to its group's others
+    long[] distinct = ids(random, 2000);
+    for (int r = 0; r < few.length; r++) {
+      few[r] = pool[random.nextInt(4)];
+      runs[r] = pool[r * pool.length / runs.length];
+    }
+    for (long[] groups : List.of(few, runs, distinct)) {
+      Wire.MemberBlock block = new Wire.MemberBlock(
+          new long[groups.length], groups, "g", true, List.of(), null, false);
+      io.sparkprov.v1.MemberBlock sent = LineageEvent.parseFrom(
+              Wire.batch(plan(random), 0, 0, List.of(), null, null, List.of(block)))
+          .getBatch().getMembers(0);
+      long[] read;
+      if (sent.getGroupIndexCount() > 0) {
+        assertEquals(0, sent.getGroupsCount());
+        read = sent.getGroupIndexList().stream()
+            .mapToLong(i -> sent.getGroupIds(i)).toArray();
+      } else {
+        read = sent.getGroupsList().stream().mapToLong(Long::longValue).toArray();
+      }
+      assertEquals(groups != distinct, sent.getGroupIndexCount() > 0, "a dictionary where shorter");
+      assertArrayEquals(groups, read);
+    }
+  }
+
+  @Test
   void opNumbersAreTheProtosEnum() {
     for (Wire.Op op : OPS) {
       assertEquals("OP_" + op.name(), io.sparkprov.v1.Op.forNumber(op.number).name());
@@ -108,7 +139,7 @@ class WireContractTest {
       io.sparkprov.v1.MemberBlock.Builder m =
           io.sparkprov.v1.MemberBlock.newBuilder()
               .addAllMembers(block.members() == null ? List.of() : boxed(block.members()))
-              .addAllGroups(boxed(block.groups()))
+              .addAllGroups(block.dictionary() == null ? boxed(block.groups()) : List.of())
               .setGroupKey(block.groupKey())
               .setDelta(block.delta())
               .setAggregates(block.values().size())
@@ -118,6 +149,10 @@ class WireContractTest {
       }
       if (block.derived() != null) {
         m.setDerivedMembers(derived(block.derived()));
+      }
+      if (block.dictionary() != null) {
+        m.addAllGroupIds(boxed(block.dictionary().ids()));
+        m.addAllGroupIndex(Arrays.stream(block.dictionary().index()).boxed().toList());
       }
       batch.addMembers(m);
     }
@@ -345,13 +380,20 @@ class WireContractTest {
   }
 
   private static Wire.MemberBlock memberBlock(Random random) {
-    int n = random.nextInt(5);
+    int n = random.nextInt(4) == 0 ? random.nextInt(400) : random.nextInt(5);
     List<ValueColumn> values = new ArrayList<>();
     for (int c = random.nextInt(3); c > 0; c--) {
       values.add(valueColumn(random, n));
     }
     Wire.Derived derived = derived(random, n);
-    return new Wire.MemberBlock(derived == null ? ids(random, n) : null, ids(random, n),
+    long[] groups = ids(random, n);
+    if (random.nextBoolean()) { // few groups (up to 200: indexes of two bytes): a dictionary
+      long[] pool = ids(random, 1 + random.nextInt(200));
+      for (int i = 0; i < n; i++) {
+        groups[i] = pool[random.nextInt(pool.length)];
+      }
+    }
+    return new Wire.MemberBlock(derived == null ? ids(random, n) : null, groups,
         "g#" + random.nextInt(5), random.nextBoolean(), values, derived);
   }
 
