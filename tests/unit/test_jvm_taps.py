@@ -331,6 +331,12 @@ def test_source_and_join_ids_travel_as_their_inputs(spark) -> None:  # type: ign
     assert sum(nulls) == 2  # Zé's XX has no dept, SF no person
 
 
+def _members_in(block: lineage_pb2.MemberBlock) -> int:
+    """A member block's members: one group each, sent plainly or (schema version 7) as an index
+    into the block's group ids."""
+    return len(block.groups) + len(block.group_index)
+
+
 def test_members_of_joined_or_source_rows_travel_as_positions(spark) -> None:  # type: ignore[no-untyped-def]
     """Group members that are a join's rows travel as that join's pairs of positions, members
     that are a source's rows as positions (DerivedIds); the comparisons above hold over them."""
@@ -354,7 +360,7 @@ def test_members_of_joined_or_source_rows_travel_as_positions(spark) -> None:  #
         for m in event.batch.members:
             assert not m.members and m.HasField("derived_members")
             d = m.derived_members
-            forms["pairs" if len(d.left_deltas) else "positions"] += len(m.groups)
+            forms["pairs" if len(d.left_deltas) else "positions"] += _members_in(m)
     assert forms == {"pairs": len(PEOPLE), "positions": len(PEOPLE)}
 
 
@@ -384,7 +390,7 @@ def test_a_join_only_an_aggregation_reads_travels_with_its_members(spark) -> Non
             event = lineage_pb2.LineageEvent.FromString(value)
             if event.HasField("batch"):
                 taps.add(event.batch.tap.split("#")[0])
-                joined += sum(len(m.groups) for m in event.batch.members if m.join_rows)
+                joined += sum(_members_in(m) for m in event.batch.members if m.join_rows)
         return taps, joined
 
     folded_taps, folded_rows = taps_and_join_rows(True)
