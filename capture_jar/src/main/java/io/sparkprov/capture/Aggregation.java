@@ -97,7 +97,15 @@ final class Aggregation {
         keys.isEmpty() ? at.nodeId(key)
             : at.nodeId(key, TapPlacement.Placement.keyInputs(keys).toArray(new Expression[0])),
         "group");
-    LogicalPlan members = TapPlacement.project(child.plan(), child.plan().output(), group);
+    // An aggregated input that is computed (l_extendedprice * (1 - l_discount)) is computed once,
+    // in the projection below the capture point, where both it and the aggregate read it: Spark
+    // shares nothing between two operators' expressions, and decimal arithmetic is dear.
+    List<NamedExpression> added = new ArrayList<>();
+    List<NamedExpression> outputs = new ArrayList<>();
+    aggregated = computedOnce(node, aggregated, added, outputs);
+    added.add(group);
+    LogicalPlan members = TapPlacement.project(child.plan(), child.plan().output(),
+        added.toArray(new NamedExpression[0]));
 
     MemberColumns columns = MemberColumns.of(key, child.id(), group.toAttribute(), aggregated);
     List<String> inputs = columns.inputs();
@@ -121,8 +129,6 @@ final class Aggregation {
     LogicalPlan tapped = new Filter(
         new TapExpression(values, new Tap(memberTap, run.sink(), run.counts())), members);
 
-    List<NamedExpression> outputs =
-        new ArrayList<>(CollectionConverters.asJava(node.aggregateExpressions()));
     LogicalPlan grouped;
     Attribute id;
     if (keys.isEmpty()) {
@@ -184,6 +190,56 @@ final class Aggregation {
         child.plan());
     return new Placed(expanded, TapPlacement.attributes(node.output()), id, null, child.origin(),
         child.idKeys());
+  }
+
+  /**
+   * {@code aggregated} with each computed input replaced by a column: its alias goes to {@code
+   * added} (one per distinct input: sum and avg of the same product share it), and {@code
+   * outputs} receives the aggregate's output expressions reading those columns.
+   */
+  private static List<Aggregated> computedOnce(Aggregate node, List<Aggregated> aggregated,
+      List<NamedExpression> added, List<NamedExpression> outputs) {
+    java.util.Map<Expression, Attribute> columns = new java.util.HashMap<>();
+    List<Aggregated> out = new ArrayList<>();
+    int next = 0;
+    for (NamedExpression named : CollectionConverters.asJava(node.aggregateExpressions())) {
+      if (!TapPlacement.isAggregate((Expression) named)) {
+        outputs.add(named);
+        continue;
+      }
+      Aggregated a = aggregated.get(next++);
+      Expression input = a.input();
+      if (input instanceof Attribute || input.foldable()) {
+        outputs.add(named);
+        out.add(a);
+        continue;
+      }
+      Attribute column = columns.computeIfAbsent(input.canonicalized(), k -> {
+        Alias alias = TapPlacement.alias(input, "x" + added.size());
+        added.add(alias);
+        return alias.toAttribute();
+      });
+      outputs.add((NamedExpression) withInput((Expression) named, column));
+      out.add(new Aggregated(a.output(), a.function(), column));
+    }
+    return out;
+  }
+
+  /** An aggregated output ({@code Alias}, a {@code MakeDecimal} of DecimalAggregates, the
+   * {@code AggregateExpression}, its function, an {@code UnscaledValue}) with its one input,
+   * the deepest of that chain, replaced by {@code column}. */
+  private static Expression withInput(Expression e, Attribute column) {
+    if (e instanceof AggregateFunction f) {
+      Expression arg = CollectionConverters.asJava(f.children()).get(0);
+      Expression replaced = arg instanceof UnscaledValue u
+          ? u.withNewChildren(TapPlacement.seq(List.of(column))) : column;
+      return f.withNewChildren(TapPlacement.seq(List.of(replaced)));
+    }
+    List<Expression> children = CollectionConverters.asJava(e.children());
+    if (children.size() != 1) {
+      throw new IllegalStateException("an aggregated output of more than one input: " + e);
+    }
+    return e.withNewChildren(TapPlacement.seq(List.of(withInput(children.get(0), column))));
   }
 
   /** The aggregated output columns, in order; a column that is a key or a function of the keys
