@@ -91,8 +91,10 @@ final class SemiJoins {
     LogicalPlan numbered = TapPlacement.project(left.plan(), left.plan().output(), run);
     Join joined = new Join(numbered, right.plan(), LeftOuter$.MODULE$, node.condition(),
         JoinHint.NONE());
-    joined = new Join(numbered, right.plan(), LeftOuter$.MODULE$, node.condition(),
-        streamingLeft(joined, node.hint()));
+    JoinHint hint = streamingLeft(joined, node.hint());
+    if (!hint.equals(JoinHint.NONE())) {
+      joined = new Join(numbered, right.plan(), LeftOuter$.MODULE$, node.condition(), hint);
+    }
     return new Pairs(joined, run.toAttribute(), TapPlacement.inOutput(joined, left.id()),
         TapPlacement.inOutput(joined, right.id()));
   }
@@ -207,16 +209,25 @@ final class SemiJoins {
         .over(Tap.Runs.EXISTENCE, anti);
     LogicalPlan kept = new Filter(new TapExpression(
         List.of(times.toAttribute(), pairs.left(), pairs.right()), tap, pairs.run()), plan);
-    Alias flag = new Alias(new IsNotNull(pairs.right()), exists.name(), exists.exprId(),
+    return flagged(node, exists, left, kept, pairs.right(), pairs.left(), times, semiKey);
+  }
+
+  /**
+   * An ExistenceJoin's output over {@code plan}: the left row's columns, the flag {@code exists}
+   * (true where {@code matched} is not null), and the row's id: its own ({@code leftId}) without
+   * a match, its semi join's TIMES node ({@code times}) with one.
+   */
+  private static Placed flagged(Join node, Attribute exists, Placed left, LogicalPlan plan,
+      Attribute matched, Attribute leftId, Alias times, String semiKey) {
+    Alias flag = new Alias(new IsNotNull(matched), exists.name(), exists.exprId(),
         exists.qualifier(), scala.Option.empty(), TapPlacement.seq(List.of()));
-    Alias id = TapPlacement.alias(
-        new If(new IsNull(pairs.right()), pairs.left(), times.toAttribute()), "id");
+    Alias id = TapPlacement.alias(new If(new IsNull(matched), leftId, times.toAttribute()), "id");
     List<NamedExpression> output = new ArrayList<>(left.visible());
     output.add(flag);
     output.add(id);
     Set<String> keys = new HashSet<>(left.idKeys());
     keys.add(semiKey);
-    return new Placed(new Project(TapPlacement.seq(output), kept),
+    return new Placed(new Project(TapPlacement.seq(output), plan),
         TapPlacement.attributes(node.output()), id.toAttribute(), null, "", keys);
   }
 
@@ -245,17 +256,7 @@ final class SemiJoins {
         capture(at, semiPlan(at, semiKey), times, every.left(), witnesses.toAttribute())), plan);
     LogicalPlan recorded = new Filter(
         capture(at, antiPlan(at, antiKey), excluded, every.left(), matched), kept);
-    Alias flag = new Alias(new IsNotNull(matched), exists.name(), exists.exprId(),
-        exists.qualifier(), scala.Option.empty(), TapPlacement.seq(List.of()));
-    Alias id = TapPlacement.alias(new If(new IsNull(matched), every.left(), times.toAttribute()),
-        "id");
-    List<NamedExpression> columns = new ArrayList<>(left.visible());
-    columns.add(flag);
-    columns.add(id);
-    Set<String> keys = new HashSet<>(left.idKeys());
-    keys.add(semiKey);
-    return new Placed(new Project(TapPlacement.seq(columns), recorded),
-        TapPlacement.attributes(node.output()), id.toAttribute(), null, "", keys);
+    return flagged(node, exists, left, recorded, matched, every.left(), times, semiKey);
   }
 
   /** The ids of a left row's matches, collected. */
