@@ -91,6 +91,12 @@ EXTRA = {
     "not_exists_sort_merge": """
         SELECT c.name FROM customers c
         WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.cust = c.id AND o.amount > 5)""",
+    # Python UDFs (registered by extension_job.py), evaluated by BatchEvalPython: a BLACK_BOX
+    # per row, fed by its row, as a projection calling them gives in the DataFrame API
+    "python_udf": """
+        SELECT oid, sp_twice(amount) AS twice, sp_tag(cust) AS tag FROM orders WHERE amount > 1""",
+    "python_udf_grouped": """
+        SELECT sp_tag(cust) AS tag, SUM(sp_twice(amount)) AS s FROM orders GROUP BY sp_tag(cust)""",
     # a limit right over a semi join may stop its pairs midway: paired and grouped back instead
     "exists_under_a_limit": """
         SELECT COUNT(*) AS n FROM (SELECT c.name FROM customers c

@@ -21,6 +21,7 @@ import org.apache.spark.sql.catalyst.expressions.XxHash64;
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
 import org.apache.spark.sql.catalyst.optimizer.ReplaceCTERefWithRepartition$;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.plans.logical.BaseEvalPython;
 import org.apache.spark.sql.catalyst.plans.logical.Command;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.GlobalLimit;
@@ -331,6 +332,9 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       if (node instanceof Window w) {
         return Windows.place(this, w);
       }
+      if (node instanceof BaseEvalPython e) {
+        return pythonFunctions(e);
+      }
       throw new UnsupportedPlan("the plan operator " + node.nodeName());
     }
 
@@ -510,11 +514,58 @@ public final class TapPlacement extends Rule<LogicalPlan> {
      * {@code relation} with {@code names} when one is given (frame.py's {@code _fresh} with a
      * PlusSpec): not placed yet. */
     Placed plus(Placed parent, String key, String relation, List<String> names) {
+      return fresh(parent, "plus", "", key, relation, names);
+    }
+
+    /**
+     * Python functions evaluated per row (BatchEvalPython for Python UDFs, ArrowEvalPython for
+     * scalar pandas UDFs, which Spark's "Extract Python UDFs" takes out of projections and
+     * filters): each output row is a fresh BLACK_BOX node labelled with the functions' names,
+     * fed by its input row, as frame.py gives a projection that calls Python UDFs. The node's
+     * child columns pass through it, the row's id among them.
+     */
+    private Placed pythonFunctions(BaseEvalPython node) {
+      java.util.Set<String> names = new java.util.LinkedHashSet<>();
+      Placed rows = evaluated(node, names);
+      return fresh(rows, "black_box", String.join(",", names), run.nextKey("udf"), "",
+          List.of());
+    }
+
+    /**
+     * {@code node}'s rows, the child's columns passing through, with the evaluations right
+     * below it (through projections) folded in: Spark splits one projection's functions over
+     * several nodes (a grouping key's apart, ExtractGroupingPythonUDFFromAggregate), which
+     * make one BLACK_BOX, as the projection does in the DataFrame API. {@code names} gets the
+     * functions' names in the order they run.
+     */
+    private Placed evaluated(BaseEvalPython node, java.util.Set<String> names) {
+      LogicalPlan below = node.child();
+      Placed child;
+      if (below instanceof BaseEvalPython inner) {
+        child = evaluated(inner, names);
+      } else if (below instanceof Project p && p.child() instanceof BaseEvalPython inner) {
+        child = projection(p, evaluated(inner, names));
+      } else {
+        child = materialize(place(below));
+      }
+      for (org.apache.spark.sql.catalyst.expressions.PythonUDF udf
+          : CollectionConverters.asJava(node.udfs())) {
+        names.add(udf.name());
+      }
+      LogicalPlan evaluated = ((LogicalPlan) node).withNewChildren(seq(List.of(child.plan())));
+      return new Placed(evaluated, attributes(node.output()), child.id(), null, child.origin(),
+          child.idKeys());
+    }
+
+    /** {@code parent}'s rows as fresh nodes of tap kind {@code kind}, labelled {@code label},
+     * each fed by its row: not placed yet. */
+    private Placed fresh(Placed parent, String kind, String label, String key, String relation,
+        List<String> names) {
       Alias id = alias(nodeId(key, parent.id()), "id");
       LogicalPlan p = project(parent.plan(), parent.plan().output(), id);
       List<String> origins = parent.origin().isEmpty() ? List.of() : List.of(parent.origin());
-      TapPlan tap = tapPlan("plus", key, relation, names, List.of("id", "parent"),
-          List.of("id", "id"), split(relation), "", List.of(), origins, false);
+      TapPlan tap = tapPlan(kind, key, relation, names, List.of("id", "parent"),
+          List.of("id", "id"), split(relation), "", List.of(), origins, false).labelled(label);
       List<Attribute> kept = relation.isEmpty() ? List.of() : parent.visible();
       return new Placed(p, parent.visible(), id.toAttribute(),
           new Pending(tap, List.of(id.toAttribute(), parent.id()), kept), "", Set.of(key));

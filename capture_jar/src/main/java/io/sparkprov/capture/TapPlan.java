@@ -74,6 +74,13 @@ public record TapPlan(
         rowsPerMessage, maxTextBytes, valuesRead);
   }
 
+  /** This plan with its nodes labelled {@code newLabel} (a BLACK_BOX's functions). */
+  TapPlan labelled(String newLabel) {
+    return new TapPlan(kind, key, runId, workflow, relation, attributes, inputs, inputTypes,
+        split, newLabel, module, functions, groupKey, delta, aggregates, salts, origins, pairKey,
+        rowsPerMessage, maxTextBytes, valuesRead);
+  }
+
   /** This plan without member to DELTA edges (a window partition's members: no row merged). */
   TapPlan withoutDelta() {
     return new TapPlan(kind, key, runId, workflow, relation, attributes, inputs, inputTypes,
