@@ -140,21 +140,20 @@ def column_texts(
 def running_sum(deltas: Sequence[int]) -> list[int]:
     """The integers a ``StringColumn`` sent as differences (``deltas``): each entry plus all
     before it, wrapping at 64 bits as the writer's subtraction did."""
-    return np.cumsum(np.asarray(deltas, dtype=np.int64), dtype=np.int64).tolist()
+    summed: list[int] = np.cumsum(np.asarray(deltas, dtype=np.int64), dtype=np.int64).tolist()
+    return summed
 
 
 def string_column_texts(column: StringColumn) -> list[str]:
     """A lineage.proto ``StringColumn``'s entries as text (:func:`column_texts` of its fields;
     null rows hold whatever their entry holds), its integers summed back where they travel as
     differences (``deltas``, schema version 7)."""
-    longs, decimals, dates, unscaled = column.longs, column.decimals, column.dates, column.unscaled
+    forms: list[Sequence[int]] = [column.longs, column.decimals, column.dates, column.unscaled]
     if column.deltas:
-        present = [form for form in (longs, decimals, dates, unscaled) if len(form)]
-        if len(present) != 1:
+        if sum(1 for form in forms if len(form)) != 1:
             raise ValueError("a value column marks its integers as differences but holds none")
-        longs, decimals, dates, unscaled = (
-            running_sum(form) if len(form) else form for form in (longs, decimals, dates, unscaled)
-        )
+        forms = [running_sum(form) if len(form) else form for form in forms]
+    longs, decimals, dates, unscaled = forms
     return column_texts(
         column.values,
         longs,
