@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import networkx as nx
+import pandas as pd
 
 CAPTURE = "spark.sparkprov.capture"
 
@@ -253,8 +254,31 @@ def _udf_grouped(prov: Any, spark: Any) -> Any:
     return rows.groupBy("tag").agg(F.sum("t").alias("s"))
 
 
+def sp_halve(x: pd.Series) -> pd.Series:
+    return x / 2
+
+
+def _pandas_halve() -> Any:
+    """``sp_halve`` as a scalar pandas UDF: Spark evaluates it in ArrowEvalPython."""
+    from pyspark.sql.pandas.functions import pandas_udf
+
+    return pandas_udf(sp_halve, "double")  # type: ignore[call-overload]
+
+
+def _pandas_udf_select(prov: Any, spark: Any) -> Any:
+    """test_capture_extension.py's pandas_udf in DataFrame calls."""
+    from pyspark.sql import functions as F
+
+    orders = prov.source(spark.table("orders"), "orders")
+    return orders.where(F.col("amount") > 1).select("oid", _pandas_halve()("amount").alias("half"))
+
+
 # The reference of a query calling Python UDFs, which plan capture refuses.
-UDF_REFERENCES = {"python_udf": _udf_select, "python_udf_grouped": _udf_grouped}
+UDF_REFERENCES = {
+    "python_udf": _udf_select,
+    "python_udf_grouped": _udf_grouped,
+    "pandas_udf": _pandas_udf_select,
+}
 
 
 def main(jar: str, queries_path: str, out_path: str) -> None:
@@ -278,6 +302,7 @@ def main(jar: str, queries_path: str, out_path: str) -> None:
     # Python UDFs for the queries that call them (Spark evaluates them in BatchEvalPython).
     spark.udf.register("sp_twice", sp_twice, "double")
     spark.udf.register("sp_tag", sp_tag, "string")
+    spark.udf.register("sp_halve", _pandas_halve())  # a scalar pandas UDF: ArrowEvalPython
     spark.conf.set(CAPTURE, "false")
     for view, table in spec.get("parquet_views", {}).items():  # read back from parquet files
         folder = str(Path(out_path).parent / view)

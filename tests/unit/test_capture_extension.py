@@ -97,6 +97,7 @@ EXTRA = {
         SELECT oid, sp_twice(amount) AS twice, sp_tag(cust) AS tag FROM orders WHERE amount > 1""",
     "python_udf_grouped": """
         SELECT sp_tag(cust) AS tag, SUM(sp_twice(amount)) AS s FROM orders GROUP BY sp_tag(cust)""",
+    "pandas_udf": "SELECT oid, sp_halve(amount) AS half FROM orders WHERE amount > 1",
     # a limit right over a semi join may stop its pairs midway: paired and grouped back instead
     "exists_under_a_limit": """
         SELECT COUNT(*) AS n FROM (SELECT c.name FROM customers c
@@ -296,6 +297,18 @@ def test_an_operator_not_placed_fails_the_query_naming_it(job: dict[str, Any], n
     error = job[name].get("error", "")
     assert "UnsupportedPlan" in error and REFUSED[name] in error
     assert "spark.sparkprov.capture=false" in error  # and how to run it without provenance
+
+
+def test_python_and_pandas_udfs_are_placed_where_spark_evaluates_them(
+    job: dict[str, Any],
+) -> None:
+    """The UDF queries above ran through the nodes that evaluate Python functions (their
+    lineage and shape are checked with the other queries)."""
+    assert "BatchEvalPython" in job["python_udf"]["plan"]
+    # two nodes (the grouping key's function apart), one BLACK_BOX (the shape test)
+    final = job["python_udf_grouped"]["plan"].split("== Initial Plan ==")[0]
+    assert final.count("BatchEvalPython") == 2
+    assert "ArrowEvalPython" in job["pandas_udf"]["plan"]
 
 
 def test_capture_points_fuse_into_whole_stage_codegen(job: dict[str, Any]) -> None:
