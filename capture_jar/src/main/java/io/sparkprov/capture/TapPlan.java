@@ -76,6 +76,9 @@ public record TapPlan(
 
   /** This plan with its nodes labelled {@code newLabel} (a BLACK_BOX's functions). */
   TapPlan labelled(String newLabel) {
+    if (newLabel.equals(label)) {
+      return this;
+    }
     return new TapPlan(kind, key, runId, workflow, relation, attributes, inputs, inputTypes,
         split, newLabel, module, functions, groupKey, delta, aggregates, salts, origins, pairKey,
         rowsPerMessage, maxTextBytes, valuesRead);

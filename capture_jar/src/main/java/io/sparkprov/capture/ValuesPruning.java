@@ -126,7 +126,6 @@ public final class ValuesPruning extends Rule<LogicalPlan> {
     return changed ? e.withNewChildren(CollectionConverters.asScala(narrowed).toList()) : e;
   }
 
-  /** Adds what {@code e} reads to {@code out}, a prunable tap's plain attribute values apart. */
   /** What {@code child} of a union gives of {@code required}: a union's output columns are its
    * children's by position, under the first child's ids. */
   private static Set<Long> byPosition(LogicalPlan union, LogicalPlan child, Set<Long> required) {
@@ -141,6 +140,7 @@ public final class ValuesPruning extends Rule<LogicalPlan> {
     return out;
   }
 
+  /** Adds what {@code e} reads to {@code out}, a prunable tap's plain attribute values apart. */
   private static void references(Expression e, Set<Long> out) {
     if (e instanceof TapExpression tap && tap.keepsReadValues()) {
       for (Expression input : tap.idInputs()) {

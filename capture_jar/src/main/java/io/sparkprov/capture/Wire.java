@@ -20,7 +20,8 @@ import java.util.List;
  */
 final class Wire {
   /** 3: node blocks may carry their ids as the inputs they derive from ({@link Derived}); 7:
-   * value columns may carry their integers as differences (StringColumn.deltas). */
+   * value columns may carry their integers as differences (StringColumn.deltas), member blocks
+   * their groups as a dictionary ({@link GroupDictionary}). */
   static final int SCHEMA_VERSION = 7;
 
   // Field numbers: the generated classes' (proto/sparkprov/v1/lineage.proto), never typed here.
@@ -618,7 +619,6 @@ final class Wire {
     }
   }
 
-  /** A growable list of ints: the nested messages' sizes, in pre-order. */
   /**
    * A member block's groups as its distinct ids, in order of first use, and each member's index
    * into them (MemberBlock.group_ids, group_index), made where that takes fewer bytes than 8 per
@@ -662,6 +662,7 @@ final class Wire {
     }
   }
 
+  /** A growable list of ints: the nested messages' sizes and the noted numbers, in pre-order. */
   private static final class SizeList {
     private int[] values = new int[64];
     private int count;
