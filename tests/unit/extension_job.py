@@ -338,8 +338,9 @@ def main(jar: str, queries_path: str, out_path: str) -> None:
         spark.conf.set(CAPTURE, "false")
         emitter = MemoryEmitter(spark)
         with ProvenanceSession(spark, f"reference-{name}", values="all", emitter=emitter) as prov:
-            if name in UDF_REFERENCES:  # plan capture refuses Python UDFs: the DataFrame API's
-                UDF_REFERENCES[name](prov, spark).named("Out").collect()
+            reference = UDF_REFERENCES.get(name.removesuffix("_layered"))
+            if reference is not None:  # plan capture refuses Python UDFs: the DataFrame API's
+                reference(prov, spark).named("Out").collect()
             else:
                 prov.tracked(query()).named("Out").collect()
         spark.conf.set(CAPTURE, "true")

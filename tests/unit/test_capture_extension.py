@@ -104,7 +104,20 @@ EXTRA = {
         WHERE EXISTS (SELECT 1 FROM orders o WHERE o.cust = c.id) LIMIT 100)""",
 }
 NO_BROADCAST = {"spark.sql.autoBroadcastJoinThreshold": "-1"}
-CONFS = {"exists_sort_merge": NO_BROADCAST, "not_exists_sort_merge": NO_BROADCAST}
+# The same queries with every capture point placed as before io.sparkprov.capture.FewerLayers
+# (a filter over the id's projection, and a projection dropping the inputs' ids): the graph must
+# not change, only the plan's layers.
+LAYERED = {"spark.sparkprov.fewerLayers": "false"}
+EXTRA |= {
+    "join_group_order_layered": QUERIES["join_group_order"],
+    "python_udf_grouped_layered": EXTRA["python_udf_grouped"],
+}
+CONFS = {
+    "exists_sort_merge": NO_BROADCAST,
+    "not_exists_sort_merge": NO_BROADCAST,
+    "join_group_order_layered": LAYERED,
+    "python_udf_grouped_layered": LAYERED,
+}
 # Files read twice in one query: one source under the extension (CaptureRun.fileSource), where
 # plan capture makes the second read a source of its own (orders_files_2): checked on its own.
 SAME_FILES = {
@@ -317,6 +330,37 @@ def test_capture_points_fuse_into_whole_stage_codegen(job: dict[str, Any]) -> No
     assert len(taps) >= 5  # two sources, the join, the members, the groups, the named rows
     final = plan.split("== Initial Plan ==")[0]
     assert all("*(" in line for line in final.splitlines() if "sparkprov_tap" in line)
+
+
+def _layers(plan: str) -> Counter[str]:
+    """The executed plan's projections and filters, and the taps each kind holds."""
+    final = plan.split("== Initial Plan ==")[0]
+    out: Counter[str] = Counter()
+    for line in final.splitlines():
+        node = line.lstrip(" :+-*()0123456789")
+        for kind in ("Project", "Filter"):
+            if node.startswith(kind + " "):
+                out[kind] += 1
+                out[f"{kind} taps"] += node.count("sparkprov_tap")
+    return out
+
+
+@pytest.mark.parametrize("name", ["join_group_order", "python_udf_grouped"])
+def test_taps_that_yield_their_rows_ids_make_fewer_layers_and_the_same_graph(
+    job: dict[str, Any], name: str
+) -> None:
+    """FewerLayers: a join's, a group's, its members' and a Python function's rows are captured
+    by the projection that computes their ids, where a filter and two projections were; the
+    graph is the one the layered plan gives."""
+    fewer, layered = job[name], job[f"{name}_layered"]
+    assert fewer["lineage"] == layered["lineage"]
+    assert fewer["shape"] == layered["shape"]
+    assert fewer["emitted"] == layered["emitted"]
+    few, many = _layers(fewer["plan"]), _layers(layered["plan"])
+    # taps in projections now: all but the sources' and the named rows' (filters, as before)
+    assert many["Project taps"] == 0 and few["Project taps"] >= 1
+    assert few["Filter taps"] == 2 if name == "python_udf_grouped" else 3
+    assert few["Project"] + few["Filter"] < many["Project"] + many["Filter"] - 2
 
 
 def test_explain_sends_nothing_and_the_switches_leave_the_plan_alone(

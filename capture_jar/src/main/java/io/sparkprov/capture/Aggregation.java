@@ -48,6 +48,9 @@ final class Aggregation {
    */
   record MemberColumns(List<String> inputs, List<String> types, List<Expression> values,
       List<String> functions, List<Long> salts) {
+    /** Which input is the member's group id. */
+    static final int GROUP = 1;
+
     static MemberColumns of(String key, Expression id, Expression group,
         List<Aggregated> aggregated) {
       MemberColumns m = new MemberColumns(new ArrayList<>(List.of("id", "group")),
@@ -126,8 +129,26 @@ final class Aggregation {
         List.of(), inputs, types,
         TapPlacement.Placement.split(""), key, List.of(), List.of(), aggregated.size(), origins,
         pairKey, false);
-    LogicalPlan tapped = new Filter(
-        new TapExpression(values, new Tap(memberTap, run.sink(), run.counts())), members);
+    TapExpression memberCapture =
+        new TapExpression(values, new Tap(memberTap, run.sink(), run.counts()));
+    LogicalPlan tapped;
+    Attribute groupKey = group.toAttribute();
+    if (!keys.isEmpty() && ExtraOptimizations.enabled(FewerLayers.CONF)) {
+      // One projection: the members' tap yields each row's group id, the key the aggregate
+      // groups by (FewerLayers).
+      Alias yielded = TapPlacement.alias(memberCapture.yielding(MemberColumns.GROUP), "group");
+      List<NamedExpression> passed = new ArrayList<>();
+      for (Attribute a : CollectionConverters.asJava(members.output())) {
+        if (!a.exprId().equals(groupKey.exprId())) {
+          passed.add(a);
+        }
+      }
+      passed.add(yielded);
+      tapped = new Project(TapPlacement.seq(passed), members);
+      groupKey = yielded.toAttribute();
+    } else {
+      tapped = new Filter(memberCapture, members);
+    }
 
     LogicalPlan grouped;
     Attribute id;
@@ -139,8 +160,8 @@ final class Aggregation {
       id = constant.toAttribute();
     } else {
       List<Expression> grouping = new ArrayList<>(keys);
-      grouping.add(group.toAttribute());
-      Alias groupId = TapPlacement.alias(group.toAttribute(), "id");
+      grouping.add(groupKey);
+      Alias groupId = TapPlacement.alias(groupKey, "id");
       outputs.add(groupId);
       grouped = new Aggregate(TapPlacement.seq(grouping), TapPlacement.seq(outputs), tapped,
           node.hint());

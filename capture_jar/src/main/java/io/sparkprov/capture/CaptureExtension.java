@@ -43,5 +43,6 @@ public final class CaptureExtension extends AbstractFunction1<SparkSessionExtens
     ValuesPruning.install(experimental);
     SourceFiltersFirst.install(experimental);
     SourceRowsOnce.install(experimental);
+    FewerLayers.install(experimental);
   }
 }

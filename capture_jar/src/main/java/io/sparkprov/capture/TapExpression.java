@@ -34,7 +34,9 @@ import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * A capture point as a Catalyst expression: always true, non-deterministic, over the tap's
- * inputs (its children, in the TapPlan's order). Whole-stage codegen inlines it: the generated
+ * inputs (its children, in the TapPlan's order). A tap may instead yield one of its id inputs
+ * ({@link #yielding}): the row's own id, so that one projection both computes the id and
+ * captures the row, with no filter and no second projection around it ({@link FewerLayers}). Whole-stage codegen inlines it: the generated
  * code evaluates each input and writes it into the tap's row slots (a number as a long, a text
  * or an id array as Spark's own object), then hands the row to the {@link Tap}: no struct, no
  * boxing, no conversion to external types. A kept value of a numeric column is handed over as
@@ -49,6 +51,8 @@ public final class TapExpression extends Expression implements Serializable {
   private final Tap tap;
   // A tap over runs (Tap.Runs): the pair's run, a long; null otherwise. The last child.
   private final Expression run;
+  // The id input this tap yields (a projection's column), or -1: a filter's condition, true.
+  private final int yields;
   // The interpreted path's tap, slots and input expressions, made on its first row.
   private transient Tap typed;
   private transient Chunk.Slot[] typedSlots;
@@ -63,6 +67,10 @@ public final class TapExpression extends Expression implements Serializable {
    * pairs it keeps, {@code run} each pair's left row number.
    */
   public TapExpression(List<Expression> inputs, Tap tap, Expression run) {
+    this(inputs, tap, run, -1);
+  }
+
+  private TapExpression(List<Expression> inputs, Tap tap, Expression run, int yields) {
     if ((run == null) != (tap.runs() == null)) {
       throw new IllegalArgumentException("tap " + tap.plan().key()
           + ": a run is given exactly when the tap takes its rows in runs");
@@ -70,6 +78,27 @@ public final class TapExpression extends Expression implements Serializable {
     this.inputs = List.copyOf(inputs);
     this.tap = tap;
     this.run = run;
+    if (yields >= 0 && (run != null || yields >= tap.plan().inputs().size()
+        || !tap.plan().inputTypes().get(yields).equals("id"))) {
+      throw new IllegalArgumentException("tap " + tap.plan().key()
+          + ": only a tap that takes every row yields, and only one of its id inputs");
+    }
+    this.yields = yields;
+  }
+
+  /** This tap yielding its id input {@code i} (a long) instead of true: a projection's column. */
+  TapExpression yielding(int i) {
+    return new TapExpression(inputs, tap, run, i);
+  }
+
+  /** Whether this tap yields an id ({@link #yielding}). */
+  boolean yieldsId() {
+    return yields >= 0;
+  }
+
+  /** This tap as a filter's condition again: true for every row, its id input unyielded. */
+  TapExpression asCondition() {
+    return yields < 0 ? this : new TapExpression(inputs, tap, run, -1);
   }
 
   /** Whether this tap keeps only the attributes the query reads ({@link ValuesPruning}). */
@@ -103,7 +132,7 @@ public final class TapExpression extends Expression implements Serializable {
 
   /** This tap not sending the rows its run sent before ({@link Tap#skippingRowsSentBefore}). */
   TapExpression skippingRowsSentBefore() {
-    return new TapExpression(inputs, tap.skippingRowsSentBefore(), run);
+    return new TapExpression(inputs, tap.skippingRowsSentBefore(), run, yields);
   }
 
   /** Whether {@link #skippingRowsSentBefore} was applied. */
@@ -136,7 +165,7 @@ public final class TapExpression extends Expression implements Serializable {
       }
     }
     return kept.size() == inputs.size() ? this
-        : new TapExpression(kept, tap.keeping(names), run);
+        : new TapExpression(kept, tap.keeping(names), run, yields);
   }
 
   @Override
@@ -153,9 +182,10 @@ public final class TapExpression extends Expression implements Serializable {
   public Expression withNewChildrenInternal(IndexedSeq<Expression> children) {
     List<Expression> all = CollectionConverters.asJava(children);
     if (run == null) {
-      return new TapExpression(all, tap);
+      return new TapExpression(all, tap, null, yields);
     }
-    return new TapExpression(all.subList(0, all.size() - 1), tap, all.get(all.size() - 1));
+    return new TapExpression(all.subList(0, all.size() - 1), tap, all.get(all.size() - 1),
+        yields);
   }
 
   /** Whether input {@code i} is a pair's right row id that the tap gathers into its row's id
@@ -171,7 +201,7 @@ public final class TapExpression extends Expression implements Serializable {
 
   @Override
   public DataType dataType() {
-    return DataTypes.BooleanType;
+    return yields >= 0 ? DataTypes.LongType : DataTypes.BooleanType;
   }
 
   @Override
@@ -309,7 +339,7 @@ public final class TapExpression extends Expression implements Serializable {
       return t.test(row);
     }
     t.accept(row);
-    return Boolean.TRUE;
+    return yields >= 0 ? ((Number) typedValues[yields].eval(input)).longValue() : Boolean.TRUE;
   }
 
   @Override
@@ -326,6 +356,7 @@ public final class TapExpression extends Expression implements Serializable {
     String at = ctx.freshName("sparkprovAt");
     List<String> parts = new ArrayList<>();
     List<JavaCode> args = new ArrayList<>();
+    ExprCode yielded = null;
     StringBuilder code = new StringBuilder()
         .append("Object[] ").append(row).append(" = (Object[]) ").append(ref).append(".get();\n")
         .append("long[] ").append(longs).append(" = (long[]) ").append(row).append("[0];\n")
@@ -337,6 +368,9 @@ public final class TapExpression extends Expression implements Serializable {
     for (int i = 0; i < slots.length; i++) {
       ExprCode input = value(i, slots[i]).genCode(ctx);
       block = block.$plus(input.code());
+      if (i == yields) {
+        yielded = input;
+      }
       String cell = "[" + at + " + " + i + "]";
       String store = gathered(i) ? longs + cell + " = (long) " : switch (slots[i]) {
         case LONG, DATE -> longs + cell + " = (long) ";
@@ -374,13 +408,16 @@ public final class TapExpression extends Expression implements Serializable {
     block = block.$plus(new CodeBlock(
         scalaSeq(List.of("((java.util.function.Consumer) " + ref + ").accept(" + row + ");\n")),
         scalaSeq(List.of())));
+    if (yielded != null) { // an id is never null: a hash, or a position
+      return ExprCode.apply(block, FalseLiteral$.MODULE$, yielded.value());
+    }
     return ExprCode.apply(block, FalseLiteral$.MODULE$,
         JavaCode$.MODULE$.literal("true", DataTypes.BooleanType));
   }
 
   @Override
   public int productArity() {
-    return 3;
+    return 4;
   }
 
   @Override
@@ -389,6 +426,7 @@ public final class TapExpression extends Expression implements Serializable {
       case 0 -> inputs;
       case 1 -> tap;
       case 2 -> run;
+      case 3 -> yields;
       default -> throw new IndexOutOfBoundsException(n);
     };
   }
@@ -401,13 +439,13 @@ public final class TapExpression extends Expression implements Serializable {
   @Override
   public boolean equals(Object other) {
     return other instanceof TapExpression t && t.tap == tap && t.inputs.equals(inputs)
-        && java.util.Objects.equals(t.run, run);
+        && java.util.Objects.equals(t.run, run) && t.yields == yields;
   }
 
   @Override
   public int hashCode() {
-    return (System.identityHashCode(tap) * 31 + inputs.hashCode()) * 31
-        + java.util.Objects.hashCode(run);
+    return ((System.identityHashCode(tap) * 31 + inputs.hashCode()) * 31
+        + java.util.Objects.hashCode(run)) * 31 + yields;
   }
 
   private static <T> Seq<T> scalaSeq(List<T> items) {

@@ -167,7 +167,7 @@ public final class TapPlacement extends Rule<LogicalPlan> {
     return session.isEmpty() ? null : session.get().sparkContext();
   }
 
-  private static boolean holdsTap(LogicalPlan plan) {
+  static boolean holdsTap(LogicalPlan plan) {
     return anyNode(plan, node -> {
       for (Expression e : CollectionConverters.asJava(node.expressions())) {
         for (Expression sub : PlanFacts.subtree(e)) {
@@ -239,8 +239,9 @@ public final class TapPlacement extends Rule<LogicalPlan> {
         named = plus(materialize(top), run.nextKey("named:" + relation), relation, names);
       }
       Placed done = materialize(named);
-      return new Project(seq(new ArrayList<NamedExpression>(CollectionConverters.asJava(plan.output()))),
-          done.plan());
+      return FewerLayers.tapsRead(new Project(
+          seq(new ArrayList<NamedExpression>(CollectionConverters.asJava(plan.output()))),
+          done.plan()));
     }
 
     /** {@code placed}, returned as it is wherever its plan is placed again. */
@@ -497,6 +498,17 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       List<Expression> inputs = new ArrayList<>(pending.inputs());
       inputs.addAll(pending.attributes());
       Tap tap = new Tap(pending.plan(), run.sink(), run.counts());
+      int own = ownId(pending, placed.id());
+      if (own >= 0 && ExtraOptimizations.enabled(FewerLayers.CONF)) {
+        // One projection: the tap captures the row and yields its id, which the plan computed
+        // below it (FewerLayers then merges that projection into this one).
+        Alias id = alias(new TapExpression(inputs, tap).yielding(own), "id");
+        List<NamedExpression> columns = new ArrayList<>(placed.visible());
+        columns.add(id);
+        columns.addAll(kept);
+        return new Placed(new Project(seq(columns), placed.plan()), placed.visible(),
+            id.toAttribute(), null, placed.origin(), placed.idKeys());
+      }
       LogicalPlan tapped = new Filter(pending.run() == null ? new TapExpression(inputs, tap)
           : new TapExpression(inputs, tap.over(Tap.Runs.SEMI), pending.run()), placed.plan());
       if (pending.plan().kind().equals("source")) {
@@ -508,6 +520,24 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       columns.addAll(kept);
       return new Placed(new Project(seq(columns), tapped), placed.visible(), placed.id(), null,
           placed.origin(), placed.idKeys());
+    }
+
+    /** Which of {@code pending}'s inputs is its row's own id {@code id}, where its tap may
+     * yield it ({@link TapExpression#yielding}): a tap that takes every row and is no source's
+     * (a source's stays a filter, for {@link SourceFiltersFirst}); else -1. */
+    private static int ownId(Pending pending, Attribute id) {
+      if (pending.run() != null || pending.plan().kind().equals("source")) {
+        return -1;
+      }
+      List<Expression> inputs = pending.inputs();
+      for (int i = 0; i < inputs.size() && i < pending.plan().inputs().size(); i++) {
+        if (inputs.get(i) instanceof Attribute a && a.exprId().equals(id.exprId())
+            && pending.plan().inputTypes().get(i).equals("id") && !a.nullable()
+            && a.dataType() instanceof org.apache.spark.sql.types.LongType) {
+          return i;
+        }
+      }
+      return -1;
     }
 
     /** {@code parent}'s rows as fresh PLUS nodes (key {@code key}), each fed by its row, named

@@ -128,7 +128,7 @@ public final class ValuesPruning extends Rule<LogicalPlan> {
 
   /** What {@code child} of a union gives of {@code required}: a union's output columns are its
    * children's by position, under the first child's ids. */
-  private static Set<Long> byPosition(LogicalPlan union, LogicalPlan child, Set<Long> required) {
+  static Set<Long> byPosition(LogicalPlan union, LogicalPlan child, Set<Long> required) {
     Set<Long> out = new HashSet<>(required);
     List<Attribute> outputs = CollectionConverters.asJava(union.output());
     List<Attribute> inputs = CollectionConverters.asJava(child.output());
