@@ -256,6 +256,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arctic-exec", type=int, default=2)
     parser.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "sparkprov-bench"))
     parser.add_argument("--topic", default=TOPIC, help="sparkprov.lineage: ingest consumes it")
+    parser.add_argument(
+        "--codegen-cache",
+        type=int,
+        default=1000,
+        help="Spark's cache of compiled classes (spark.sql.codegen.cache.maxEntries), the same "
+        "for every mode: the modes share one process, and at Spark's default (100) each mode's "
+        "classes evict the other's. The capture extension sets 1000 where a job leaves it unset",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     bootstrap = os.environ.get(defaults.ENV_KAFKA_BOOTSTRAP, defaults.KAFKA_BOOTSTRAP)
@@ -271,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
             "spark.sparkprov.workflow": "bench",
             EXTENSION_CAPTURE: "false",  # on for the extension's runs only
         }
+    conf["spark.sql.codegen.cache.maxEntries"] = str(args.codegen_cache)
     spark = local_spark("sparkprov-bench", conf=conf)
     data = Path(args.data)
     data.mkdir(parents=True, exist_ok=True)
@@ -299,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
         "kafka": os.environ.get(defaults.ENV_KAFKA_BOOTSTRAP, defaults.KAFKA_BOOTSTRAP),
         "pairs": args.pairs,
+        "codegen_cache": args.codegen_cache,
         "load_average_before": os.getloadavg(),
         "workloads": {},
     }

@@ -38,11 +38,31 @@ public final class CaptureExtension extends AbstractFunction1<SparkSessionExtens
   /** Capture's rules, in the order they must run: the placement first, then the rules that act
    * on the capture points it placed (as {@link Taps#installRules} installs them for Python). */
   static void install(org.apache.spark.sql.classic.SparkSession session) {
+    roomForCapturedCode(session.sessionState().conf());
     var experimental = session.experimental();
     ExtraOptimizations.add(experimental, TapPlacement.INSTANCE);
     ValuesPruning.install(experimental);
     SourceFiltersFirst.install(experimental);
     SourceRowsOnce.install(experimental);
     FewerLayers.install(experimental);
+  }
+
+  /** Spark's cache of compiled generated classes: its size (a static conf, read once per JVM). */
+  static final String CODEGEN_CACHE = "spark.sql.codegen.cache.maxEntries";
+  /** Its size under capture, where the job leaves it unset (Spark's default is 100). */
+  static final int CODEGEN_CACHE_ENTRIES = 1000;
+
+  /**
+   * Room for the capture's generated code: Spark keeps the last 100 compiled classes by
+   * default, and a job that runs a loop of queries reuses its classes only while they fit. The
+   * capture's taps make more and larger classes, and cars' loop went from fitting to evicting
+   * each class before its next use (37-43 compilations per iteration, against 0 with room for
+   * them): each query then compiles its code again (bench/README.md). Set where the job has not
+   * set it, before the first query compiles anything.
+   */
+  static void roomForCapturedCode(org.apache.spark.sql.internal.SQLConf conf) {
+    if (!conf.contains(CODEGEN_CACHE)) {
+      conf.setConfString(CODEGEN_CACHE, Integer.toString(CODEGEN_CACHE_ENTRIES));
+    }
   }
 }
