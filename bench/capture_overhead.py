@@ -264,6 +264,13 @@ def main(argv: list[str] | None = None) -> int:
         "for every mode: the modes share one process, and at Spark's default (100) each mode's "
         "classes evict the other's. The capture extension sets 1000 where a job leaves it unset",
     )
+    parser.add_argument(
+        "--driver-memory",
+        default="4g",
+        help="the local JVM's heap (spark.driver.memory; driver and executors in one JVM), the "
+        "same for every mode. Spark's default, 1g, made TPC-H spend a tenth of its time in GC "
+        "pauses, plain and captured alike; runs before 2026-12-01 used it",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     bootstrap = os.environ.get(defaults.ENV_KAFKA_BOOTSTRAP, defaults.KAFKA_BOOTSTRAP)
@@ -280,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
             EXTENSION_CAPTURE: "false",  # on for the extension's runs only
         }
     conf["spark.sql.codegen.cache.maxEntries"] = str(args.codegen_cache)
+    conf["spark.driver.memory"] = args.driver_memory
     spark = local_spark("sparkprov-bench", conf=conf)
     data = Path(args.data)
     data.mkdir(parents=True, exist_ok=True)
@@ -309,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         "kafka": os.environ.get(defaults.ENV_KAFKA_BOOTSTRAP, defaults.KAFKA_BOOTSTRAP),
         "pairs": args.pairs,
         "codegen_cache": args.codegen_cache,
+        "driver_memory": args.driver_memory,
         "load_average_before": os.getloadavg(),
         "workloads": {},
     }
