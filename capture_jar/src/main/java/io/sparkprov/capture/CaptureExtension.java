@@ -56,7 +56,7 @@ public final class CaptureExtension extends AbstractFunction1<SparkSessionExtens
    * Room for the capture's generated code: Spark keeps the last 100 compiled classes by
    * default, and a job that runs a loop of queries reuses its classes only while they fit. The
    * capture's taps make more and larger classes, and cars' loop went from fitting to evicting
-   * each class before its next use (37-43 compilations per iteration, against 0 with room for
+   * each class before its next use (37-56 compilations per iteration, against 0-6 with room for
    * them): each query then compiles its code again (bench/README.md). Set where the job has not
    * set it, before the first query compiles anything.
    */

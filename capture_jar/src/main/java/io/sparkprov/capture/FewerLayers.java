@@ -6,7 +6,6 @@ import java.util.List;
 import java.util.Set;
 import org.apache.spark.sql.ExperimentalMethods;
 import org.apache.spark.sql.catalyst.expressions.Alias;
-import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
@@ -39,7 +38,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * </ul>
  *
  * <p>A tap whose id nothing above reads would be pruned with its column, so {@link #tapsRead}
- * makes such a tap a filter again before any rule runs. The session's conf {@value #CONF} =
+ * makes such a tap a filter again when the placement ends, before any rule runs. The session's conf {@value #CONF} =
  * false turns both off (three layers per captured operator, as before 2026-12-01).
  */
 public final class FewerLayers extends Rule<LogicalPlan> {
@@ -64,7 +63,8 @@ public final class FewerLayers extends Rule<LogicalPlan> {
     if (!ExtraOptimizations.enabled(CONF) || !TapPlacement.holdsTap(plan)) {
       return plan;
     }
-    return RemoveNoopOperators$.MODULE$.apply(CollapseProject$.MODULE$.apply(tapsRead(plan)));
+    // TapPlacement.root left every yielding tap read (tapsRead), and neither rule makes one unread
+    return RemoveNoopOperators$.MODULE$.apply(CollapseProject$.MODULE$.apply(plan));
   }
 
   /**
@@ -73,7 +73,7 @@ public final class FewerLayers extends Rule<LogicalPlan> {
    * pruning. Subquery plans are checked as plans of their own.
    */
   static LogicalPlan tapsRead(LogicalPlan plan) {
-    return read(plan, ids(plan.output()));
+    return read(plan, ValuesPruning.ids(plan.outputSet()));
   }
 
   private static LogicalPlan read(LogicalPlan node, Set<Long> required) {
@@ -95,7 +95,7 @@ public final class FewerLayers extends Rule<LogicalPlan> {
       current = unyielded(project, required);
     }
     Set<Long> below = new HashSet<>(required);
-    below.addAll(ids(current.references().toSeq()));
+    below.addAll(ValuesPruning.ids(current.references()));
     List<LogicalPlan> children = CollectionConverters.asJava(current.children());
     List<LogicalPlan> read = new ArrayList<>(children.size());
     boolean changed = false;
@@ -124,13 +124,5 @@ public final class FewerLayers extends Rule<LogicalPlan> {
     }
     return child == project.child() ? project
         : new Project(CollectionConverters.asScala(kept).toList(), child);
-  }
-
-  private static Set<Long> ids(scala.collection.Seq<Attribute> attributes) {
-    Set<Long> ids = new HashSet<>();
-    for (Attribute a : CollectionConverters.asJava(attributes)) {
-      ids.add(a.exprId().id());
-    }
-    return ids;
   }
 }

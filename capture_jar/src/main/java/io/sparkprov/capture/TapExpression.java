@@ -36,8 +36,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * A capture point as a Catalyst expression: always true, non-deterministic, over the tap's
  * inputs (its children, in the TapPlan's order). A tap may instead yield one of its id inputs
  * ({@link #yielding}): the row's own id, so that one projection both computes the id and
- * captures the row, with no filter and no second projection around it ({@link FewerLayers}). Whole-stage codegen inlines it: the generated
- * code evaluates each input and writes it into the tap's row slots (a number as a long, a text
+ * captures the row, with no filter and no second projection around it ({@link FewerLayers}).
+ * Whole-stage codegen inlines it: the generated code evaluates each input and writes it into the tap's row slots (a number as a long, a text
  * or an id array as Spark's own object), then hands the row to the {@link Tap}: no struct, no
  * boxing, no conversion to external types. A kept value of a numeric column is handed over as
  * the number, never cast to text (ingest writes the text: sparkprov/values.py); one of another
@@ -315,8 +315,12 @@ public final class TapExpression extends Expression implements Serializable {
     boolean[] nulls = (boolean[]) row[1];
     Object[] refs = (Object[]) row[2];
     int at = ((int[]) row[3])[0];
+    Object yielded = null;
     for (int i = 0; i < slots.length; i++) {
       Object v = typedValues[i].eval(input);
+      if (i == yields) {
+        yielded = v;
+      }
       nulls[at + i] = v == null;
       if (v == null) {
         continue;
@@ -339,7 +343,7 @@ public final class TapExpression extends Expression implements Serializable {
       return t.test(row);
     }
     t.accept(row);
-    return yields >= 0 ? ((Number) typedValues[yields].eval(input)).longValue() : Boolean.TRUE;
+    return yields >= 0 ? ((Number) yielded).longValue() : Boolean.TRUE;
   }
 
   @Override

@@ -186,7 +186,8 @@ public final class ValuesPruning extends Rule<LogicalPlan> {
     return false;
   }
 
-  private static Set<Long> ids(AttributeSet attributes) {
+  /** The ids of {@code attributes}. */
+  static Set<Long> ids(AttributeSet attributes) {
     Set<Long> ids = new HashSet<>();
     scala.collection.Iterator<Attribute> it = attributes.iterator();
     while (it.hasNext()) {
