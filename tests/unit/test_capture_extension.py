@@ -84,6 +84,11 @@ EXTRA = {
     "scalar_subqueries_merged": """
         SELECT (SELECT SUM(amount) FROM orders WHERE amount > 1) AS total,
                (SELECT COUNT(*) FROM orders WHERE amount > 1) AS n""",
+    # a scalar subquery over a file source (TPC-H q15's revenue view): its plan pruned and its
+    # filter moved below the capture point as a query's own are (ExtraOptimizations.inSubqueries)
+    "scalar_over_files": """
+        SELECT oid, amount FROM orders
+        WHERE amount > (SELECT AVG(amount) FROM orders_files WHERE cust = 1)""",
     # a semi and an anti join whose right sides are past the broadcast threshold (CONFS): sort
     # merge joins streaming the left rows, a row's matches grouped as the join gives them
     "exists_sort_merge": """
@@ -223,6 +228,26 @@ def test_a_file_sources_capture_point_keeps_only_the_columns_the_query_reads(
     assert "oid#" not in tap, tap
     scans = [line for line in plan.splitlines() if "FileScan" in line and "orders_files" in line]
     assert scans and all("oid" not in line.split("ReadSchema:")[1] for line in scans), scans
+
+
+def test_a_subquerys_file_source_keeps_the_columns_it_reads_and_runs_its_filter_first(
+    job: dict[str, Any],
+) -> None:
+    """A source read inside a scalar subquery is captured as one read by the query itself: its
+    capture point keeps the columns the subquery reads (not oid), and the subquery's filter runs
+    in the scan, before the capture point, so the rows it drops are neither read nor sent."""
+    plan = job["scalar_over_files"]["plan"].split("== Initial Plan ==")[0]
+    taps = [
+        line.split("sparkprov_tap_source:orders_files", 1)[1]
+        for line in plan.splitlines()
+        if "sparkprov_tap_source:orders_files" in line
+    ]
+    assert taps and all("amount#" in t and "cust#" in t and "oid#" not in t for t in taps), taps
+    scans = [line for line in plan.splitlines() if "FileScan" in line and "orders_files" in line]
+    assert scans, plan
+    for scan in scans:
+        assert "oid" not in scan.split("ReadSchema:")[1], scan
+        assert "cust" in scan.split("DataFilters: [")[1].split("]")[0], scan
 
 
 def test_a_file_sources_rows_are_labelled_by_file_and_row_index(job: dict[str, Any]) -> None:

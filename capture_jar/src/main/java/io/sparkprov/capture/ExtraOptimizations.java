@@ -1,8 +1,13 @@
 package io.sparkprov.capture;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.function.UnaryOperator;
 import org.apache.spark.sql.ExperimentalMethods;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.internal.SQLConf;
@@ -26,5 +31,37 @@ final class ExtraOptimizations {
       rules.add(rule);
       experimental.extraOptimizations_$eq(CollectionConverters.asScala(rules).toList());
     }
+  }
+
+  /**
+   * {@code plan} with {@code rule} applied to the plan of every subquery expression in it,
+   * nested ones first (the rule is not applied to {@code plan} itself). A subquery's plan is
+   * rewritten once however often it appears: the two references of one scalar subquery stay
+   * one plan, so Spark still runs it once (its capture points send its rows once).
+   */
+  static LogicalPlan inSubqueries(LogicalPlan plan, UnaryOperator<LogicalPlan> rule) {
+    return inSubqueries(plan, rule, new HashMap<>());
+  }
+
+  private static LogicalPlan inSubqueries(
+      LogicalPlan plan, UnaryOperator<LogicalPlan> rule, Map<LogicalPlan, LogicalPlan> done) {
+    return (LogicalPlan) plan.transformAllExpressions(
+        new scala.runtime.AbstractPartialFunction<Expression, Expression>() {
+          @Override
+          public boolean isDefinedAt(Expression e) {
+            return e instanceof SubqueryExpression;
+          }
+
+          @Override
+          public Expression apply(Expression e) {
+            SubqueryExpression s = (SubqueryExpression) e;
+            LogicalPlan sub = done.get(s.plan());
+            if (sub == null) {
+              sub = rule.apply(inSubqueries(s.plan(), rule, done));
+              done.put(s.plan(), sub);
+            }
+            return sub == s.plan() ? s : s.withNewPlan(sub);
+          }
+        });
   }
 }

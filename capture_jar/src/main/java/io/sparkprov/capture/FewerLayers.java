@@ -32,7 +32,7 @@ import scala.jdk.javaapi.CollectionConverters;
  *   <li>This rule, capture's last: adjacent projections merge and projections that change
  *       nothing go, as Spark's optimizer would have done had capture's rules not run after it
  *       (Spark's own {@code CollapseProject} and {@code RemoveNoopOperators}, on a plan that
- *       holds a capture point). Neither moves a projection across a filter nor inlines a
+ *       holds a capture point, and on each subquery's plan that holds one). Neither moves a projection across a filter nor inlines a
  *       nondeterministic expression (a tap) into another projection, so every tap sees the same
  *       rows with the same ids.
  * </ul>
@@ -60,7 +60,16 @@ public final class FewerLayers extends Rule<LogicalPlan> {
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
-    if (!ExtraOptimizations.enabled(CONF) || !TapPlacement.holdsTap(plan)) {
+    if (!ExtraOptimizations.enabled(CONF)) {
+      return plan;
+    }
+    return collapsed(ExtraOptimizations.inSubqueries(plan, FewerLayers::collapsed));
+  }
+
+  /** {@code plan} (a query's or a subquery's) with its runs of projections merged, if it holds a
+   * tap; the subqueries in it as they are. */
+  private static LogicalPlan collapsed(LogicalPlan plan) {
+    if (!TapPlacement.holdsTap(plan)) {
       return plan;
     }
     // TapPlacement.root left every yielding tap read (tapsRead), and neither rule makes one unread

@@ -47,7 +47,8 @@ public final class SourceFiltersFirst extends Rule<LogicalPlan> {
     if (!ExtraOptimizations.enabled(CONF)) {
       return plan;
     }
-    return plan.transformDown(new scala.runtime.AbstractPartialFunction<>() {
+    // subquery plans too (a scalar subquery over a source: TPC-H q15's revenue view)
+    return plan.transformDownWithSubqueries(new scala.runtime.AbstractPartialFunction<>() {
       @Override
       public boolean isDefinedAt(LogicalPlan node) {
         return movable(node);

@@ -26,8 +26,9 @@ import scala.jdk.javaapi.CollectionConverters;
  *
  * <p>Which columns are read is computed top-down: a node's child must give what the node's
  * own expressions reference and what the node's parent needs of it (attribute ids are unique
- * in a plan). A tap's own attribute values are not references of this kind. Taps inside
- * subquery expressions keep their values. Installed in the session's optimizer ({@link
+ * in a plan). A tap's own attribute values are not references of this kind. A subquery's plan
+ * is pruned as a plan of its own, keeping what it returns ({@link
+ * ExtraOptimizations#inSubqueries}). Installed in the session's optimizer ({@link
  * #install}); a plan without such a tap is returned as it is.
  */
 public final class ValuesPruning extends Rule<LogicalPlan> {
@@ -47,6 +48,12 @@ public final class ValuesPruning extends Rule<LogicalPlan> {
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
+    return pruned(ExtraOptimizations.inSubqueries(plan, ValuesPruning::pruned));
+  }
+
+  /** {@code plan} (a query's or a subquery's) with its own taps' unread values dropped; the
+   * subqueries in it as they are. */
+  private static LogicalPlan pruned(LogicalPlan plan) {
     if (!hasPrunableTap(plan)) {
       return plan;
     }
