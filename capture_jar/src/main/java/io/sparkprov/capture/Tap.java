@@ -60,6 +60,11 @@ public final class Tap
   private final Tap excluded; // an existence join's anti join capture point; else null
   // Spark deserializes the plan, and so this tap, once per task; the state is the task's.
   private transient TaskState state;
+  // The taps keeping() and skippingRowsSentBefore() made of this one (on the driver, while the
+  // plan is optimized): asked again, the same tap, so two copies of one subplan (an aggregation
+  // Spark's optimizer copied, placed once) stay equal and Spark's exchange reuse runs it once.
+  private transient java.util.Map<java.util.List<String>, Tap> keptAs;
+  private transient Tap skipping;
 
   public Tap(TapPlan plan, Sink sink, Counts counts) {
     this(plan, sink, counts, null, null, null, null, null);
@@ -131,14 +136,26 @@ public final class Tap
 
   /** This tap keeping only the attributes {@code kept} (their names, in the plan's order). A row
    * sent before with more values still needs none of them sent again. */
-  Tap keeping(java.util.List<String> kept) {
-    return new Tap(plan.keeping(kept), sink, counts, null, null, sentBefore, runs, excluded);
+  synchronized Tap keeping(java.util.List<String> kept) {
+    if (keptAs == null) {
+      keptAs = new java.util.HashMap<>();
+    }
+    return keptAs.computeIfAbsent(java.util.List.copyOf(kept),
+        names -> new Tap(plan.keeping(names), sink, counts, null, null, sentBefore, runs,
+            excluded));
   }
 
   /** This source tap not sending again the rows the run sent before with the values it keeps:
    * the positions {@link Counts#sentWith} says, read now (on the driver, while the plan is
    * optimized). */
-  Tap skippingRowsSentBefore() {
+  synchronized Tap skippingRowsSentBefore() {
+    if (skipping == null) {
+      skipping = lookedUp();
+    }
+    return skipping;
+  }
+
+  private Tap lookedUp() {
     Roaring64NavigableMap rows = counts.sentWith(plan.key(), plan.attributes());
     rows.runOptimize();
     if (rows.serializedSizeInBytes() > MAX_SKIPPED_BYTES) {

@@ -217,6 +217,15 @@ public final class TapPlacement extends Rule<LogicalPlan> {
     private final Map<String, Integer> relations = new HashMap<>();
     /** Subplans placed already, read again above (a window's numbered rows): as they are. */
     private final Map<LogicalPlan, Placed> placedAlready = new java.util.IdentityHashMap<>();
+    /**
+     * Aggregations placed already, by their plan: Spark's optimizer copies one (an IN
+     * subquery's, TPC-H q18's, pushed as a semi join to both sides of a join), and each copy
+     * placed on its own would be a capture point of its own, run and sent twice. Placed once,
+     * both copies are one plan that Spark's exchange reuse runs once, and one set of nodes.
+     */
+    private final Map<LogicalPlan, Placed> aggregationsPlaced = new HashMap<>();
+    /** Capture points placed ({@link #materialize}), by the placed plan they were placed over. */
+    private final Map<Placed, Placed> materialized = new java.util.IdentityHashMap<>();
     // How many limits read the node being placed with nothing between that reads all its rows.
     private int streamingLimits;
 
@@ -324,8 +333,13 @@ public final class TapPlacement extends Rule<LogicalPlan> {
         return join(j);
       }
       if (node instanceof Aggregate a) {
-        LogicalPlan simpler = AggregateShapes.simplified(a);
-        return simpler == a ? Aggregation.place(this, a) : place(simpler);
+        Placed same = aggregationsPlaced.get(a);
+        if (same == null) {
+          LogicalPlan simpler = AggregateShapes.simplified(a);
+          same = simpler == a ? Aggregation.place(this, a) : place(simpler);
+          aggregationsPlaced.put(a, same);
+        }
+        return same;
       }
       if (node instanceof Union u) {
         return Unions.place(this, u);
@@ -491,10 +505,25 @@ public final class TapPlacement extends Rule<LogicalPlan> {
      * projection above it: a filter over the source then meets it there and runs first
      * ({@link SourceFiltersFirst}), as it does over a ProvenanceSession's source. */
     Placed materialize(Placed placed, List<Attribute> kept) {
-      Pending pending = placed.pending();
-      if (pending == null) {
+      if (placed.pending() == null) {
         return placed;
       }
+      if (!kept.isEmpty()) {
+        return capturePoint(placed, kept);
+      }
+      // once per placed plan: a copy of an aggregation placed once (aggregationsPlaced) gets
+      // the same capture point
+      Placed done = materialized.get(placed);
+      if (done == null) {
+        done = capturePoint(placed, kept);
+        materialized.put(placed, done);
+      }
+      return done;
+    }
+
+    /** {@code placed}'s pending capture point, placed now. */
+    private Placed capturePoint(Placed placed, List<Attribute> kept) {
+      Pending pending = placed.pending();
       List<Expression> inputs = new ArrayList<>(pending.inputs());
       inputs.addAll(pending.attributes());
       Tap tap = new Tap(pending.plan(), run.sink(), run.counts());
