@@ -6,9 +6,7 @@ import java.util.List;
 import java.util.Set;
 import org.apache.spark.sql.ExperimentalMethods;
 import org.apache.spark.sql.catalyst.expressions.Alias;
-import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
-import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
 import org.apache.spark.sql.catalyst.optimizer.CollapseProject$;
 import org.apache.spark.sql.catalyst.optimizer.RemoveNoopOperators$;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
@@ -82,24 +80,17 @@ public final class FewerLayers extends Rule<LogicalPlan> {
    * pruning. Subquery plans are checked as plans of their own.
    */
   static LogicalPlan tapsRead(LogicalPlan plan) {
+    return read(ExtraOptimizations.inSubqueries(plan, FewerLayers::ownTapsRead),
+        ValuesPruning.ids(plan.outputSet()));
+  }
+
+  /** {@link #tapsRead} of {@code plan}'s own taps, the subqueries in it as they are. */
+  private static LogicalPlan ownTapsRead(LogicalPlan plan) {
     return read(plan, ValuesPruning.ids(plan.outputSet()));
   }
 
   private static LogicalPlan read(LogicalPlan node, Set<Long> required) {
-    LogicalPlan current = node.transformExpressions(
-        new scala.runtime.AbstractPartialFunction<Expression, Expression>() {
-          @Override
-          public boolean isDefinedAt(Expression e) {
-            return e instanceof SubqueryExpression;
-          }
-
-          @Override
-          public Expression apply(Expression e) {
-            SubqueryExpression s = (SubqueryExpression) e;
-            LogicalPlan sub = tapsRead(s.plan());
-            return sub == s.plan() ? s : s.withNewPlan(sub);
-          }
-        });
+    LogicalPlan current = node;
     if (current instanceof Project project) {
       current = unyielded(project, required);
     }
