@@ -225,6 +225,12 @@ def _plan(df: Any) -> str:
     return str(df._jdf.queryExecution().optimizedPlan().toString())
 
 
+def _estimate(df: Any) -> int:
+    """Spark's estimate of the bytes ``df``'s optimized plan returns (what its join planning
+    reads of a subplan)."""
+    return int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+
+
 def sp_twice(x: float | None) -> float | None:
     return None if x is None else 2.0 * x
 
@@ -324,12 +330,14 @@ def main(jar: str, queries_path: str, out_path: str) -> None:
             spark.conf.set(key, value)
         spark.conf.set(CAPTURE, "false")
         plain = [list(r) for r in query().collect()]
+        plain_estimate = _estimate(query())
         spark.conf.set(CAPTURE, "true")
         before, start = run.totals(), len(run.memory())
         try:
             df = query()
             rows = [list(r) for r in df.collect()]
             plan = df._jdf.queryExecution().executedPlan().toString()
+            estimate = _estimate(df)
         except Exception as e:  # the error the extension raised, for the test to read
             results[name] = {"error": str(e)}
             continue
@@ -348,6 +356,7 @@ def main(jar: str, queries_path: str, out_path: str) -> None:
             "plain": plain,
             "rows": rows,
             "plan": plan,
+            "estimate": [plain_estimate, estimate],
             "emitted": [after[0] - before[0], after[1] - before[1]],
             "result": result,
             "reference": lineage(emitter, "Out"),

@@ -283,6 +283,21 @@ def test_a_subquerys_file_source_keeps_the_columns_it_reads_and_runs_its_filter_
         assert "cust" in scan.split("DataFilters: [")[1].split("]")[0], scan
 
 
+SEMI_AND_ANTI = ["in_subquery", "not_exists", "exists_under_or", "exists_under_a_limit"]
+
+
+@pytest.mark.parametrize("name", SEMI_AND_ANTI)
+def test_a_captured_semi_or_anti_join_is_estimated_as_the_join_it_stands_for(
+    job: dict[str, Any], name: str
+) -> None:
+    """The capture rebuilds a semi or anti join as a join of the left rows to their matches,
+    whose size Spark would estimate as the product of both sides (SizedAsSemiJoin): the joins
+    above would then shuffle and sort what plain Spark broadcasts. Captured, the query's
+    estimate stays within a few times plain's (the ids' columns), not a product."""
+    plain, captured = job[name]["estimate"]
+    assert captured <= 8 * plain, (plain, captured)
+
+
 def test_a_file_sources_rows_are_labelled_by_file_and_row_index(job: dict[str, Any]) -> None:
     """Parquet rows are labelled <relation>#<file>.<row> (their file's ordinal among the scan's
     sorted files), as plan capture labels them: the same rows in every run over the files."""

@@ -41,6 +41,7 @@ public final class CaptureExtension extends AbstractFunction1<SparkSessionExtens
     roomForCapturedCode(session.sessionState().conf());
     var experimental = session.experimental();
     ExtraOptimizations.add(experimental, TapPlacement.INSTANCE);
+    ExtraOptimizations.addStrategy(experimental, SizedAsSemiJoin.Planned.INSTANCE);
     ValuesPruning.install(experimental);
     SourceFiltersFirst.install(experimental);
     SourceRowsOnce.install(experimental);

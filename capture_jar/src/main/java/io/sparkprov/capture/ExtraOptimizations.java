@@ -33,6 +33,17 @@ final class ExtraOptimizations {
     }
   }
 
+  /** Adds {@code strategy} to {@code experimental}'s planner strategies, once. */
+  static void addStrategy(ExperimentalMethods experimental,
+      org.apache.spark.sql.execution.SparkStrategy strategy) {
+    List<org.apache.spark.sql.execution.SparkStrategy> strategies =
+        new ArrayList<>(CollectionConverters.asJava(experimental.extraStrategies()));
+    if (!strategies.contains(strategy)) {
+      strategies.add(strategy);
+      experimental.extraStrategies_$eq(CollectionConverters.asScala(strategies).toList());
+    }
+  }
+
   /**
    * {@code plan} with {@code rule} applied to the plan of every subquery expression in it,
    * nested ones first (the rule is not applied to {@code plan} itself). A subquery's plan is

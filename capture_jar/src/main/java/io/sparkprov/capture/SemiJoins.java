@@ -95,8 +95,8 @@ final class SemiJoins {
     if (!hint.equals(JoinHint.NONE())) {
       joined = new Join(numbered, right.plan(), LeftOuter$.MODULE$, node.condition(), hint);
     }
-    return new Pairs(joined, run.toAttribute(), TapPlacement.inOutput(joined, left.id()),
-        TapPlacement.inOutput(joined, right.id()));
+    return new Pairs(SizedAsSemiJoin.over(joined), run.toAttribute(),
+        TapPlacement.inOutput(joined, left.id()), TapPlacement.inOutput(joined, right.id()));
   }
 
   /**
@@ -304,7 +304,8 @@ final class SemiJoins {
       Alias... combined) {
     Alias row = TapPlacement.alias(new MonotonicallyIncreasingID(), "row");
     LogicalPlan numbered = TapPlacement.project(left.plan(), left.plan().output(), row);
-    LogicalPlan pairs = new Join(numbered, right.plan(), how, node.condition(), node.hint());
+    LogicalPlan pairs = SizedAsSemiJoin.over(
+        new Join(numbered, right.plan(), how, node.condition(), node.hint()));
     List<NamedExpression> outputs = new ArrayList<>();
     List<Attribute> columns = new ArrayList<>(left.visible());
     columns.add(left.id());
