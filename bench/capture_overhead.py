@@ -321,14 +321,12 @@ def main(argv: list[str] | None = None) -> int:
 
         written = str(data / "enriched.parquet")
         workloads["enrich"] = lambda prov: enrich(prov, facts, dims, written)
-    if "tpch" in chosen:
+    if {"tpch", "tpch_sql"} & set(chosen):  # the same tables, generated and counted once
         paths = tpch_inputs(spark, data, args.tpch_scale)
+        rows = tpch_rows(spark, paths)
         workloads["tpch"] = lambda prov: tpch(prov, paths, args.tpch_values)
-        input_rows["tpch"] = tpch_rows(spark, paths)
-    if "tpch_sql" in chosen:
-        paths = tpch_inputs(spark, data, args.tpch_scale)
         workloads["tpch_sql"] = lambda prov: tpch_sql(prov, paths)
-        input_rows["tpch_sql"] = tpch_rows(spark, paths)
+        input_rows |= {"tpch": rows, "tpch_sql": rows}
     modes = [m for m in args.modes.split(",") if m]
     if modes[0] != "plain" or len(modes) < 2:
         parser.error("--modes starts with plain and names at least one capture mode")
