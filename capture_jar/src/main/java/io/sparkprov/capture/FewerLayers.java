@@ -30,14 +30,15 @@ import scala.jdk.javaapi.CollectionConverters;
  *   <li>This rule, capture's last: adjacent projections merge and projections that change
  *       nothing go, as Spark's optimizer would have done had capture's rules not run after it
  *       (Spark's own {@code CollapseProject} and {@code RemoveNoopOperators}, on a plan that
- *       holds a capture point, and on each subquery's plan that holds one). Neither moves a projection across a filter nor inlines a
- *       nondeterministic expression (a tap) into another projection, so every tap sees the same
- *       rows with the same ids.
+ *       holds a capture point, and on each subquery's plan that holds one). Neither moves a
+ *       projection across a filter nor inlines a nondeterministic expression (a tap) into
+ *       another projection, so every tap sees the same rows with the same ids.
  * </ul>
  *
  * <p>A tap whose id nothing above reads would be pruned with its column, so {@link #tapsRead}
- * makes such a tap a filter again when the placement ends, before any rule runs. The session's conf {@value #CONF} =
- * false turns both off (three layers per captured operator, as before 2026-12-01).
+ * makes such a tap a filter again when the placement ends, before any rule runs. The session's
+ * conf {@value #CONF} = false turns both off (three layers per captured operator, as before
+ * 2026-12-01).
  */
 public final class FewerLayers extends Rule<LogicalPlan> {
   public static final FewerLayers INSTANCE = new FewerLayers();
