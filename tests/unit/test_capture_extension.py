@@ -48,6 +48,9 @@ CAPTURED = [
     "running_sum",
     "running_range_with_peers",
 ]
+FILE_SOURCE_JOINED = """
+    SELECT c.city, SUM(f.amount) AS s FROM orders_files f JOIN customers c ON f.cust = c.id
+    WHERE c.city = 'NY' GROUP BY c.city"""
 EXTRA = {
     "filter_project": "SELECT oid, amount * 2 AS twice FROM orders WHERE amount > 2",
     "distinct_keys": "SELECT DISTINCT city FROM customers",
@@ -90,6 +93,10 @@ EXTRA = {
     "scalar_over_files": """
         SELECT oid, amount FROM orders
         WHERE amount > (SELECT AVG(amount) FROM orders_files WHERE cust = 1)""",
+    # a file source joined with a third of its rows' partners: its capture point runs above
+    # the join (SourceJoinsFirst), and with the rule's conf off (CONFS) below it, as before
+    "file_source_joined": FILE_SOURCE_JOINED,
+    "file_source_joined_every_row": FILE_SOURCE_JOINED,
     # a semi and an anti join whose right sides are past the broadcast threshold (CONFS): sort
     # merge joins streaming the left rows, a row's matches grouped as the join gives them
     "exists_sort_merge": """
@@ -123,6 +130,7 @@ CONFS = {
     "not_exists_sort_merge": NO_BROADCAST,
     "join_group_order_layered": LAYERED,
     "python_udf_grouped_layered": LAYERED,
+    "file_source_joined_every_row": {"spark.sparkprov.sourceJoinsFirst": "false"},
 }
 # Files read twice in one query: one source under the extension (CaptureRun.fileSource), where
 # plan capture makes the second read a source of its own (orders_files_2): checked on its own.
@@ -281,6 +289,22 @@ def test_a_subquerys_file_source_keeps_the_columns_it_reads_and_runs_its_filter_
     for scan in scans:
         assert "oid" not in scan.split("ReadSchema:")[1], scan
         assert "cust" in scan.split("DataFilters: [")[1].split("]")[0], scan
+
+
+@pytest.mark.parametrize(
+    ("name", "above"), [("file_source_joined", True), ("file_source_joined_every_row", False)]
+)
+def test_a_file_sources_capture_point_runs_above_the_join_its_rows_meet_first(
+    job: dict[str, Any], name: str, above: bool
+) -> None:
+    """SourceJoinsFirst under the extension: orders_files' capture point runs above its join
+    with the customers of NY, so the orders without such a customer (3 of 6) are not sent; with
+    the rule's conf off it runs below the join, over every row the scan reads. The lineage is
+    the reference's either way (the test above)."""
+    plan = job[name]["plan"].split("== Initial Plan ==")[0].splitlines()
+    (tap,) = [i for i, line in enumerate(plan) if "sparkprov_tap_source:orders_files" in line]
+    (join,) = [i for i, line in enumerate(plan) if "Join" in line and "Exchange" not in line]
+    assert (tap < join) == above, "\n".join(plan)  # a plan prints its parents first
 
 
 SEMI_AND_ANTI = ["in_subquery", "not_exists", "exists_under_or", "exists_under_a_limit"]

@@ -45,6 +45,7 @@ public final class CaptureExtension extends AbstractFunction1<SparkSessionExtens
     ValuesPruning.install(experimental);
     SourceFiltersFirst.install(experimental);
     SourceRowsOnce.install(experimental);
+    SourceJoinsFirst.install(experimental);
     FewerLayers.install(experimental);
   }
 

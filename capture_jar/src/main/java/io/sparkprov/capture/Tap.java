@@ -58,6 +58,8 @@ public final class Tap
   private final Roaring64NavigableMap sentBefore;
   private final Runs runs; // null: every row is kept and recorded as it comes
   private final Tap excluded; // an existence join's anti join capture point; else null
+  // A source tap above a join (SourceJoinsFirst): a row met again in a task is not sent again.
+  private final boolean aboveJoin;
   // Spark deserializes the plan, and so this tap, once per task; the state is the task's.
   private transient TaskState state;
   // The taps keeping() and skippingRowsSentBefore() made of this one (on the driver, while the
@@ -65,13 +67,14 @@ public final class Tap
   // Spark's optimizer copied, placed once) stay equal and Spark's exchange reuse runs it once.
   private transient java.util.Map<java.util.List<String>, Tap> keptAs;
   private transient Tap skipping;
+  private transient Tap joined;
 
   public Tap(TapPlan plan, Sink sink, Counts counts) {
-    this(plan, sink, counts, null, null, null, null, null);
+    this(plan, sink, counts, null, null, null, null, null, false);
   }
 
   private Tap(TapPlan plan, Sink sink, Counts counts, Chunk.Slot[] slots, int[] scales,
-      Roaring64NavigableMap sentBefore, Runs runs, Tap excluded) {
+      Roaring64NavigableMap sentBefore, Runs runs, Tap excluded, boolean aboveJoin) {
     this.plan = plan;
     this.sink = sink;
     this.counts = counts;
@@ -80,6 +83,7 @@ public final class Tap
     this.sentBefore = sentBefore;
     this.runs = runs;
     this.excluded = excluded;
+    this.aboveJoin = aboveJoin;
   }
 
   /** This tap over a join's pairs grouped by left row ({@link Runs}): a semi join's capture
@@ -104,7 +108,7 @@ public final class Tap
       throw new IllegalArgumentException("tap " + plan.key()
           + ": an anti join's tap is given exactly for an existence join");
     }
-    return new Tap(plan, sink, counts, slots, scales, sentBefore, grouping, anti);
+    return new Tap(plan, sink, counts, slots, scales, sentBefore, grouping, anti, aboveJoin);
   }
 
   /** How this tap takes its rows: null when each is kept and recorded as it comes. */
@@ -131,7 +135,7 @@ public final class Tap
           + " inputs, its expression " + slots.length);
     }
     return new Tap(plan, sink, counts, slots.clone(), scales.clone(), sentBefore, runs,
-        excluded);
+        excluded, aboveJoin);
   }
 
   /** This tap keeping only the attributes {@code kept} (their names, in the plan's order). A row
@@ -142,7 +146,7 @@ public final class Tap
     }
     return keptAs.computeIfAbsent(java.util.List.copyOf(kept),
         names -> new Tap(plan.keeping(names), sink, counts, null, null, sentBefore, runs,
-            excluded));
+            excluded, aboveJoin));
   }
 
   /** This source tap not sending again the rows the run sent before with the values it keeps:
@@ -161,7 +165,24 @@ public final class Tap
     if (rows.serializedSizeInBytes() > MAX_SKIPPED_BYTES) {
       rows = new Roaring64NavigableMap(); // too big to ship with every task: send them again
     }
-    return new Tap(plan, sink, counts, slots, scales, rows, runs, excluded);
+    return new Tap(plan, sink, counts, slots, scales, rows, runs, excluded, aboveJoin);
+  }
+
+  /** This source tap above a join ({@link SourceJoinsFirst}): a row the join gives again (a
+   * side's row with several partners) is sent once per task; the same tap when asked again. */
+  synchronized Tap aboveJoin() {
+    if (aboveJoin) {
+      return this;
+    }
+    if (joined == null) {
+      joined = new Tap(plan, sink, counts, slots, scales, sentBefore, runs, excluded, true);
+    }
+    return joined;
+  }
+
+  /** Whether {@link #aboveJoin()} was applied. */
+  boolean sitsAboveJoin() {
+    return aboveJoin;
   }
 
   /** Whether {@link #skippingRowsSentBefore} was applied. */
@@ -202,12 +223,12 @@ public final class Tap
     TaskState s = taskState();
     if (s.stopAfter != DiscardSink.Step.CALL) {
       if (filled instanceof org.apache.spark.sql.catalyst.InternalRow internal) {
-        if (s.skip != null && s.skip.contains(internal.getLong(s.rowno))) {
+        if (s.rowno >= 0 && s.skips(internal.getLong(s.rowno))) {
           return;
         }
         s.chunk.add(internal);
       } else {
-        if (s.skip != null && s.skip.contains(s.chunk.written(s.rowno))) {
+        if (s.rowno >= 0 && s.skips(s.chunk.written(s.rowno))) {
           return; // written over by the next row
         }
         s.chunk.commit(s.refs);
@@ -281,7 +302,9 @@ public final class Tap
     // The rows sent before (none: null) and where a row's position is.
     final Roaring64NavigableMap skip =
         sentBefore == null || sentBefore.isEmpty() ? null : sentBefore;
-    final int rowno = skip == null ? -1 : plan.input("rowno");
+    // A tap above a join: the positions this task has met.
+    final Roaring64NavigableMap met = aboveJoin ? new Roaring64NavigableMap() : null;
+    final int rowno = skip == null && met == null ? -1 : plan.input("rowno");
     long nodes;
     long edges;
     // Of them, a join's rows this members' tap sends for the join (Emission.joinNodeCount).
@@ -293,6 +316,21 @@ public final class Tap
       this.partition = partition;
       this.key = (plan.runId() + "/" + plan.key() + "/" + partition)
           .getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** Whether the row at {@code position} is not sent: sent before, or met before. */
+    boolean skips(long position) {
+      if (skip != null && skip.contains(position)) {
+        return true;
+      }
+      if (met == null) {
+        return false;
+      }
+      if (met.contains(position)) {
+        return true;
+      }
+      met.addLong(position);
+      return false;
     }
 
     void sendIfFull() {

@@ -103,7 +103,28 @@ public final class TapExpression extends Expression implements Serializable {
 
   /** Whether this tap keeps only the attributes the query reads ({@link ValuesPruning}). */
   boolean keepsReadValues() {
-    return tap.plan().valuesRead() && !tap.plan().attributes().isEmpty();
+    return tap.plan().valuesRead() && !tap.plan().attributes().isEmpty() && !aboveJoin();
+  }
+
+  /** This source tap over {@code newInputs}, the same inputs as a join's output gives them,
+   * above that join ({@link SourceJoinsFirst}). Its values were pruned before it moved: the
+   * columns it keeps are now read by it, not pruned again. */
+  TapExpression aboveJoin(List<Expression> newInputs) {
+    if (run != null || yields >= 0 || newInputs.size() != inputs.size()) {
+      throw new IllegalArgumentException("tap " + tap.plan().key()
+          + ": only a filter's tap moves above a join, with as many inputs");
+    }
+    return new TapExpression(newInputs, tap.aboveJoin(), null, -1);
+  }
+
+  /** What the tap emits. */
+  TapPlan plan() {
+    return tap.plan();
+  }
+
+  /** Whether this tap sits above a join that its source's rows meet first. */
+  boolean aboveJoin() {
+    return tap.sitsAboveJoin();
   }
 
   /** Whether this is a source's capture point (a TOKEN per row it sees). */

@@ -242,6 +242,7 @@ public final class Taps {
     ValuesPruning.install(session.experimental());
     SourceFiltersFirst.install(session.experimental());
     SourceRowsOnce.install(session.experimental());
+    SourceJoinsFirst.install(session.experimental());
   }
 
   /** A source's TOKEN id mask, {@code xxhash64(lit(run), lit(key))}: a row's id is its position
