@@ -177,6 +177,7 @@ FILTERS_FIRST = "spark.sparkprov.sourceFiltersFirst"
 ROWS_ONCE = "spark.sparkprov.sourceRowsOnce"
 JOIN_ROWS = "spark.sparkprov.joinRowsWithMembers"  # capture_agent.frame.JOIN_ROWS_WITH_MEMBERS
 MATCHES_TOGETHER = "spark.sparkprov.matchesTogether"  # io.sparkprov.capture.SemiJoins.TOGETHER
+JOINS_FIRST = "spark.sparkprov.sourceJoinsFirst"  # io.sparkprov.capture.SourceJoinsFirst.CONF
 # The extension's producer settings (io.sparkprov.capture.CaptureRun.KAFKA_PREFIX + Kafka's name).
 KAFKA_CODEC = "spark.sparkprov.kafka.compression.type"
 KAFKA_ZSTD_LEVEL = "spark.sparkprov.kafka.compression.zstd.level"  # Kafka clients >= 3.8
@@ -188,11 +189,12 @@ def timed(
     """One run of ``body``: ``mode`` "plain" (the kill switch), "jvm" or "python" capture, with
     a codec after a dash ("jvm-none") and source positions after a plus ("jvm+partition":
     every source row by partition and offset instead of a parquet row by file and row) and
-    which source rows after an at ("jvm@all": those a filter over the source drops too;
-    "jvm@resend": every action's rows, those an earlier action of the run sent too; "jvm@apart":
-    a join only an aggregation reads has its own capture point, as before 2026-11-29;
+    which source rows after an at ("jvm@all": those a filter over the source or its first join
+    drops too; "jvm@resend": every action's rows, those an earlier action of the run sent too;
+    "jvm@apart": a join only an aggregation reads has its own capture point, as before 2026-11-29;
     "extension@regroup": a semi or anti join's pairs shuffled and grouped back per left row, as
-    before 2026-12-01)."""
+    before 2026-12-01; "jvm@unjoined" or "extension@unjoined": a file source's rows that its
+    first inner join drops sent too, as before 2026-12-01, evening)."""
     mode, _, rows = mode.partition("@")
     mode, _, positions = mode.partition("+")
     capture, _, codec = mode.partition("-")
@@ -211,12 +213,15 @@ def timed(
             live.set(KAFKA_ZSTD_LEVEL, named[2])
     saved = os.environ.get(defaults.ENV_KAFKA_COMPRESSION)
     os.environ[defaults.ENV_KAFKA_COMPRESSION] = codec or saved or defaults.KAFKA_COMPRESSION
-    if rows not in ("", "all", "resend", "apart", "regroup"):
-        raise ValueError(f"mode {mode}@{rows}: after @ comes all, resend, apart or regroup")
+    if rows not in ("", "all", "resend", "apart", "regroup", "unjoined"):
+        raise ValueError(
+            f"mode {mode}@{rows}: after @ comes all, resend, apart, regroup or unjoined"
+        )
     spark.conf.set(FILTERS_FIRST, "false" if rows == "all" else "true")
     spark.conf.set(ROWS_ONCE, "false" if rows == "resend" else "true")
     spark.conf.set(JOIN_ROWS, "false" if rows == "apart" else "true")
     spark.conf.set(MATCHES_TOGETHER, "false" if rows == "regroup" else "true")
+    spark.conf.set(JOINS_FIRST, "false" if rows in ("all", "unjoined") else "true")
     try:
         started = time.perf_counter()
         with ProvenanceSession(
@@ -244,6 +249,7 @@ def timed(
         spark.conf.unset(ROWS_ONCE)
         spark.conf.unset(JOIN_ROWS)
         spark.conf.unset(MATCHES_TOGETHER)
+        spark.conf.unset(JOINS_FIRST)
         if saved is None:
             os.environ.pop(defaults.ENV_KAFKA_COMPRESSION, None)
         else:
