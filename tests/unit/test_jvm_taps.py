@@ -614,6 +614,21 @@ def tables(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Pat
     return root
 
 
+@pytest.fixture(scope="module")
+def facts(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """W, 6,000 rows over 300 groups, and V, two rows per group: sizes Spark's estimates rank
+    as their rows do (a few dozen rows are all parquet's overhead)."""
+    root = tmp_path_factory.mktemp("joins-first")
+    spark.range(6000).select(
+        F.col("id").alias("k"), (F.col("id") % 300).alias("g"), (F.col("id") / 2).alias("amount")
+    ).write.parquet(str(root / "w"))
+    spark.range(600).select(
+        (F.col("id") % 300).alias("g"),
+        F.concat(F.lit("grp"), (F.col("id") % 300).cast("string")).alias("label"),
+    ).write.parquet(str(root / "v"))
+    return root
+
+
 def _frames(prov: ProvenanceSession, spark: SparkSession, values: str, root: Path) -> Any:
     t = prov.source(spark.read.parquet(str(root / "t")), "T", values=values)
     u = prov.source(spark.read.parquet(str(root / "u")), "U", values=values)
@@ -734,15 +749,15 @@ def test_a_filter_over_a_source_runs_before_its_tap_and_in_the_scan(
 
 
 def _joined_frames(prov: ProvenanceSession, spark: SparkSession, root: Path) -> Any:
-    t = prov.source(spark.read.parquet(str(root / "t")), "T")
-    u = prov.source(spark.read.parquet(str(root / "u")), "U")
-    return t.join(u.filter(F.col("label") == "grp1"), "g").groupBy("label").agg(F.sum("amount"))
+    w = prov.source(spark.read.parquet(str(root / "w")), "W")
+    v = prov.source(spark.read.parquet(str(root / "v")), "V")
+    return w.join(v.filter(F.col("label") == "grp1"), "g").groupBy("label").agg(F.sum("amount"))
 
 
 def _joined_sql(prov: ProvenanceSession, spark: SparkSession, root: Path) -> Any:
-    spark.read.parquet(str(root / "t")).createOrReplaceTempView("T")
-    spark.read.parquet(str(root / "u")).createOrReplaceTempView("U")
-    text = "SELECT label, sum(amount) FROM T JOIN U USING (g) WHERE label = 'grp1' GROUP BY label"
+    spark.read.parquet(str(root / "w")).createOrReplaceTempView("W")
+    spark.read.parquet(str(root / "v")).createOrReplaceTempView("V")
+    text = "SELECT label, sum(amount) FROM W JOIN V USING (g) WHERE label = 'grp1' GROUP BY label"
     return prov.tracked(spark.sql(text))
 
 
@@ -772,25 +787,26 @@ def _token_batches(
 
 @pytest.mark.parametrize("job", [_joined_frames, _joined_sql], ids=["dataframe", "sql"])
 def test_a_source_row_a_join_drops_is_not_sent(
-    spark: SparkSession, tables: Path, job: Callable[[ProvenanceSession, SparkSession, Path], Any]
+    spark: SparkSession, facts: Path, job: Callable[[ProvenanceSession, SparkSession, Path], Any]
 ) -> None:
-    """io.sparkprov.capture.SourceJoinsFirst: a source's capture point runs above the inner join
-    its rows meet first, so T's rows without a partner in the filtered U (g other than 1) are not
-    sent, and U's one row, which meets 20 of T's, is sent once per task. The graph is the one the
-    rule's conf turned off gives, less the TOKEN nodes that feed nothing."""
-    nodes, edges, sent, counts = _token_batches(spark, job, tables)
+    """io.sparkprov.capture.SourceJoinsFirst: the sources' capture points run above their join,
+    so W's rows without a partner in the filtered V (g other than 1) are not sent; a row of W
+    meets two rows of V, one after the other, and is sent once; a row of V meets twenty of W's, and
+    is sent once per task. The graph is the one the rule's conf turned off gives, less the
+    TOKEN nodes that feed nothing."""
+    nodes, edges, sent, counts = _token_batches(spark, job, facts)
     spark.conf.set("spark.sparkprov.sourceJoinsFirst", "false")
     try:
-        all_nodes, all_edges, all_sent, all_counts = _token_batches(spark, job, tables)
+        all_nodes, all_edges, all_sent, all_counts = _token_batches(spark, job, facts)
     finally:
         spark.conf.unset("spark.sparkprov.sourceJoinsFirst")
 
     def tokens(of: dict[int, Any], relation: str) -> set[str]:
         return {n["label"] for n in of.values() if n["op"] == "TOKEN" and n["relation"] == relation}
 
-    assert len(tokens(all_nodes, "T")) == 60  # every row the scan reads
-    assert len(tokens(nodes, "T")) == 20  # the rows with g = 1
-    assert tokens(nodes, "U") == tokens(all_nodes, "U") and len(tokens(nodes, "U")) == 1
+    assert len(tokens(all_nodes, "W")) == 6000  # every row the scan reads
+    assert len(tokens(nodes, "W")) == 20  # the rows with g = 1
+    assert tokens(nodes, "V") == tokens(all_nodes, "V") and len(tokens(nodes, "V")) == 2
     assert edges == all_edges
     feeding = {src for src, _ in all_edges}
     assert nodes.keys() <= all_nodes.keys()
@@ -798,10 +814,13 @@ def test_a_source_row_a_join_drops_is_not_sent(
         all_nodes[i]["op"] == "TOKEN" and i not in feeding for i in all_nodes.keys() - nodes.keys()
     )
     assert all(nodes[i] == all_nodes[i] for i in nodes)  # the same ids, labels and values
-    assert counts == (all_counts[0] - 40, all_counts[1])
-    (u,) = [i for i in nodes if nodes[i]["op"] == "TOKEN" and nodes[i]["relation"] == "U"]
-    partitions = spark.read.parquet(str(tables / "t")).rdd.getNumPartitions()
-    assert sent[u] <= partitions < 20
+    assert counts == (all_counts[0] - 5980, all_counts[1])
+    w_rows = [i for i in nodes if nodes[i]["op"] == "TOKEN" and nodes[i]["relation"] == "W"]
+    assert {sent[i] for i in w_rows} == {1}
+    # each of V's two rows meets twenty of W's, spread over W's partitions: once per task
+    v_rows = [i for i in nodes if nodes[i]["op"] == "TOKEN" and nodes[i]["relation"] == "V"]
+    partitions = spark.read.parquet(str(facts / "w")).rdd.getNumPartitions()
+    assert max(sent[i] for i in v_rows) <= partitions < 10
 
 
 def _three_reads(

@@ -33,8 +33,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * above the join and sees only the rows the join keeps. The tap's id is read above the join from
  * the projection that gives it (an attribute the join carries), its position from the id (the
  * position XOR the source's mask: XOR is its own inverse), its values from the columns the join
- * then carries too. A row met again above the join (a row of a join's side with several
- * partners) is sent once per task ({@link Tap#aboveJoin}). Installed after {@link
+ * then carries too. A row that comes again above the join (a row with several partners: a
+ * dimension's row matched by many facts) is sent once per task ({@link Tap#aboveJoin}, {@link
+ * MetPositions}). Installed after {@link
  * SourceRowsOnce}, whose lookup the moved tap keeps. The session's conf {@value #CONF} = false
  * turns it off (every row the source's filters keep is captured).
  */

@@ -168,8 +168,8 @@ public final class Tap
     return new Tap(plan, sink, counts, slots, scales, rows, runs, excluded, aboveJoin);
   }
 
-  /** This source tap above a join ({@link SourceJoinsFirst}): a row the join gives again (a
-   * side's row with several partners) is sent once per task; the same tap when asked again. */
+  /** This source tap above a join ({@link SourceJoinsFirst}): a row the join gives again (for
+   * another partner) is sent once per task; the same tap when asked again. */
   synchronized Tap aboveJoin() {
     if (aboveJoin) {
       return this;
@@ -302,9 +302,9 @@ public final class Tap
     // The rows sent before (none: null) and where a row's position is.
     final Roaring64NavigableMap skip =
         sentBefore == null || sentBefore.isEmpty() ? null : sentBefore;
-    // A tap above a join: the positions this task has met.
-    final Roaring64NavigableMap met = aboveJoin ? new Roaring64NavigableMap() : null;
-    final int rowno = skip == null && met == null ? -1 : plan.input("rowno");
+    // A tap above a join: the positions it has taken in this task.
+    final MetPositions met = aboveJoin ? new MetPositions() : null;
+    final int rowno = skip == null && !aboveJoin ? -1 : plan.input("rowno");
     long nodes;
     long edges;
     // Of them, a join's rows this members' tap sends for the join (Emission.joinNodeCount).
@@ -318,19 +318,13 @@ public final class Tap
           .getBytes(StandardCharsets.UTF_8);
     }
 
-    /** Whether the row at {@code position} is not sent: sent before, or met before. */
+    /** Whether the row at {@code position} is not sent: sent before by the run, or, above a
+     * join, taken before in this task (for another partner). */
     boolean skips(long position) {
-      if (skip != null && skip.contains(position)) {
+      if (met != null && !met.firstTime(position)) {
         return true;
       }
-      if (met == null) {
-        return false;
-      }
-      if (met.contains(position)) {
-        return true;
-      }
-      met.addLong(position);
-      return false;
+      return skip != null && skip.contains(position);
     }
 
     void sendIfFull() {
