@@ -762,13 +762,19 @@ def _joined_sql(prov: ProvenanceSession, spark: SparkSession, root: Path) -> Any
 
 
 def _token_batches(
-    spark: SparkSession, job: Callable[[ProvenanceSession, SparkSession, Path], Any], root: Path
+    spark: SparkSession,
+    job: Callable[[ProvenanceSession, SparkSession, Path], Any],
+    root: Path,
+    plans: list[str] | None = None,
 ) -> tuple[dict[int, Any], Counter[tuple[int, int]], Counter[int], tuple[int, int]]:
     """The job's nodes and edges, how many times each TOKEN id was sent, and whether the run's
-    counts are the graph's."""
+    counts are the graph's; the executed plan appended to ``plans``."""
     emitter = MemoryEmitter(spark)
     with ProvenanceSession(spark, "joins-first", emitter=emitter, run_id="joins") as prov:
-        assert len(job(prov, spark, root).collect()) == 1
+        frame = job(prov, spark, root)
+        assert len(frame.collect()) == 1
+        if plans is not None:
+            plans.append(materialize(frame)._jdf.queryExecution().executedPlan().toString())
     nodes: dict[int, Any] = {}
     edges: Counter[tuple[int, int]] = Counter()
     sent: Counter[int] = Counter()
@@ -791,8 +797,8 @@ def test_a_source_row_a_join_drops_is_not_sent(
 ) -> None:
     """io.sparkprov.capture.SourceJoinsFirst: the sources' capture points run above their join,
     so W's rows without a partner in the filtered V (g other than 1) are not sent; a row of W
-    meets two rows of V, one after the other, and is sent once; a row of V meets twenty of W's, and
-    is sent once per task. The graph is the one the rule's conf turned off gives, less the
+    meets two rows of V, one after the other, and is sent once; V, which Spark broadcasts, keeps
+    its capture point at its scan (the test below). The graph is the one the rule's conf turned off gives, less the
     TOKEN nodes that feed nothing."""
     nodes, edges, sent, counts = _token_batches(spark, job, facts)
     spark.conf.set("spark.sparkprov.sourceJoinsFirst", "false")
@@ -817,10 +823,46 @@ def test_a_source_row_a_join_drops_is_not_sent(
     assert counts == (all_counts[0] - 5980, all_counts[1])
     w_rows = [i for i in nodes if nodes[i]["op"] == "TOKEN" and nodes[i]["relation"] == "W"]
     assert {sent[i] for i in w_rows} == {1}
-    # each of V's two rows meets twenty of W's, spread over W's partitions: once per task
+    # V, the side Spark broadcasts, keeps its capture point at its scan: each row once
     v_rows = [i for i in nodes if nodes[i]["op"] == "TOKEN" and nodes[i]["relation"] == "V"]
-    partitions = spark.read.parquet(str(facts / "w")).rdd.getNumPartitions()
-    assert max(sent[i] for i in v_rows) <= partitions < 10
+    assert {sent[i] for i in v_rows} == {1}
+
+
+def _tap_above_join(plan: str, relation: str) -> bool:
+    """Whether the executed plan's capture point of ``relation``'s source sits above its join
+    (a plan prints its parents first)."""
+    lines = plan.splitlines()
+    (tap,) = [i for i, line in enumerate(lines) if f"sparkprov_tap_source:{relation}" in line]
+    (join,) = [i for i, line in enumerate(lines) if "Join" in line and "Exchange" not in line]
+    return tap < join
+
+
+@pytest.mark.parametrize(
+    ("threshold", "strategy", "v_above"),
+    [("10MB", "BroadcastHashJoin", False), ("-1", "SortMergeJoin", True)],
+    ids=["broadcast", "shuffled"],
+)
+def test_a_broadcast_sides_capture_point_stays_at_its_scan(
+    spark: SparkSession, facts: Path, threshold: str, strategy: str, v_above: bool
+) -> None:
+    """SourceJoinsFirst moves no tap above a join from the side Spark broadcasts: every task of
+    the other side meets the broadcast rows, so above the join each would be sent once per task
+    (V's 2 rows by each of W's tasks). The streamed side's tap moves (W's 20 rows kept of
+    6,000). Shuffled, each row of either side meets the join in one task: both taps move, and
+    each row is still sent once."""
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", threshold)
+    plans: list[str] = []
+    try:
+        nodes, _, sent, _ = _token_batches(spark, _joined_frames, facts, plans)
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    (plan,) = plans
+    assert strategy in plan, plan
+    assert _tap_above_join(plan, "W"), plan
+    assert _tap_above_join(plan, "V") == v_above, plan
+    for relation, rows in (("W", 20), ("V", 2)):
+        tokens = [i for i in nodes if nodes[i]["op"] == "TOKEN" and nodes[i]["relation"] == relation]
+        assert len(tokens) == rows and {sent[i] for i in tokens} == {1}
 
 
 def _three_reads(

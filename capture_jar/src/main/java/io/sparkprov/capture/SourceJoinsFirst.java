@@ -9,13 +9,18 @@ import org.apache.spark.sql.catalyst.expressions.AttributeSet;
 import org.apache.spark.sql.catalyst.expressions.BitwiseXor;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.planning.ExtractEquiJoinKeys$;
 import org.apache.spark.sql.catalyst.plans.InnerLike;
+import org.apache.spark.sql.catalyst.plans.logical.BROADCAST$;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.HintInfo;
 import org.apache.spark.sql.catalyst.plans.logical.Join;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.internal.SQLConf;
 import scala.jdk.javaapi.CollectionConverters;
+import scala.math.BigInt;
 
 /**
  * A source's capture point runs above the first inner join its rows meet, so it sends only the
@@ -35,9 +40,10 @@ import scala.jdk.javaapi.CollectionConverters;
  * position XOR the source's mask: XOR is its own inverse), its values from the columns the join
  * then carries too. A row that comes again above the join (a row with several partners: a
  * dimension's row matched by many facts) is sent once per task ({@link Tap#aboveJoin}, {@link
- * MetPositions}). Installed after {@link
- * SourceRowsOnce}, whose lookup the moved tap keeps. The session's conf {@value #CONF} = false
- * turns it off (every row the source's filters keep is captured).
+ * MetPositions}). A side Spark will broadcast keeps its tap at its scan ({@link #streamed}):
+ * every task of the other side meets its rows. Installed after {@link SourceRowsOnce}, whose
+ * lookup the moved tap keeps. The session's conf {@value #CONF} = false turns it off (every row
+ * the source's filters keep is captured).
  */
 public final class SourceJoinsFirst extends Rule<LogicalPlan> {
   public static final SourceJoinsFirst INSTANCE = new SourceJoinsFirst();
@@ -82,8 +88,9 @@ public final class SourceJoinsFirst extends Rule<LogicalPlan> {
 
   /** {@code join} with the movable taps of its sides above it, or as it is. */
   private static LogicalPlan above(Join join) {
-    Lifted left = lifted(join.left());
-    Lifted right = lifted(join.right());
+    boolean[] streamed = streamed(join);
+    Lifted left = streamed[0] ? lifted(join.left()) : null;
+    Lifted right = streamed[1] ? lifted(join.right()) : null;
     if (left == null && right == null) {
       return join;
     }
@@ -97,6 +104,48 @@ public final class SourceJoinsFirst extends Rule<LogicalPlan> {
     }
     // the join's own columns to the operators above, as before
     return new Project(seq(new ArrayList<>(CollectionConverters.asJava(join.output()))), top);
+  }
+
+  /**
+   * Which of {@code join}'s sides (left, right) Spark will not broadcast, as its join selection
+   * would choose: a broadcast side's rows are met by every task of the other side, so a tap
+   * above the join would send each of them once per task (a dimension of 100k rows joined by
+   * 200 tasks: 20M rows), where at its scan it sends each once. Not a side hinted BROADCAST (the
+   * other side is then streamed), nor one whose estimated size fits under the broadcast threshold
+   * (of two that fit, the smaller, as Spark builds on it); neither side of a join without an
+   * equality (a nested loop or cartesian product meets every row many times). A side this
+   * misjudges (adaptive execution broadcasting a side larger than estimated) costs bytes, never
+   * lineage: its rows are sent once per task that meets them.
+   */
+  static boolean[] streamed(Join join) {
+    if (ExtractEquiJoinKeys$.MODULE$.unapply(join).isEmpty()) {
+      return new boolean[] {false, false};
+    }
+    boolean leftHinted = broadcastHint(join.hint().leftHint());
+    boolean rightHinted = broadcastHint(join.hint().rightHint());
+    if (leftHinted || rightHinted) {
+      return new boolean[] {!leftHinted, !rightHinted};
+    }
+    SQLConf conf = SQLConf.get();
+    long threshold = conf.autoBroadcastJoinThreshold();
+    scala.Option<Object> adaptive = conf.getConf(SQLConf.ADAPTIVE_AUTO_BROADCASTJOIN_THRESHOLD());
+    if (conf.adaptiveExecutionEnabled() && adaptive.isDefined()) {
+      threshold = Math.max(threshold, (Long) adaptive.get());
+    }
+    BigInt left = join.left().stats().sizeInBytes();
+    BigInt right = join.right().stats().sizeInBytes();
+    boolean leftFits = threshold >= 0 && left.$less$eq(BigInt.apply(threshold));
+    boolean rightFits = threshold >= 0 && right.$less$eq(BigInt.apply(threshold));
+    if (leftFits && rightFits) {
+      boolean buildRight = right.$less$eq(left);
+      return new boolean[] {buildRight, !buildRight};
+    }
+    return new boolean[] {!leftFits, !rightFits};
+  }
+
+  private static boolean broadcastHint(scala.Option<HintInfo> hint) {
+    return hint.isDefined() && hint.get().strategy().isDefined()
+        && hint.get().strategy().get() == BROADCAST$.MODULE$;
   }
 
   /**
