@@ -798,8 +798,8 @@ def test_a_source_row_a_join_drops_is_not_sent(
     """io.sparkprov.capture.SourceJoinsFirst: the sources' capture points run above their join,
     so W's rows without a partner in the filtered V (g other than 1) are not sent; a row of W
     meets two rows of V, one after the other, and is sent once; V, which Spark broadcasts, keeps
-    its capture point at its scan (the test below). The graph is the one the rule's conf turned off gives, less the
-    TOKEN nodes that feed nothing."""
+    its capture point at its scan (the test below). The graph is the one the rule's conf turned
+    off gives, less the TOKEN nodes that feed nothing."""
     nodes, edges, sent, counts = _token_batches(spark, job, facts)
     spark.conf.set("spark.sparkprov.sourceJoinsFirst", "false")
     try:
@@ -861,7 +861,7 @@ def test_a_broadcast_sides_capture_point_stays_at_its_scan(
     assert _tap_above_join(plan, "W"), plan
     assert _tap_above_join(plan, "V") == v_above, plan
     for relation, rows in (("W", 20), ("V", 2)):
-        tokens = [i for i in nodes if nodes[i]["op"] == "TOKEN" and nodes[i]["relation"] == relation]
+        tokens = [i for i, n in nodes.items() if n["op"] == "TOKEN" and n["relation"] == relation]
         assert len(tokens) == rows and {sent[i] for i in tokens} == {1}
 
 
