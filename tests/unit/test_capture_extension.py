@@ -97,6 +97,7 @@ EXTRA = {
     # the join (SourceJoinsFirst), and with the rule's conf off (CONFS) below it, as before
     "file_source_joined": FILE_SOURCE_JOINED,
     "file_source_joined_every_row": FILE_SOURCE_JOINED,
+    "file_source_joined_broadcast": FILE_SOURCE_JOINED,
     # a semi and an anti join whose right sides are past the broadcast threshold (CONFS): sort
     # merge joins streaming the left rows, a row's matches grouped as the join gives them
     "exists_sort_merge": """
@@ -130,7 +131,9 @@ CONFS = {
     "not_exists_sort_merge": NO_BROADCAST,
     "join_group_order_layered": LAYERED,
     "python_udf_grouped_layered": LAYERED,
-    "file_source_joined_every_row": {"spark.sparkprov.sourceJoinsFirst": "false"},
+    # shuffled: orders_files, the smaller side, is what Spark would broadcast
+    "file_source_joined": NO_BROADCAST,
+    "file_source_joined_every_row": {**NO_BROADCAST, "spark.sparkprov.sourceJoinsFirst": "false"},
 }
 # Files read twice in one query: one source under the extension (CaptureRun.fileSource), where
 # plan capture makes the second read a source of its own (orders_files_2): checked on its own.
@@ -292,15 +295,22 @@ def test_a_subquerys_file_source_keeps_the_columns_it_reads_and_runs_its_filter_
 
 
 @pytest.mark.parametrize(
-    ("name", "above"), [("file_source_joined", True), ("file_source_joined_every_row", False)]
+    ("name", "above"),
+    [
+        ("file_source_joined", True),
+        ("file_source_joined_every_row", False),
+        ("file_source_joined_broadcast", False),
+    ],
 )
 def test_a_file_sources_capture_point_runs_above_the_join_its_rows_meet_first(
     job: dict[str, Any], name: str, above: bool
 ) -> None:
     """SourceJoinsFirst under the extension: orders_files' capture point runs above its join
     with the customers of NY, so the orders without such a customer (3 of 6) are not sent; with
-    the rule's conf off it runs below the join, over every row the scan reads. The lineage is
-    the reference's either way (the test above)."""
+    the rule's conf off it runs below the join, over every row the scan reads. Where Spark
+    broadcasts orders_files (its estimate is the smaller side's), the capture point stays below
+    the join too: every task of the other side meets a broadcast side's rows. The lineage is the
+    reference's every way (the test above)."""
     plan = job[name]["plan"].split("== Initial Plan ==")[0].splitlines()
     (tap,) = [i for i, line in enumerate(plan) if "sparkprov_tap_source:orders_files" in line]
     (join,) = [i for i, line in enumerate(plan) if "Join" in line and "Exchange" not in line]
