@@ -209,7 +209,7 @@ def kafka_settings(config: PublisherConfig) -> dict[str, str]:
     producer's (capture_agent.publisher): every wait ends after ``timeout_s``."""
     from capture_agent.publisher import producer_bounds
 
-    linger_ms = 5
+    linger_ms = defaults.KAFKA_LINGER_MS
     bound_ms, request_ms, delivery_ms = producer_bounds(config, linger_ms)
     settings = {
         "bootstrap.servers": config.bootstrap,

@@ -30,6 +30,7 @@ __all__ = [
     "KAFKA_BOOTSTRAP",
     "KAFKA_COMPRESSION",
     "KAFKA_ZSTD_LEVEL",
+    "KAFKA_LINGER_MS",
     "KAFKA_COMPRESSIONS",
     "DLQ_TOPIC",
     "GRPC_ADDR",
@@ -80,6 +81,12 @@ KAFKA_COMPRESSION = "zstd"
 # too: bench's pipeline at 10M rows 5.9 bytes per input row against 6.8, 1.70x against 1.80x
 # (bench/README.md, "zstd at level 1").
 KAFKA_ZSTD_LEVEL = 1
+# How long the JVM producers (the taps' and the capture extension's) wait to fill a batch. A task
+# flushes its producer before it waits for anything, so no task waits for the linger; longer
+# lingers make fewer, fuller requests: the broker's and the producer thread's CPU per pipeline
+# run fell from 0.08 to 0.03 s on 2 cores, which the tasks got back (bench/README.md, "A longer
+# linger"). capture_jar's CaptureRun.LINGER_MS is the same number.
+KAFKA_LINGER_MS = 50
 # The codecs the ingest service (kafka-python) reads with sparkprov's dependencies alone.
 KAFKA_COMPRESSIONS = ("none", "gzip", "zstd")
 TOPIC = "sparkprov.lineage"

@@ -51,6 +51,9 @@ public final class CaptureRun {
   static final int MAX_SOURCE_FILES = 2000;
   /** The longest text a tap keeps (sparkprov/limits.py MAX_TEXT_BYTES). */
   static final int MAX_TEXT_BYTES = 65536;
+  /** The producer's linger (sparkprov/defaults.py KAFKA_LINGER_MS): tasks and markers flush
+   * before they wait, so it only makes batches fuller. */
+  static final int LINGER_MS = 50;
 
   private static final Map<SparkContext, CaptureRun> RUNS = new HashMap<>();
   /** Runs begun per application, for the next run's number. */
@@ -138,8 +141,9 @@ public final class CaptureRun {
   /** Sends a driver's marker and waits until the sink has it. */
   private void publish(byte[] marker) {
     try {
-      sink.send(runId.getBytes(StandardCharsets.UTF_8), marker)
-          .get(sink.timeoutMs(), TimeUnit.MILLISECONDS);
+      java.util.concurrent.Future<?> sent = sink.send(runId.getBytes(StandardCharsets.UTF_8), marker);
+      sink.flush(); // waited for now: not after the producer's linger
+      sent.get(sink.timeoutMs(), TimeUnit.MILLISECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw Failures.publish("interrupted publishing the run marker of " + runId, e);
@@ -215,7 +219,7 @@ public final class CaptureRun {
         settings.put("bootstrap.servers", bootstrap);
         settings.put("acks", "all");
         settings.put("enable.idempotence", "true");
-        settings.put("linger.ms", "5");
+        settings.put("linger.ms", String.valueOf(LINGER_MS));
         settings.put("batch.size", String.valueOf(1024 * 1024));
         settings.put("compression.type", "zstd");
         // Level 1, as sparkprov.defaults.KAFKA_ZSTD_LEVEL: less CPU and fewer bytes than 3 here.

@@ -374,6 +374,10 @@ public final class Tap
       }
       byte[] message = Wire.batch(plan, partition, sequence, e.nodes(), e.src(), e.dst(),
           e.members());
+      if (unacknowledged.size() >= MAX_UNACKNOWLEDGED && !unacknowledged.peek().isDone()) {
+        // The producer lingers to fill its batches; a task that must wait sends them now.
+        sink.flush();
+      }
       while (unacknowledged.size() >= MAX_UNACKNOWLEDGED) {
         confirm(unacknowledged.poll());
       }
