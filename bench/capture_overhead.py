@@ -21,6 +21,11 @@ workload and mode (and the median and range of each round's own ratio: the modes
 within a round, so drift moves a round's runs alike) and writes JSON under bench/results/,
 with the load average.
 
+CPU per run, by thread (bench.jvm_threads): each run's CPU seconds in the driver JVM (which runs
+local[2]'s executors) by kind of thread: the tasks, HotSpot's compilers (``jit``), GC, Kafka's
+producer thread, the rest; and the local stack's broker when the bench publishes there. On two
+cores every one of them takes time from the tasks; the medians are printed and recorded.
+
 Bytes per input row: what one captured run adds to the topic's log (``DescribeLogDirs``: record
 batches as the broker stores them, compression included), divided by the rows of the workload's
 sources (pipeline, pipeline_scrambled and enrich: orders + customers; tpch: the eight tables'
@@ -60,7 +65,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from bench.harness import topic_bytes
+from bench.harness import ROOT, topic_bytes
+from bench.jvm_threads import ThreadCpu
 from capture_agent import ProvenanceSession
 from examples import arctic, cars
 from examples.spark import local_spark
@@ -181,6 +187,23 @@ JOINS_FIRST = "spark.sparkprov.sourceJoinsFirst"  # io.sparkprov.capture.SourceJ
 # The extension's producer settings (io.sparkprov.capture.CaptureRun.KAFKA_PREFIX + Kafka's name).
 KAFKA_CODEC = "spark.sparkprov.kafka.compression.type"
 KAFKA_ZSTD_LEVEL = "spark.sparkprov.kafka.compression.zstd.level"  # Kafka clients >= 3.8
+
+
+CPU_SHOWN = ("tasks", "jit", "gc", "kafka_producer", "broker", "other")
+
+
+def median_cpu(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Per kind of thread, the median over runs of the CPU seconds it took."""
+    kinds = sorted({k for run in runs for k in run})
+    return {k: statistics.median(run.get(k, 0.0) for run in runs) for k in kinds}
+
+
+def local_broker(bootstrap: str) -> int | None:
+    """The pid of the local stack's Kafka (``make up``) when the bench publishes to it."""
+    from localstack.stack import Stack, StackSettings
+
+    stack = Stack(StackSettings.from_env(ROOT / ".stack", os.environ))
+    return stack.pid("kafka") if stack.settings.kafka_bootstrap == bootstrap else None
 
 
 def timed(
@@ -350,6 +373,9 @@ def main(argv: list[str] | None = None) -> int:
     out = RESULTS / f"capture_overhead-{time.strftime('%Y%m%d-%H%M%S')}.json"
     report["arguments"] = vars(args)
     python_workloads = set(args.python_workloads.split(","))
+    # Where each run's CPU went (the tasks, HotSpot's compilers, GC, Kafka's producer thread,
+    # the broker of the local stack when the bench publishes there): what wall time hides.
+    cpu = ThreadCpu.of_spark(spark, local_broker(bootstrap))
     for name in chosen:
         body = workloads[name]
         these = [m for m in modes if m != "python" or name in python_workloads]
@@ -357,13 +383,16 @@ def main(argv: list[str] | None = None) -> int:
             for mode in these:
                 timed(spark, mode, body, args.topic)
         seconds: dict[str, list[float]] = {mode: [] for mode in these}
+        spent: dict[str, list[dict[str, float]]] = {mode: [] for mode in these}
         lineage: dict[str, tuple[int, int]] = {}
         wire: dict[str, list[int]] = {mode: [] for mode in these if mode != "plain"}
         for i in range(args.pairs):
             order = these if i % 2 == 0 else list(reversed(these))
             for mode in order:
                 before = topic_bytes(bootstrap, args.topic) if mode != "plain" else 0
+                threads = cpu.snapshot()
                 elapsed, counts = timed(spark, mode, body, args.topic)
+                spent[mode].append(cpu.since(threads))
                 if mode != "plain":
                     wire[mode].append(topic_bytes(bootstrap, args.topic) - before)
                 seconds[mode].append(elapsed)
@@ -385,6 +414,8 @@ def main(argv: list[str] | None = None) -> int:
                 if m != "plain"
             },
             "lineage": {m: {"nodes": n, "edges": e} for m, (n, e) in lineage.items()},
+            "cpu_s_per_run": {m: runs for m, runs in spent.items()},
+            "median_cpu_s": {m: median_cpu(runs) for m, runs in spent.items()},
             "wire_bytes": wire,
             "input_rows": input_rows.get(name),
             "bytes_per_input_row": {
@@ -418,6 +449,13 @@ def main(argv: list[str] | None = None) -> int:
             f"  load {os.getloadavg()[0]:.2f}",
             flush=True,
         )
+        for m in these:
+            median = entry["median_cpu_s"][m]
+            print(
+                f"  cpu s per run, {m}: "
+                + ", ".join(f"{k} {median[k]:.2f}" for k in CPU_SHOWN if k in median),
+                flush=True,
+            )
         out.write_text(json.dumps(report, indent=2))  # after each workload: a long run may stop
     spark.stop()
     print(f"wrote {out}")
