@@ -57,6 +57,8 @@ final class Chunk {
   private final int[] refSlots; // the inputs held as objects (texts, arrays, wide decimals)
   // Where the next row's cells begin (size * width): the codegen tap reads it before each row.
   private final int[] next = new int[1];
+  // The columns Emission reads from a full chunk, kept for the next one (free again at clear()).
+  private final Scratch scratch;
   private int size;
 
   /** A chunk whose texts arrive as texts (the slots the plan's input types name). */
@@ -81,6 +83,7 @@ final class Chunk {
     }
     int capacity = plan.rowsPerMessage();
     this.width = width;
+    scratch = new Scratch(capacity);
     // One row more than it holds: where the next row is written while a full chunk waits for
     // its last row's ids (a tap over runs, Tap.Runs), not kept.
     cells = new long[(capacity + 1) * width];
@@ -119,9 +122,22 @@ final class Chunk {
     return size == plan.rowsPerMessage();
   }
 
+  /** Empties the chunk; the columns read from it before ({@link #ids}, {@link #values}, ...)
+   * are no longer the reader's: their arrays serve the next rows. */
   void clear() {
     size = 0;
     next[0] = 0;
+    scratch.reset();
+  }
+
+  /** An array of {@code length} longs the caller fills, the reader's until {@link #clear}. */
+  long[] scratchLongs(int length) {
+    return scratch.longs(length);
+  }
+
+  /** An array of {@code length} flags the caller fills, the reader's until {@link #clear}. */
+  boolean[] scratchFlags(int length) {
+    return scratch.flags(length);
   }
 
   /**
@@ -253,7 +269,7 @@ final class Chunk {
 
   /** Input {@code i}'s longs over the chunk's rows, 0 where null. */
   private long[] column(int i) {
-    long[] out = new long[size];
+    long[] out = scratch.longs(size);
     for (int r = 0, at = i; r < size; r++, at += width) {
       out[r] = cellNulls[at] ? 0L : cells[at];
     }
@@ -262,7 +278,7 @@ final class Chunk {
 
   /** Input {@code i}'s null flags over the chunk's rows. */
   private boolean[] nullColumn(int i) {
-    boolean[] out = new boolean[size];
+    boolean[] out = scratch.flags(size);
     for (int r = 0, at = i; r < size; r++, at += width) {
       out[r] = cellNulls[at];
     }
@@ -324,12 +340,11 @@ final class Chunk {
       case DECIMAL -> ValueColumn.ofUnscaled(column(i), scales[i], nullColumn(i));
       case WIDE_DECIMAL -> wideValues(i);
       case DOUBLE -> {
-        long[] bits = column(i);
-        double[] doubles = new double[size];
-        for (int r = 0; r < size; r++) {
-          doubles[r] = Double.longBitsToDouble(bits[r]);
+        double[] doubles = scratch.doubles(size);
+        for (int r = 0, at = i; r < size; r++, at += width) {
+          doubles[r] = cellNulls[at] ? 0.0 : Double.longBitsToDouble(cells[at]);
         }
-        yield ValueColumn.ofDoubles(doubles, nullColumn(i));
+        yield ValueColumn.ofDoubles(doubles, nullColumn(i), scratch.longs(size));
       }
       case BOOL -> {
         long[] flags = column(i);
@@ -370,7 +385,7 @@ final class Chunk {
 
   boolean[] flags(String name) {
     int i = plan.input(name);
-    boolean[] out = new boolean[size];
+    boolean[] out = scratch.flags(size);
     for (int r = 0, at = i; r < size; r++, at += width) {
       out[r] = !cellNulls[at] && cells[at] != 0;
     }

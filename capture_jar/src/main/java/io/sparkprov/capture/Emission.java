@@ -164,13 +164,13 @@ record Emission(
 
     /** A join side as it travels: as positions (id XOR mask; a null row repeats the position
      * before it) where a mask is known, else as ids (0 where null). */
-    private static Wire.Side side(long[] ids, boolean[] nulls, java.util.OptionalLong mask) {
+    private Wire.Side side(long[] ids, boolean[] nulls, java.util.OptionalLong mask) {
       int[] nullRows = rowsOf(nulls, ids.length);
       if (mask.isEmpty()) {
         return new Wire.Side(ids, 0L, null, nullRows);
       }
       long m = mask.getAsLong();
-      long[] positions = new long[ids.length];
+      long[] positions = chunk.scratchLongs(ids.length);
       long previous = 0;
       for (int r = 0; r < ids.length; r++) {
         positions[r] = nulls[r] ? previous : ids[r] ^ m;
@@ -310,7 +310,7 @@ record Emission(
       long[] right = chunk.rawIds("right");
       boolean[] leftMissing = chunk.nullMask("left");
       boolean[] rightMissing = chunk.nullMask("right");
-      boolean[] self = new boolean[n];
+      boolean[] self = chunk.scratchFlags(n);
       for (int r = 0; r < n; r++) {
         self[r] = !leftMissing[r] && !rightMissing[r] && left[r] == right[r];
       }
@@ -468,7 +468,7 @@ record Emission(
         return null;
       }
       long m = mask.getAsLong();
-      long[] positions = new long[n];
+      long[] positions = chunk.scratchLongs(n);
       for (int r = 0; r < n; r++) {
         positions[r] = ids[r] ^ m;
         if (positions[r] < 0) {

@@ -54,29 +54,35 @@ record ValueColumn(
    * ({@code decimals}, 0 where null), which travel instead of the doubles: 52.3 as 523.
    */
   static ValueColumn ofDoubles(double[] doubles, boolean[] nulls) {
+    return ofDoubles(doubles, nulls, new long[doubles.length]);
+  }
+
+  /** {@link #ofDoubles(double[], boolean[])}, its decimals (if any) written into {@code into},
+   * an array as long as {@code doubles} that the column then holds. */
+  static ValueColumn ofDoubles(double[] doubles, boolean[] nulls, long[] into) {
     for (int k = 0; k <= MAX_DECIMAL_SCALE; k++) {
-      long[] decimals = decimals(doubles, nulls, k);
-      if (decimals != null) {
-        return new ValueColumn(null, null, doubles, decimals, k, nulls, Kind.INTEGER);
+      if (decimals(doubles, nulls, k, into)) {
+        return new ValueColumn(null, null, doubles, into, k, nulls, Kind.INTEGER);
       }
     }
     return new ValueColumn(null, null, doubles, null, 0, nulls, Kind.INTEGER);
   }
 
-  /** Each value as n with (double) n / 10^k == the value, bit for bit; null if one has none. */
-  private static long[] decimals(double[] doubles, boolean[] nulls, int k) {
-    long[] out = new long[doubles.length];
+  /** Writes each value as n with (double) n / 10^k == the value, bit for bit, into {@code out}
+   * (0 where null); false, with {@code out} partly written, if one has none. */
+  private static boolean decimals(double[] doubles, boolean[] nulls, int k, long[] out) {
     for (int r = 0; r < doubles.length; r++) {
       if (nulls[r]) {
+        out[r] = 0;
         continue;
       }
       long n = decimal(doubles[r], k);
       if (n == NONE) {
-        return null;
+        return false;
       }
       out[r] = n;
     }
-    return out;
+    return true;
   }
 
   /**

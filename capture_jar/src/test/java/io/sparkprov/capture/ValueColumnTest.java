@@ -29,6 +29,16 @@ class ValueColumnTest {
     assertArrayEquals(new long[] {0, 15}, c.decimals());
   }
 
+  /** The decimals go into an array reused from an earlier chunk (Scratch): its old values
+   * never show, a null row's included. */
+  @Test
+  void decimalsWrittenIntoAReusedArrayAreZeroWhereNull() {
+    long[] reused = {99, 99, 99};
+    ValueColumn c = ValueColumn.ofDoubles(new double[] {2.5, 0.0, 3.0},
+        new boolean[] {false, true, false}, reused);
+    assertArrayEquals(new long[] {25, 0, 30}, c.decimals());
+  }
+
   @Test
   void valuesWithoutAShortDecimalTravelAsDoubles() {
     for (double v : new double[] {Double.NaN, Double.POSITIVE_INFINITY, -0.0, 0.1 + 0.2, 1e20,
