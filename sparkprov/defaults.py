@@ -83,9 +83,9 @@ KAFKA_COMPRESSION = "zstd"
 KAFKA_ZSTD_LEVEL = 1
 # How long the JVM producers (the taps' and the capture extension's) wait to fill a batch. A task
 # flushes its producer before it waits for anything, so no task waits for the linger; longer
-# lingers make fewer, fuller requests: the broker's and the producer thread's CPU per pipeline
-# run fell from 0.08 to 0.03 s on 2 cores, which the tasks got back (bench/README.md, "A longer
-# linger"). capture_jar's CaptureRun.LINGER_MS is the same number.
+# lingers make fewer, fuller requests: the broker's and the producer thread's CPU per 1M-row
+# pipeline run fell from 0.13 to 0.05 s on 2 cores, CPU the tasks share the cores with
+# (bench/README.md, "A longer linger"). capture_jar's CaptureRun.LINGER_MS is the same number.
 KAFKA_LINGER_MS = 50
 # The codecs the ingest service (kafka-python) reads with sparkprov's dependencies alone.
 KAFKA_COMPRESSIONS = ("none", "gzip", "zstd")
