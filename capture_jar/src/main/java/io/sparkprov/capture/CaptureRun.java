@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -141,7 +142,7 @@ public final class CaptureRun {
   /** Sends a driver's marker and waits until the sink has it. */
   private void publish(byte[] marker) {
     try {
-      java.util.concurrent.Future<?> sent = sink.send(runId.getBytes(StandardCharsets.UTF_8), marker);
+      Future<?> sent = sink.send(runId.getBytes(StandardCharsets.UTF_8), marker);
       sink.flush(); // waited for now: not after the producer's linger
       sent.get(sink.timeoutMs(), TimeUnit.MILLISECONDS);
     } catch (InterruptedException e) {

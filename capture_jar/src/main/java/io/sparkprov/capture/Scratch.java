@@ -1,13 +1,15 @@
 package io.sparkprov.capture;
 
-import java.util.Arrays;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.IntFunction;
 
 /**
  * The arrays one chunk's {@link Emission} is built from, kept for the next chunk of the same
  * tap in the same task: a full chunk's columns (ids, values, null flags, positions) take an array
- * of the chunk's capacity each, about twenty per chunk, and allocating them afresh made the JVM's
- * collector the third largest cost capture added to a job (bench/README.md, "Arrays kept from
- * chunk to chunk").
+ * of the chunk's capacity each, about twenty per chunk. Allocated afresh, they were 178 MB of the
+ * 290 MB a 1M-row pipeline run's emission allocated beyond plain (bench/README.md, "A longer
+ * linger, arrays kept from chunk to chunk, ...").
  *
  * <p>The contract: an array handed out stays the caller's until {@link #reset}, which the chunk
  * calls when it is cleared, after its emission was encoded; until then no array is handed out
@@ -15,67 +17,59 @@ import java.util.Arrays;
  * capacity (a task's last, partial chunk) gets a fresh array.
  */
 final class Scratch {
-  private final int capacity;
-  private long[][] longs = new long[8][];
-  private boolean[][] flags = new boolean[8][];
-  private double[][] doubles = new double[2][];
-  private int nextLongs;
-  private int nextFlags;
-  private int nextDoubles;
+  private final Pool<long[]> longs;
+  private final Pool<boolean[]> flags;
+  private final Pool<double[]> doubles;
 
   Scratch(int capacity) {
-    this.capacity = capacity;
+    longs = new Pool<>(capacity, long[]::new);
+    flags = new Pool<>(capacity, boolean[]::new);
+    doubles = new Pool<>(capacity, double[]::new);
   }
 
   long[] longs(int length) {
-    if (length != capacity) {
-      return new long[length];
-    }
-    if (nextLongs == longs.length) {
-      longs = Arrays.copyOf(longs, longs.length * 2);
-    }
-    long[] out = longs[nextLongs];
-    if (out == null) {
-      out = longs[nextLongs] = new long[capacity];
-    }
-    nextLongs++;
-    return out;
+    return longs.take(length);
   }
 
   boolean[] flags(int length) {
-    if (length != capacity) {
-      return new boolean[length];
-    }
-    if (nextFlags == flags.length) {
-      flags = Arrays.copyOf(flags, flags.length * 2);
-    }
-    boolean[] out = flags[nextFlags];
-    if (out == null) {
-      out = flags[nextFlags] = new boolean[capacity];
-    }
-    nextFlags++;
-    return out;
+    return flags.take(length);
   }
 
   double[] doubles(int length) {
-    if (length != capacity) {
-      return new double[length];
-    }
-    if (nextDoubles == doubles.length) {
-      doubles = Arrays.copyOf(doubles, doubles.length * 2);
-    }
-    double[] out = doubles[nextDoubles];
-    if (out == null) {
-      out = doubles[nextDoubles] = new double[capacity];
-    }
-    nextDoubles++;
-    return out;
+    return doubles.take(length);
   }
 
   /** Every array handed out is free again: the emission that held them was encoded. */
   void reset() {
-    nextLongs = 0;
-    nextFlags = 0;
-    nextDoubles = 0;
+    longs.reset();
+    flags.reset();
+    doubles.reset();
+  }
+
+  /** Arrays of one type and the capacity's length, handed out in order, again after a reset. */
+  private static final class Pool<T> {
+    private final int capacity;
+    private final IntFunction<T> allocate;
+    private final List<T> arrays = new ArrayList<>();
+    private int next;
+
+    Pool(int capacity, IntFunction<T> allocate) {
+      this.capacity = capacity;
+      this.allocate = allocate;
+    }
+
+    T take(int length) {
+      if (length != capacity) {
+        return allocate.apply(length);
+      }
+      if (next == arrays.size()) {
+        arrays.add(allocate.apply(capacity));
+      }
+      return arrays.get(next++);
+    }
+
+    void reset() {
+      next = 0;
+    }
   }
 }

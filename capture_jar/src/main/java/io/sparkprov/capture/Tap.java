@@ -374,10 +374,6 @@ public final class Tap
       }
       byte[] message = Wire.batch(plan, partition, sequence, e.nodes(), e.src(), e.dst(),
           e.members());
-      if (unacknowledged.size() >= MAX_UNACKNOWLEDGED && !unacknowledged.peek().isDone()) {
-        // The producer lingers to fill its batches; a task that must wait sends them now.
-        sink.flush();
-      }
       while (unacknowledged.size() >= MAX_UNACKNOWLEDGED) {
         confirm(unacknowledged.poll());
       }
@@ -422,6 +418,9 @@ public final class Tap
     }
 
     private void confirm(Future<?> future) {
+      if (!future.isDone()) {
+        sink.flush(); // the producer lingers to fill its batches: a task that waits sends them
+      }
       try {
         future.get(sink.timeoutMs(), TimeUnit.MILLISECONDS);
         acknowledged++;
