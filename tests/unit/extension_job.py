@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -117,12 +118,26 @@ def exclusions(emitter: Any) -> list[list[list[str]]]:
     return sorted(out)
 
 
-def shape(emitter: Any, relation: str) -> dict[str, int]:
+def read_once(label: str) -> str:
+    """A TOKEN's label with a relation's second reading (``orders_2#orders_2#0.1``) named as its
+    first: plan capture makes each reading of a view a source of its own, the extension one."""
+    return re.sub(r"_\d+#", "#", label)
+
+
+def shape(emitter: Any, relation: str, merge_reads: bool = False) -> dict[str, int]:
     """The ops of the nodes ``relation``'s rows reach back to (themselves included), counted, and
-    the edges among them: the graph's shape, without its ids."""
+    the edges among them: the graph's shape, without its ids. With ``merge_reads``, the TOKENs
+    of one row read twice (:func:`read_once`'s labels equal) are one node, and the edges they
+    then share one edge, as the extension makes a relation read twice one source."""
     from bench.tpc_sql.oracle import emitted_graph
 
     nodes, graph = emitted_graph(emitter)
+    if merge_reads:
+        merged = {
+            i: f"TOKEN:{read_once(_label(n))}" for i, n in nodes.items() if n["op"] == "TOKEN"
+        }
+        graph = nx.relabel_nodes(graph, merged)
+        nodes = {merged.get(i, i): n for i, n in nodes.items()}
     reached: set[int] = set()
     for i, node in nodes.items():
         if node["relation"] == relation:
@@ -329,7 +344,9 @@ def main(jar: str, queries_path: str, out_path: str) -> None:
         for key, value in confs.get(name, {}).items():
             spark.conf.set(key, value)
         spark.conf.set(CAPTURE, "false")
-        plain = [list(r) for r in query().collect()]
+        plain_df = query()
+        plain = [list(r) for r in plain_df.collect()]
+        plain_plan = plain_df._jdf.queryExecution().executedPlan().toString()
         plain_estimate = _estimate(query())
         spark.conf.set(CAPTURE, "true")
         before, start = run.totals(), len(run.memory())
@@ -356,11 +373,13 @@ def main(jar: str, queries_path: str, out_path: str) -> None:
             "plain": plain,
             "rows": rows,
             "plan": plan,
+            "plain_plan": plain_plan,
             "estimate": [plain_estimate, estimate],
             "emitted": [after[0] - before[0], after[1] - before[1]],
             "result": result,
             "reference": lineage(emitter, "Out"),
             "reference_shape": shape(emitter, "Out"),
+            "reference_shape_read_once": shape(emitter, "Out", merge_reads=True),
             "reference_exclusions": exclusions(emitter),
             "exclusions": exclusions(RunMessages(run, start, end)),
         }

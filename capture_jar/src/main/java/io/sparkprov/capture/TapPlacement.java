@@ -226,6 +226,14 @@ public final class TapPlacement extends Rule<LogicalPlan> {
     private final Map<LogicalPlan, Placed> aggregationsPlaced = new HashMap<>();
     /** Capture points placed ({@link #materialize}), by the placed plan they were placed over. */
     private final Map<Placed, Placed> materialized = new java.util.IdentityHashMap<>();
+    /**
+     * Capture points by their plan: two with the same plan (the same key: a source read again)
+     * are one tap, so copies of one subplan over it stay equal and Spark's exchange reuse runs
+     * them once (a broadcast side read by several joins).
+     */
+    private final Map<TapPlan, Tap> taps = new HashMap<>();
+    /** In-memory sources placed already ({@link #sameSource}): their leaf, key and relation. */
+    private final List<Object[]> sources = new ArrayList<>();
     // How many limits read the node being placed with nothing between that reads all its rows.
     private int streamingLimits;
 
@@ -356,8 +364,9 @@ public final class TapPlacement extends Rule<LogicalPlan> {
     /** A leaf's rows as a source: a TOKEN per row, labelled by its file and row index where
      * the scan gives them ({@link FilePositions}), else by its partition and offset. */
     private Placed source(LogicalPlan leaf) {
-      String relation = relationName(leaf);
       FilePositions files = FilePositions.of(leaf);
+      String[] same = files == null ? sameSource(leaf) : null;
+      String relation = same != null ? same[1] : relationName(leaf);
       // Files read again in the run (a self-join, a subquery, a later query) are the same
       // source, as one ProvenanceSession source read by many queries (CaptureRun.fileSource).
       // Other rows' positions are Spark's partition and offset, which another scan may number
@@ -367,8 +376,13 @@ public final class TapPlacement extends Rule<LogicalPlan> {
         CaptureRun.FileSource source = run.fileSource(relation, files.files());
         key = source.key();
         relation = source.relation();
+      } else if (same != null) {
+        key = same[0];
       } else {
         key = run.nextKey("source:" + relation);
+        if (repeatable(leaf)) {
+          sources.add(new Object[] {leaf, key, relation});
+        }
       }
       long mask = NodeIds.seed(run.runId(), key);
       List<Attribute> visible = attributes(leaf.output());
@@ -404,7 +418,7 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       List<Expression> inputs = new ArrayList<>(List.of(id, files.position()));
       inputs.addAll(visible);
       LogicalPlan tapped = new Filter(
-          new TapExpression(inputs, new Tap(tap, run.sink(), run.counts())), files.scan());
+          new TapExpression(inputs, tap(tap)), files.scan());
       Alias idColumn = alias(id, "id");
       List<NamedExpression> columns = new ArrayList<>(visible);
       columns.add(idColumn);
@@ -526,7 +540,7 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       Pending pending = placed.pending();
       List<Expression> inputs = new ArrayList<>(pending.inputs());
       inputs.addAll(pending.attributes());
-      Tap tap = new Tap(pending.plan(), run.sink(), run.counts());
+      Tap tap = tap(pending.plan());
       int own = ownId(pending, placed.id());
       if (own >= 0 && ExtraOptimizations.enabled(FewerLayers.CONF)) {
         // One projection: the tap captures the row and yields its id, which the plan computed
@@ -657,6 +671,41 @@ public final class TapPlacement extends Rule<LogicalPlan> {
 
     CaptureRun run() {
       return run;
+    }
+
+    /** The capture point of {@code plan}: one per plan in the query ({@link #taps}). */
+    Tap tap(TapPlan plan) {
+      return taps.computeIfAbsent(plan, p -> new Tap(p, run.sink(), run.counts()));
+    }
+
+    /**
+     * The key and relation of an in-memory leaf placed before in this query that gives the
+     * same rows in the same order as {@code leaf} (a local relation, a range, or an RDD Spark
+     * marks DETERMINATE, which its own task retries rely on): its rows are numbered the same,
+     * so the two reads are one source, as two reads of the same files are. Null when none.
+     */
+    private String[] sameSource(LogicalPlan leaf) {
+      if (!repeatable(leaf)) {
+        return null;
+      }
+      for (Object[] placed : sources) {
+        if (((LogicalPlan) placed[0]).sameResult(leaf)) {
+          return new String[] {(String) placed[1], (String) placed[2]};
+        }
+      }
+      return null;
+    }
+
+    private static boolean repeatable(LogicalPlan leaf) {
+      if (leaf instanceof org.apache.spark.sql.catalyst.plans.logical.LocalRelation local) {
+        return !local.isStreaming();
+      }
+      if (leaf instanceof org.apache.spark.sql.catalyst.plans.logical.Range) {
+        return true;
+      }
+      return leaf instanceof org.apache.spark.sql.execution.LogicalRDD rdd && !rdd.isStreaming()
+          && rdd.rdd().outputDeterministicLevel()
+              == org.apache.spark.rdd.DeterministicLevel$.MODULE$.DETERMINATE();
     }
 
     /** The split path of nodes built outside modules: context.py's split_for. */
