@@ -15,13 +15,12 @@ switch and the skip property leave the plan as it was.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from typing import Any
 
 import pytest
 
-from tests.unit.extension_job import run_job
+from tests.unit.extension_job import read_once, run_job
 from tests.unit.test_plan_capture import CUSTOMERS, ORDERS, QUERIES
 
 CAPTURED = [
@@ -203,10 +202,7 @@ READ_ONCE = {"scalar_subqueries_merged"}
 def _once(lineage: list[Any]) -> list[Any]:
     """Each row's tokens once, the reference's second reading (``orders_2#orders_2#0.1``)
     named as the first."""
-    return [
-        [values, sorted({re.sub(r"_\d+#", "#", token) for token in tokens})]
-        for values, tokens in lineage
-    ]
+    return [[values, sorted({read_once(token) for token in tokens})] for values, tokens in lineage]
 
 
 @pytest.mark.parametrize("name", [*CAPTURED, *EXTRA, "dataframe_calls"])

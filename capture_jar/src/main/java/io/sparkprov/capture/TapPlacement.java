@@ -232,8 +232,8 @@ public final class TapPlacement extends Rule<LogicalPlan> {
      * them once (a broadcast side read by several joins).
      */
     private final Map<TapPlan, Tap> taps = new HashMap<>();
-    /** In-memory sources placed already ({@link #sameSource}): their leaf, key and relation. */
-    private final List<Object[]> sources = new ArrayList<>();
+    /** In-memory sources placed already, in this query ({@link #sameSource}). */
+    private final List<InMemorySource> sources = new ArrayList<>();
     // How many limits read the node being placed with nothing between that reads all its rows.
     private int streamingLimits;
 
@@ -365,8 +365,8 @@ public final class TapPlacement extends Rule<LogicalPlan> {
      * the scan gives them ({@link FilePositions}), else by its partition and offset. */
     private Placed source(LogicalPlan leaf) {
       FilePositions files = FilePositions.of(leaf);
-      String[] same = files == null ? sameSource(leaf) : null;
-      String relation = same != null ? same[1] : relationName(leaf);
+      InMemorySource same = files == null ? sameSource(leaf) : null;
+      String relation = same != null ? same.relation() : relationName(leaf);
       // Files read again in the run (a self-join, a subquery, a later query) are the same
       // source, as one ProvenanceSession source read by many queries (CaptureRun.fileSource).
       // Other rows' positions are Spark's partition and offset, which another scan may number
@@ -377,11 +377,11 @@ public final class TapPlacement extends Rule<LogicalPlan> {
         key = source.key();
         relation = source.relation();
       } else if (same != null) {
-        key = same[0];
+        key = same.key();
       } else {
         key = run.nextKey("source:" + relation);
         if (repeatable(leaf)) {
-          sources.add(new Object[] {leaf, key, relation});
+          sources.add(new InMemorySource(leaf, key, relation));
         }
       }
       long mask = NodeIds.seed(run.runId(), key);
@@ -678,19 +678,22 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       return taps.computeIfAbsent(plan, p -> new Tap(p, run.sink(), run.counts()));
     }
 
+    /** An in-memory leaf placed as a source: its key and relation name. */
+    private record InMemorySource(LogicalPlan leaf, String key, String relation) {}
+
     /**
-     * The key and relation of an in-memory leaf placed before in this query that gives the
-     * same rows in the same order as {@code leaf} (a local relation, a range, or an RDD Spark
-     * marks DETERMINATE, which its own task retries rely on): its rows are numbered the same,
-     * so the two reads are one source, as two reads of the same files are. Null when none.
+     * The in-memory source placed before in this query that gives the same rows in the same
+     * order as {@code leaf} (a local relation, a range, or an RDD Spark marks DETERMINATE,
+     * which its own task retries rely on): its rows are numbered the same, so the two reads are
+     * one source, as two reads of the same files are. Null when none.
      */
-    private String[] sameSource(LogicalPlan leaf) {
+    private InMemorySource sameSource(LogicalPlan leaf) {
       if (!repeatable(leaf)) {
         return null;
       }
-      for (Object[] placed : sources) {
-        if (((LogicalPlan) placed[0]).sameResult(leaf)) {
-          return new String[] {(String) placed[1], (String) placed[2]};
+      for (InMemorySource placed : sources) {
+        if (placed.leaf().sameResult(leaf)) {
+          return placed;
         }
       }
       return null;
