@@ -26,7 +26,7 @@ from google.protobuf.message import DecodeError
 
 from sparkprov import limits
 from sparkprov.blocks import MAX_MEMBER_AGGREGATES, EdgeBlock, MemberBlock, NodeBlock
-from sparkprov.derived import MemberColumns, position_labels, xxhash64_longs
+from sparkprov.derived import MemberColumns, derive, position_labels, xxhash64_longs
 from sparkprov.limits import LimitExceeded
 from sparkprov.v1 import lineage_pb2
 from sparkprov.values import string_column_texts
@@ -74,7 +74,9 @@ SCHEMA_VERSION = 2
 # 6: member blocks may carry their join's rows (MemberBlock.join_rows).
 # 7: value columns may carry their integers as differences (StringColumn.deltas), and member
 # blocks their groups as a dictionary (MemberBlock.group_ids, group_index).
-READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7})
+# 8: a semi or an anti join's rows may travel as their left rows and matches (DerivedIds'
+# match fields), the reader deriving their ids, PLUS nodes, values and edges.
+READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8})
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 # Levels of split paths (split, sub-split, sub-sub-split): connected sets are kept per level.
 # lineage.proto's SplitDepth carries it, for the plugin's Schema.LEVELS too.
@@ -625,15 +627,22 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
             raise MalformedEvent("bad_op", f"unknown op {block.op} in tap {limits.quote(pb.tap)}")
         ids: list[int] = list(block.ids)
         labels: list[str] = list(block.labels)
+        values: list[str] = list(block.values)
+        plus: list[int] = []
         if block.HasField("derived"):
             if ids:
                 raise MalformedEvent("ragged", "a node block has both ids and derived ids")
-            derived = derived_ids(block.derived, block.relation)
+            derived = derived_ids(block.derived, block.relation, block.op)
             ids = derived.ids.tolist()
             if derived.labels:
                 if labels:
                     raise MalformedEvent("ragged", "a node block has labels and positions")
                 labels = derived.labels
+            if derived.values:
+                if block.values:
+                    raise MalformedEvent("ragged", "a node block has values and matches")
+                values = derived.values
+            plus = derived.plus.tolist()
             derived_src.append(derived.src)
             derived_dst.append(derived.dst)
         n = len(ids)
@@ -645,10 +654,10 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
             relation=block.relation,
             attribute_names=block.attribute_names,
             attribute_columns=attribute_columns,
-            values=block.values,
+            values=values,
             split=block.split,
         )
-        for name, entries in (("labels", labels), ("values", block.values)):
+        for name, entries in (("labels", labels), ("values", values)):
             if entries and len(entries) != n:
                 raise MalformedEvent("ragged", f"{name} has {len(entries)} entries for {n} ids")
         if len(block.attribute_names) != len(block.attribute_values):
@@ -674,7 +683,7 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
                 "label": block.label,
                 "labels": labels,
                 "relation": block.relation or None,
-                "values": list(block.values),
+                "values": values,
                 "shared": block.shared,
                 "split": list(block.split),
                 "attribute_names": list(block.attribute_names),
@@ -682,6 +691,8 @@ def _decode_batch(event: lineage_pb2.LineageEvent) -> Batch:
                 "null_rows": [list(c.null_rows) for c in block.attribute_values],
             }
         )
+        if plus:  # a semi join's sums of matches (DerivedIds with matches)
+            blocks.append(_plus_block(run_id, plus, block.split))
     src, dst = pb.edges.src, pb.edges.dst
     if len(src) != len(dst):
         raise MalformedEvent("ragged", f"{len(src)} edge sources for {len(dst)} destinations")
@@ -715,14 +726,18 @@ class _Derived:
     # A join's pairs: each row's left and right id (0 where that side is null).
     left: np.ndarray | None = None
     right: np.ndarray | None = None
+    # A semi join's rows with matches: the PLUS nodes of its rows with more than one (a node
+    # block after this one); an anti join's: each EXCLUDED node's value, its match's id.
+    plus: np.ndarray = field(default_factory=lambda: _NO_IDS)
+    values: list[str] = field(default_factory=list)
 
 
 _NO_IDS = np.zeros(0, dtype=np.int64)
 
 
-def derived_ids(d: lineage_pb2.DerivedIds, relation: str | None) -> _Derived:
+def derived_ids(d: lineage_pb2.DerivedIds, relation: str | None, op: int = 0) -> _Derived:
     """The ids (and source labels unless ``relation`` is None, join edges) a DerivedIds stands
-    for (lineage.proto)."""
+    for (lineage.proto); ``op``, the block's, says what its matches make, if it has any."""
     positional = len(d.position_deltas) > 0
     paired = any(len(c) for c in (d.left, d.right, d.left_deltas, d.right_deltas))
     parented = len(d.parents) > 0 or len(d.parent_deltas) > 0
@@ -738,6 +753,8 @@ def derived_ids(d: lineage_pb2.DerivedIds, relation: str | None) -> _Derived:
             raise MalformedEvent("bad_derived", "parents take no null rows")
         parents = _side(d.parents, d.parent_deltas, d.parent_mask, "parent")
         ids = xxhash64_longs(d.seed, parents)
+        if len(d.match_counts) or len(d.matches) or len(d.match_deltas):
+            return _matched(d, op, parents, ids)
         return _Derived(ids, [], parents, ids)
     if positional:
         if d.left_null_rows or d.right_null_rows:
@@ -767,6 +784,66 @@ def derived_ids(d: lineage_pb2.DerivedIds, relation: str | None) -> _Derived:
     src = np.concatenate([left[~masks[0]], right[~masks[1]]])
     dst = np.concatenate([ids[~masks[0]], ids[~masks[1]]])
     return _Derived(ids, [], src, dst, left, right)
+
+
+def _plus_block(run_id: str, ids: list[int], split: Sequence[str]) -> NodeBlock:
+    """The PLUS nodes a semi join's derived rows make (label "+", no relation or values)."""
+    return {
+        "run": run_id,
+        "op": "PLUS",
+        "ids": ids,
+        "label": "+",
+        "labels": [],
+        "relation": None,
+        "values": [],
+        "shared": False,
+        "split": list(split),
+        "attribute_names": [],
+        "attribute_values": [],
+        "null_rows": [],
+    }
+
+
+def _matched(d: lineage_pb2.DerivedIds, op: int, parents: np.ndarray, ids: np.ndarray) -> _Derived:
+    """A semi or an anti join's rows from their left rows (``parents``) and matches
+    (lineage.proto's DerivedIds, "With matches"): the edges in the order the proto gives, the
+    PLUS ids of a semi join, the values of an anti join's EXCLUDED nodes."""
+    n = len(parents)
+    counts = (
+        np.array(d.match_counts, dtype=np.int64)
+        if len(d.match_counts)
+        else np.ones(n, dtype=np.int64)
+    )
+    if len(counts) != n:
+        raise MalformedEvent("ragged", f"{len(counts)} match counts for {n} rows")
+    if (counts < 1).any():
+        raise MalformedEvent("bad_derived", "a semi or anti join's row has no match")
+    matches = _side(d.matches, d.match_deltas, d.match_mask, "match")
+    if len(matches) != int(counts.sum()):
+        raise MalformedEvent(
+            "ragged", f"{len(matches)} matches for counts summing to {counts.sum()}"
+        )
+    single = counts == 1
+    if op == lineage_pb2.OP_EXCLUDED:
+        if not single.all():
+            raise MalformedEvent("bad_derived", "an excluded row has more than one match")
+        other = matches != parents  # a row excluded by itself has one edge
+        src = np.concatenate([parents, matches[other]])
+        dst = np.concatenate([ids, ids[other]])
+        return _Derived(ids, [], src, dst, values=[str(m) for m in matches.tolist()])
+    if op != lineage_pb2.OP_TIMES:
+        raise MalformedEvent("bad_derived", "matches belong to a TIMES or an EXCLUDED block")
+    first = matches[np.cumsum(counts) - counts]
+    alone = single & (first != parents)  # a row matching itself has one edge
+    several = ~single
+    plus = derive(ids[several], np.uint64(d.plus_salt % 2**64))
+    owner = np.repeat(np.arange(n), counts)
+    summed = several[owner]
+    plus_of = np.zeros(n, dtype=np.int64)
+    plus_of[several] = plus
+    src = np.concatenate([parents, first[alone], plus, matches[summed]])
+    dst = np.concatenate([ids, ids[alone], ids[several], plus_of[owner[summed]]])
+    return _Derived(ids, [], src, dst, plus=plus)
 
 
 def _side(ids: Sequence[int], deltas: Sequence[int], mask: int, name: str) -> np.ndarray:

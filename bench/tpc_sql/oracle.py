@@ -214,14 +214,20 @@ def _blocks(
     and the attribute values are skipped (:meth:`Compact.rows` decodes them when asked)."""
     derived_src, derived_dst = [], []
     for block in pb.nodes:
+        plus = None
+        values: Sequence[str] = block.values
         if block.HasField("derived"):
-            derived = derived_ids(block.derived, None)  # labels are not kept
+            derived = derived_ids(block.derived, None, block.op)  # labels are not kept
             block_ids = derived.ids
+            values = derived.values or values
+            plus = derived.plus
             derived_src.append(derived.src)
             derived_dst.append(derived.dst)
         else:
             block_ids = np.fromiter(block.ids, dtype=np.int64, count=len(block.ids))
-        yield block.op, block_ids, block.relation or None, block.values
+        yield block.op, block_ids, block.relation or None, values
+        if plus is not None and len(plus):  # a semi join's sums, a block after its rows
+            yield lineage_pb2.OP_PLUS, plus, None, []
     src.append(np.fromiter(pb.edges.src, dtype=np.int64, count=len(pb.edges.src)))
     dst.append(np.fromiter(pb.edges.dst, dtype=np.int64, count=len(pb.edges.dst)))
     src += derived_src
@@ -249,10 +255,24 @@ def _node_rows(value: bytes, wanted: set[int]) -> dict[int, dict[str, Any]]:
     out: dict[int, dict[str, Any]] = {}
     for block in event.batch.nodes:
         labels: Sequence[str] = block.labels
+        values: Sequence[str] = block.values
         if block.HasField("derived"):
-            derived = derived_ids(block.derived, block.relation)
+            derived = derived_ids(block.derived, block.relation, block.op)
             block_ids = derived.ids
             labels = labels or derived.labels
+            values = values or derived.values
+            for plus in derived.plus[np.isin(derived.plus, keys)].tolist():  # a semi join's sums
+                out[plus] = {
+                    "id": plus,
+                    "run": event.run_id,
+                    "op": "PLUS",
+                    "label": "+",
+                    "relation": None,
+                    "value": None,
+                    "shared": False,
+                    "split": list(block.split),
+                    "props": {},
+                }
         else:
             block_ids = np.fromiter(block.ids, dtype=np.int64, count=len(block.ids))
         hits = np.flatnonzero(np.isin(block_ids, keys)).tolist()
@@ -269,7 +289,7 @@ def _node_rows(value: bytes, wanted: set[int]) -> dict[int, dict[str, Any]]:
                 "op": OP_NAMES[block.op],
                 "label": labels[i] if labels else block.label,
                 "relation": block.relation or None,
-                "value": block.values[i] if block.values else None,
+                "value": values[i] if values else None,
                 "shared": block.shared,
                 "split": list(block.split),
                 "props": {

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparkprov import events
-from sparkprov.derived import xxhash64_longs
+from sparkprov.derived import derive, xxhash64_longs
 from sparkprov.events import EdgeColumns, MalformedEvent, NodeColumns
 from sparkprov.v1 import lineage_pb2
 
@@ -301,6 +301,87 @@ def test_parents_decode_to_sparks_ids_and_their_edges() -> None:
     assert plain.blocks[0]["ids"] == [_spark_one(1), _spark_one(0)]
 
 
+def _matched_event(op: int, **derived: Any) -> bytes:
+    """A version-8 batch of one block of ``op`` whose rows are a semi or an anti join's left
+    rows with their matches (DerivedIds "With matches"), split ["main"]."""
+    event = lineage_pb2.LineageEvent(schema_version=8, run_id="r")
+    block = event.batch.nodes.add()
+    block.op = op
+    block.label = "·" if op == lineage_pb2.OP_TIMES else "▷"
+    block.split.append("main")
+    block.derived.CopyFrom(lineage_pb2.DerivedIds(seed=42, **derived))
+    return event.SerializeToString()
+
+
+def test_a_semi_joins_matches_decode_to_its_times_and_plus_nodes_and_edges() -> None:
+    """Rows 0 and 1 (left rows 1 and 0): row 0 matches 5 alone, row 1 matches 1, 5 and 0 (a
+    PLUS of them, itself among them), and a third row (left 2) matches only itself."""
+    m = 1000
+    batch = events.decode(
+        _matched_event(
+            lineage_pb2.OP_TIMES,
+            parents=[1, 0, 2],
+            match_counts=[1, 3, 1],
+            match_mask=m,
+            match_deltas=[
+                5 ^ m,
+                (1 ^ m) - (5 ^ m),
+                (5 ^ m) - (1 ^ m),
+                (0 ^ m) - (5 ^ m),
+                (2 ^ m) - (0 ^ m),
+            ],
+            plus_salt=-7,
+        )
+    )
+    assert isinstance(batch, events.Batch)
+    times, plus = batch.blocks
+    t = [_spark_one(1), _spark_one(0), xxhash64_longs(42, np.array([2])).tolist()[0]]
+    p = derive(np.array([t[1]], dtype=np.int64), np.uint64(2**64 - 7)).tolist()[0]
+    assert (times["op"], times["ids"], times["label"]) == ("TIMES", t, "·")
+    assert (plus["op"], plus["ids"], plus["label"], plus["split"]) == ("PLUS", [p], "+", ["main"])
+    expected = [(1, t[0]), (0, t[1]), (2, t[2]), (5, t[0]), (p, t[1]), (1, p), (5, p), (0, p)]
+    assert list(zip(batch.edges["src"], batch.edges["dst"], strict=True)) == expected
+
+
+def test_an_anti_joins_matches_decode_to_excluded_nodes_named_by_their_match() -> None:
+    batch = events.decode(_matched_event(lineage_pb2.OP_EXCLUDED, parents=[1, 0], matches=[-5, 0]))
+    assert isinstance(batch, events.Batch)
+    (excluded,) = batch.blocks
+    e = [_spark_one(1), _spark_one(0)]
+    assert (excluded["op"], excluded["ids"], excluded["values"]) == ("EXCLUDED", e, ["-5", "0"])
+    # the second row is excluded by itself: one edge from it
+    assert list(zip(batch.edges["src"], batch.edges["dst"], strict=True)) == [
+        (1, e[0]),
+        (0, e[1]),
+        (-5, e[0]),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("op", "derived", "reason"),
+    [
+        (lineage_pb2.OP_TIMES, {"parents": [1], "match_counts": [0]}, "bad_derived"),
+        (lineage_pb2.OP_TIMES, {"parents": [1], "match_counts": [2], "matches": [3]}, "ragged"),
+        (lineage_pb2.OP_TIMES, {"parents": [1, 2], "match_counts": [1], "matches": [3]}, "ragged"),
+        (
+            lineage_pb2.OP_EXCLUDED,
+            {"parents": [1], "match_counts": [2], "matches": [3, 4]},
+            "bad_derived",
+        ),
+        (lineage_pb2.OP_PLUS, {"parents": [1], "matches": [3]}, "bad_derived"),
+        (
+            lineage_pb2.OP_TIMES,
+            {"parents": [1], "matches": [3], "match_deltas": [3]},
+            "bad_derived",
+        ),
+    ],
+)
+def test_malformed_matches_name_their_reason(op: int, derived: dict[str, Any], reason: str) -> None:
+    with pytest.raises(MalformedEvent) as info:
+        events.decode(_matched_event(op, **derived))
+    assert info.value.reason == reason
+
+
 def _spark_one(value: int) -> int:
     """Spark's SELECT xxhash64(value) (seed 42) for the values 0 and 1."""
     return {0: -5252525462095825812, 1: -7001672635703045582}[value]
@@ -336,7 +417,7 @@ def test_malformed_derived_ids_name_their_reason(derived: dict[str, Any], reason
     [
         (None, "empty"),
         (b"\xff\xff\xff", "undecodable"),
-        (_event(schema_version=8, run_id="r"), "schema_version"),
+        (_event(schema_version=9, run_id="r"), "schema_version"),
         (_event(schema_version=0, run_id="r"), "schema_version"),
         (_event(schema_version=1), "no_run_id"),
         (_event(schema_version=1, run_id="r"), "no_body"),
@@ -361,7 +442,7 @@ def test_version_1_events_from_older_capture_agents_are_still_read() -> None:
     batch = events.decode(event.SerializeToString())
     assert isinstance(batch, events.Batch) and list(batch.blocks[0]["ids"]) == [5, 6]
     assert events.SCHEMA_VERSION == 2
-    assert sorted(events.READABLE_SCHEMA_VERSIONS) == [1, 2, 3, 4, 5, 6, 7]
+    assert sorted(events.READABLE_SCHEMA_VERSIONS) == [1, 2, 3, 4, 5, 6, 7, 8]
 
 
 _TEXT = st.text(alphabet=st.sampled_from(["a", "Z", "é", "北", "🙂", " ", "0", "\x00"]), max_size=6)

@@ -253,7 +253,7 @@ def test_numbers_travel_as_numbers(spark) -> None:  # type: ignore[no-untyped-de
         event = lineage_pb2.LineageEvent.FromString(value)
         if not event.HasField("batch"):
             continue
-        assert event.schema_version == 7
+        assert event.schema_version == 8
         columns = [
             (name, column)
             for block in event.batch.nodes
@@ -309,7 +309,7 @@ def test_source_and_join_ids_travel_as_their_inputs(spark) -> None:  # type: ign
     for _, value in emitter.messages():
         event = lineage_pb2.LineageEvent.FromString(value)
         if event.HasField("batch"):
-            assert event.schema_version == 7
+            assert event.schema_version == 8
             blocks += [(event.batch.tap, b) for b in event.batch.nodes]
             assert not event.batch.edges.src, "join edges are implied by the pairs"
     # Both join sides hold source rows as they are: they travel as positions, not ids.

@@ -322,6 +322,16 @@ record Emission(
       long[] left = chunk.ids("left");
       long[][] matches = chunk.arrays("witnesses");
       long salt = plan.salts().get(0);
+      for (int r = 0; r < n; r++) {
+        if (matches[r].length == 0) {
+          throw new IllegalStateException("a semi join kept a row without a matching right row");
+        }
+      }
+      long seed = seed();
+      if (derivable(seed, ids, new long[][] {left}, new boolean[1][])) {
+        semiJoinMatched(seed, left, matches, salt);
+        return;
+      }
       node(rowNodes(Op.TIMES, "·", ids, null));
       LongList sums = new LongList();
       LongList from = new LongList();
@@ -329,9 +339,6 @@ record Emission(
       from.addAll(left);
       to.addAll(ids);
       for (int r = 0; r < n; r++) {
-        if (matches[r].length == 0) {
-          throw new IllegalStateException("a semi join kept a row without a matching right row");
-        }
         if (matches[r].length == 1 && matches[r][0] != left[r]) { // a row matching itself: one edge
           from.add(matches[r][0]);
           to.add(ids[r]);
@@ -363,6 +370,40 @@ record Emission(
       edge(from.toArray(), to.toArray());
     }
 
+    /**
+     * A semi join's rows as their left rows and matches (DerivedIds "with matches"): the reader
+     * derives the TIMES ids, the PLUS nodes of the rows with more than one match and every
+     * edge, in the order {@link #semiJoin} sends them.
+     */
+    private void semiJoinMatched(long seed, long[] left, long[][] matches, long salt) {
+      int[] counts = new int[n];
+      int total = 0;
+      for (int r = 0; r < n; r++) {
+        counts[r] = matches[r].length;
+        total += counts[r];
+      }
+      long[] flat = new long[total];
+      long plus = 0;
+      long edgesOut = n;
+      for (int r = 0, k = 0; r < n; r++) {
+        System.arraycopy(matches[r], 0, flat, k, counts[r]);
+        k += counts[r];
+        if (counts[r] > 1) {
+          plus++;
+          edgesOut += 1 + counts[r]; // PLUS -> the row, every match -> PLUS
+        } else if (matches[r][0] != left[r]) {
+          edgesOut++; // a row matching itself has its one edge already
+        }
+      }
+      Wire.Matches matched = new Wire.Matches(counts, side(flat, new boolean[total], mask(1)),
+          salt);
+      node(new NodeBlock(Op.TIMES, null, "·", null, plan.relation(), plan.attributes(),
+          attributeColumns(), null, false,
+          Wire.Derived.matched(seed, side(left, new boolean[n], mask(0)), matched)));
+      nodeCount += plus;
+      edgeCount += edgesOut;
+    }
+
     /** taps.py's AntiJoinSpec: an EXCLUDED node per left row with a match, fed by the left row
      * and the match, its value the match's id; nothing for a kept row (no match). */
     void antiJoin() {
@@ -370,6 +411,11 @@ record Emission(
       long[] left = chunk.ids("left");
       long[] right = chunk.rawIds("right");
       boolean[] missing = chunk.nullMask("right");
+      long seed = seed();
+      if (derivable(seed, ids, new long[][] {left}, new boolean[1][])) {
+        antiJoinMatched(seed, left, right, missing);
+        return;
+      }
       LongList excluded = new LongList();
       LongList from = new LongList();
       LongList matches = new LongList();
@@ -395,6 +441,33 @@ record Emission(
       to.addAll(excludedIds);
       to.addAll(matchedIds.toArray());
       edge(from.toArray(), to.toArray());
+    }
+
+    /** An anti join's excluded rows as their left rows and matches (DerivedIds "with
+     * matches"): the reader derives the EXCLUDED ids, their values and edges. */
+    private void antiJoinMatched(long seed, long[] left, long[] right, boolean[] missing) {
+      int excluded = 0;
+      for (int r = 0; r < n; r++) {
+        excluded += missing[r] ? 0 : 1;
+      }
+      if (excluded == 0) {
+        return;
+      }
+      long[] parents = new long[excluded];
+      long[] matches = new long[excluded];
+      long edgesOut = excluded;
+      for (int r = 0, k = 0; r < n; r++) {
+        if (!missing[r]) {
+          parents[k] = left[r];
+          matches[k++] = right[r];
+          edgesOut += right[r] != left[r] ? 1 : 0; // a row excluded by itself: one edge
+        }
+      }
+      Wire.Matches matched = new Wire.Matches(null,
+          side(matches, new boolean[excluded], mask(1)), 0L);
+      node(new NodeBlock(Op.EXCLUDED, null, "▷", null, "", List.of(), List.of(), null, false,
+          Wire.Derived.matched(seed, side(parents, new boolean[excluded], mask(0)), matched)));
+      edgeCount += edgesOut;
     }
 
     void explode() {

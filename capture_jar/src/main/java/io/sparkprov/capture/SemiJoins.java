@@ -57,7 +57,8 @@ final class SemiJoins {
     Placed right = at.materialize(at.place(node.right()));
     boolean together = !at.underStreamingLimit() && ExtraOptimizations.enabled(TOGETHER);
     if (node.joinType() instanceof ExistenceJoin e) {
-      return together ? existenceOfPairs(at, node, e.exists(), pairs(node, left, right), left)
+      return together
+          ? existenceOfPairs(at, node, e.exists(), pairs(node, left, right), left, right)
           : existence(at, node, e.exists(), left, right);
     }
     boolean semi = node.joinType().toString().equals("LeftSemi");
@@ -65,7 +66,7 @@ final class SemiJoins {
       return semi ? semi(at, node, left, right) : anti(at, node, left, right);
     }
     Pairs pairs = pairs(node, left, right);
-    return semi ? semiOfPairs(at, pairs, left) : antiOfPairs(at, pairs, left);
+    return semi ? semiOfPairs(at, pairs, left, right) : antiOfPairs(at, pairs, left, right);
   }
 
   /** The Spark conf that turns off grouping a left row's matches where the join makes them
@@ -134,12 +135,13 @@ final class SemiJoins {
   /** A semi join's kept rows from the pairs: each a fresh TIMES node of its left row and its
    * matches, as {@link #semi}; the capture point, placed later, keeps a row's first pair and
    * records the row when its last pair has passed. */
-  private static Placed semiOfPairs(TapPlacement.Placement at, Pairs pairs, Placed left) {
+  private static Placed semiOfPairs(TapPlacement.Placement at, Pairs pairs, Placed left,
+      Placed right) {
     String key = at.run().nextKey("semijoin");
     Alias id = TapPlacement.alias(at.nodeId(key, pairs.left()), "id");
     List<NamedExpression> columns = new ArrayList<>(left.visible());
     columns.addAll(List.of(pairs.left(), pairs.run(), pairs.right(), id));
-    Pending pending = new Pending(semiPlan(at, key),
+    Pending pending = new Pending(semiPlan(at, key, left, right),
         List.of(id.toAttribute(), pairs.left(), pairs.right()), List.of(), pairs.run());
     return new Placed(new Project(TapPlacement.seq(columns), pairs.plan()), left.visible(),
         id.toAttribute(), pending, "", Set.of(key));
@@ -147,13 +149,15 @@ final class SemiJoins {
 
   /** An anti join's kept rows from the pairs, as {@link #anti}: a row without matches keeps its
    * node; a row with matches is dropped and recorded with the smallest of their ids. */
-  private static Placed antiOfPairs(TapPlacement.Placement at, Pairs pairs, Placed left) {
+  private static Placed antiOfPairs(TapPlacement.Placement at, Pairs pairs, Placed left,
+      Placed right) {
     String key = at.run().nextKey("antijoin");
     Alias excluded = TapPlacement.alias(at.nodeId(key, pairs.left()), "excluded");
     List<NamedExpression> columns = new ArrayList<>(left.visible());
     columns.addAll(List.of(pairs.left(), pairs.run(), pairs.right(), excluded));
     LogicalPlan plan = new Project(TapPlacement.seq(columns), pairs.plan());
-    Tap tap = new Tap(antiPlan(at, key), at.run().sink(), at.run().counts()).over(Tap.Runs.ANTI);
+    Tap tap = new Tap(antiPlan(at, key, left, right), at.run().sink(), at.run().counts())
+        .over(Tap.Runs.ANTI);
     LogicalPlan kept = new Filter(new TapExpression(
         List.of(excluded.toAttribute(), pairs.left(), pairs.right()), tap, pairs.run()), plan);
     List<NamedExpression> output = new ArrayList<>(left.visible());
@@ -170,7 +174,7 @@ final class SemiJoins {
     String key = at.run().nextKey("semijoin");
     Alias id = TapPlacement.alias(at.nodeId(key, kept.left()), "id");
     LogicalPlan plan = TapPlacement.project(kept.plan(), kept.plan().output(), id);
-    Pending pending = new Pending(semiPlan(at, key),
+    Pending pending = new Pending(semiPlan(at, key, left, right),
         List.of(id.toAttribute(), kept.left(), witnesses.toAttribute()), List.of());
     return new Placed(plan, left.visible(), id.toAttribute(), pending, "", Set.of(key));
   }
@@ -184,7 +188,8 @@ final class SemiJoins {
     Alias excluded = TapPlacement.alias(at.nodeId(key, every.left()), "excluded");
     LogicalPlan plan = TapPlacement.project(every.plan(), every.plan().output(), excluded);
     LogicalPlan recorded = new Filter(
-        capture(at, antiPlan(at, key), excluded, every.left(), match.toAttribute()), plan);
+        capture(at, antiPlan(at, key, left, right), excluded, every.left(),
+            match.toAttribute()), plan);
     LogicalPlan kept = new Filter(new IsNull(match.toAttribute()), recorded);
     List<NamedExpression> columns = new ArrayList<>(left.visible());
     columns.add(every.left());
@@ -197,15 +202,15 @@ final class SemiJoins {
    * side too (one capture point records both, by the anti join's tap); a row without keeps its
    * node. */
   private static Placed existenceOfPairs(TapPlacement.Placement at, Join node, Attribute exists,
-      Pairs pairs, Placed left) {
+      Pairs pairs, Placed left, Placed right) {
     String semiKey = at.run().nextKey("semijoin");
     String antiKey = at.run().nextKey("antijoin");
     Alias times = TapPlacement.alias(at.nodeId(semiKey, pairs.left()), "times");
     List<NamedExpression> columns = new ArrayList<>(left.visible());
     columns.addAll(List.of(pairs.left(), pairs.run(), pairs.right(), times));
     LogicalPlan plan = new Project(TapPlacement.seq(columns), pairs.plan());
-    Tap anti = new Tap(antiPlan(at, antiKey), at.run().sink(), at.run().counts());
-    Tap tap = new Tap(semiPlan(at, semiKey), at.run().sink(), at.run().counts())
+    Tap anti = new Tap(antiPlan(at, antiKey, left, right), at.run().sink(), at.run().counts());
+    Tap tap = new Tap(semiPlan(at, semiKey, left, right), at.run().sink(), at.run().counts())
         .over(Tap.Runs.EXISTENCE, anti);
     LogicalPlan kept = new Filter(new TapExpression(
         List.of(times.toAttribute(), pairs.left(), pairs.right()), tap, pairs.run()), plan);
@@ -253,9 +258,10 @@ final class SemiJoins {
     // Or evaluates its right side only where its left is false: the semi join's capture point
     // sees the rows with a match alone.
     LogicalPlan kept = new Filter(new Or(new IsNull(matched),
-        capture(at, semiPlan(at, semiKey), times, every.left(), witnesses.toAttribute())), plan);
+        capture(at, semiPlan(at, semiKey, left, right), times, every.left(),
+            witnesses.toAttribute())), plan);
     LogicalPlan recorded = new Filter(
-        capture(at, antiPlan(at, antiKey), excluded, every.left(), matched), kept);
+        capture(at, antiPlan(at, antiKey, left, right), excluded, every.left(), matched), kept);
     return flagged(node, exists, left, recorded, matched, every.left(), times, semiKey);
   }
 
@@ -269,18 +275,26 @@ final class SemiJoins {
     return TapPlacement.alias(new Min(right.id()).toAggregateExpression(), "match");
   }
 
-  /** A semi join's capture point (SemiJoinSpec): inputs id, left, witnesses. */
-  private static TapPlan semiPlan(TapPlacement.Placement at, String key) {
+  /** A semi join's capture point (SemiJoinSpec): inputs id, left, witnesses; the sources
+   * whose TOKEN ids the sides hold, if any, so that they travel as positions. */
+  private static TapPlan semiPlan(TapPlacement.Placement at, String key, Placed left,
+      Placed right) {
     return at.tapPlan("semi_join", key, "", List.of(), List.of("id", "left", "witnesses"),
         List.of("id", "id", "ids"), TapPlacement.Placement.split(""), "", List.of(),
-        List.of(Salts.salt(key, "plus")), 0, List.of(), false);
+        List.of(Salts.salt(key, "plus")), 0, origins(left, right), false);
   }
 
-  /** An anti join's capture point (AntiJoinSpec): inputs id, left, right. */
-  private static TapPlan antiPlan(TapPlacement.Placement at, String key) {
+  /** An anti join's capture point (AntiJoinSpec): inputs id, left, right, and the sides'
+   * sources as {@link #semiPlan}'s. */
+  private static TapPlan antiPlan(TapPlacement.Placement at, String key, Placed left,
+      Placed right) {
     return at.tapPlan("anti_join", key, "", List.of(), List.of("id", "left", "right"),
-        List.of("id", "id", "id"), TapPlacement.Placement.split(""), "", List.of(), List.of(),
-        false);
+        List.of("id", "id", "id"), TapPlacement.Placement.split(""), "", List.of(),
+        origins(left, right), false);
+  }
+
+  private static List<String> origins(Placed left, Placed right) {
+    return List.of(left.origin(), right.origin());
   }
 
   /** The capture point {@code plan} (a Filter condition, always true), reading {@code inputs}

@@ -21,8 +21,9 @@ import java.util.List;
 final class Wire {
   /** 3: node blocks may carry their ids as the inputs they derive from ({@link Derived}); 7:
    * value columns may carry their integers as differences (StringColumn.deltas), member blocks
-   * their groups as a dictionary ({@link GroupDictionary}). */
-  static final int SCHEMA_VERSION = 7;
+   * their groups as a dictionary ({@link GroupDictionary}); 8: a semi or an anti join's rows
+   * as parents with their matches ({@link Matches}). */
+  static final int SCHEMA_VERSION = 8;
 
   // Field numbers: the generated classes' (proto/sparkprov/v1/lineage.proto), never typed here.
   private static final int EVENT_SCHEMA_VERSION = LineageEvent.SCHEMA_VERSION_FIELD_NUMBER;
@@ -61,6 +62,11 @@ final class Wire {
   private static final int DERIVED_PARENTS = DerivedIds.PARENTS_FIELD_NUMBER;
   private static final int DERIVED_PARENT_MASK = DerivedIds.PARENT_MASK_FIELD_NUMBER;
   private static final int DERIVED_PARENT_DELTAS = DerivedIds.PARENT_DELTAS_FIELD_NUMBER;
+  private static final int DERIVED_MATCH_COUNTS = DerivedIds.MATCH_COUNTS_FIELD_NUMBER;
+  private static final int DERIVED_MATCHES = DerivedIds.MATCHES_FIELD_NUMBER;
+  private static final int DERIVED_MATCH_MASK = DerivedIds.MATCH_MASK_FIELD_NUMBER;
+  private static final int DERIVED_MATCH_DELTAS = DerivedIds.MATCH_DELTAS_FIELD_NUMBER;
+  private static final int DERIVED_PLUS_SALT = DerivedIds.PLUS_SALT_FIELD_NUMBER;
   private static final int MEMBER_MEMBERS = io.sparkprov.v1.MemberBlock.MEMBERS_FIELD_NUMBER;
   private static final int MEMBER_GROUPS = io.sparkprov.v1.MemberBlock.GROUPS_FIELD_NUMBER;
   private static final int MEMBER_GROUP_KEY = io.sparkprov.v1.MemberBlock.GROUP_KEY_FIELD_NUMBER;
@@ -139,18 +145,25 @@ final class Wire {
    * labels from the positions) or a join's two sides (id = Spark's xxhash64 of the pair seeded
    * with {@code seed}; both edges from them; the rows of a null side in its null rows).
    */
-  record Derived(long seed, long[] positions, Side left, Side right, Side parents) {
+  record Derived(long seed, long[] positions, Side left, Side right, Side parents,
+      Matches matches) {
     static Derived positions(long seed, long[] positions) {
-      return new Derived(seed, positions, null, null, null);
+      return new Derived(seed, positions, null, null, null, null);
     }
 
     static Derived pairs(long seed, Side left, Side right) {
-      return new Derived(seed, null, left, right, null);
+      return new Derived(seed, null, left, right, null, null);
     }
 
     /** Rows with a fresh node over one parent each: id = xxhash64(parent), edge parent -> id. */
     static Derived parents(long seed, Side parents) {
-      return new Derived(seed, null, null, null, parents);
+      return new Derived(seed, null, null, null, parents, null);
+    }
+
+    /** A semi or an anti join's rows: fresh nodes over their left rows ({@code parents}), each
+     * with its matches (lineage.proto's DerivedIds, "With matches"). */
+    static Derived matched(long seed, Side parents, Matches matches) {
+      return new Derived(seed, null, null, null, parents, matches);
     }
 
     int count() {
@@ -158,6 +171,13 @@ final class Wire {
           : parents != null ? parents.size() : left.size();
     }
   }
+
+  /**
+   * A semi or an anti join's matches, in row order: {@code counts} per row (null: one each, an
+   * anti join's), the matches as a {@link Side} without null rows, and the salt of a semi join's
+   * PLUS nodes.
+   */
+  record Matches(int[] counts, Side side, long plusSalt) {}
 
   /**
    * One side of a join's pairs: its {@code ids}, or, where they are a source's TOKEN ids, its
@@ -274,6 +294,13 @@ final class Wire {
     if (d.parents() != null) {
       w.fixed64s(DERIVED_PARENTS, d.parents().ids());
       positions(w, DERIVED_PARENT_MASK, DERIVED_PARENT_DELTAS, d.parents());
+      Matches matches = d.matches();
+      if (matches != null) {
+        w.packedUint32(DERIVED_MATCH_COUNTS, matches.counts());
+        w.fixed64s(DERIVED_MATCHES, matches.side().ids());
+        positions(w, DERIVED_MATCH_MASK, DERIVED_MATCH_DELTAS, matches.side());
+        w.sfixed64(DERIVED_PLUS_SALT, matches.plusSalt());
+      }
       return;
     }
     w.fixed64s(DERIVED_LEFT, d.left().ids());

@@ -345,6 +345,51 @@ class EmissionTest {
   }
 
   @Test
+  void aSemiJoinWhoseIdsAreItsLeftRowsHashSendsOnlyLeftRowsAndMatches() {
+    TapPlan semi = plan("semi_join", List.of("id", "left", "witnesses"),
+        List.of("id", "id", "ids"), List.of(), List.of(7L), List.of("", "source:B#0"));
+    long mask = NodeIds.seed("run", "source:B#0");
+    Chunk chunk = new Chunk(semi);
+    chunk.add(row(sparkId(semi, 1L), 1L, seq(5L ^ mask)));
+    chunk.add(row(sparkId(semi, 2L), 2L, seq(6L ^ mask, 8L ^ mask)));
+    chunk.add(row(sparkId(semi, 3L), 3L, seq(3L))); // a row matching itself: no edge of its own
+    Emission e = Emission.of(semi, chunk);
+    assertEquals(null, e.src()); // every edge is derived
+    assertEquals(1, e.nodes().size()); // the PLUS node too
+    Wire.Derived d = e.nodes().get(0).derived();
+    assertArrayEquals(new long[] {1, 2, 3}, d.parents().ids());
+    assertArrayEquals(new int[] {1, 2, 1}, d.matches().counts());
+    assertEquals(mask, d.matches().side().mask());
+    assertArrayEquals(new long[] {5, 6, 8, 3 ^ mask}, d.matches().side().positions());
+    assertEquals(7L, d.matches().plusSalt());
+    // As the explicit form counts them: 3 TIMES and a PLUS; 3 left edges, 5's, PLUS's, 6's, 8's.
+    assertEquals(4, e.nodeCount());
+    assertEquals(7, e.edgeCount());
+  }
+
+  @Test
+  void anAntiJoinWhoseIdsAreItsLeftRowsHashSendsOnlyExcludedRowsAndMatches() {
+    TapPlan anti = plan("anti_join", List.of("id", "left", "right"), List.of("id", "id", "id"),
+        List.of(), List.of(), List.of("source:A#0", ""));
+    long mask = NodeIds.seed("run", "source:A#0");
+    Chunk chunk = new Chunk(anti);
+    chunk.add(row(sparkId(anti, 4L ^ mask), 4L ^ mask, -5L));
+    chunk.add(row(sparkId(anti, 9L ^ mask), 9L ^ mask, null)); // kept: nothing
+    chunk.add(row(sparkId(anti, 2L), 2L, 2L)); // excluded by itself: one edge
+    Emission e = Emission.of(anti, chunk);
+    assertEquals(null, e.src());
+    Wire.NodeBlock excluded = e.nodes().get(0);
+    assertEquals(Wire.Op.EXCLUDED, excluded.op());
+    assertEquals(null, excluded.values()); // the reader names each by its match
+    Wire.Derived d = excluded.derived();
+    assertArrayEquals(new long[] {4, 2 ^ mask}, d.parents().positions());
+    assertEquals(null, d.matches().counts());
+    assertArrayEquals(new long[] {-5, 2}, d.matches().side().ids());
+    assertEquals(2, e.nodeCount());
+    assertEquals(3, e.edgeCount());
+  }
+
+  @Test
   void anAntiJoinRecordsItsExcludedRowsWithTheirMatch() {
     TapPlan anti = plan("anti_join", List.of("id", "left", "right"), List.of("id", "id", "id"),
         List.of(), List.of());

@@ -209,6 +209,18 @@ class WireContractTest {
       } else {
         b.setParentMask(d.parents().mask()).addAllParentDeltas(deltas(d.parents().positions()));
       }
+      Wire.Matches m = d.matches();
+      if (m != null) {
+        if (m.counts() != null) {
+          Arrays.stream(m.counts()).forEach(b::addMatchCounts);
+        }
+        if (m.side().ids() != null) {
+          b.addAllMatches(boxed(m.side().ids()));
+        } else {
+          b.setMatchMask(m.side().mask()).addAllMatchDeltas(deltas(m.side().positions()));
+        }
+        b.setPlusSalt(m.plusSalt());
+      }
       return b.build();
     }
     Arrays.stream(d.left().nullRows()).forEach(b::addLeftNullRows);
@@ -346,15 +358,31 @@ class WireContractTest {
   }
 
   private static Wire.Derived derived(Random random, int n) {
-    return switch (random.nextInt(4)) {
+    return switch (random.nextInt(5)) {
       case 0 -> Wire.Derived.positions(random.nextInt(4) == 0 ? 0 : random.nextLong(),
           positions(random, n));
       case 1 -> Wire.Derived.pairs(random.nextLong(), side(random, n), side(random, n));
       case 2 -> Wire.Derived.parents(random.nextLong(), random.nextBoolean()
           ? new Wire.Side(ids(random, n), 0L, null, new int[0])
           : new Wire.Side(null, random.nextLong(), positions(random, n), new int[0]));
+      case 3 -> matched(random, n);
       default -> null;
     };
+  }
+
+  /** A semi join's rows (counts of 1-3 matches, a salt) or an anti join's (one match each). */
+  private static Wire.Derived matched(Random random, int n) {
+    boolean semi = random.nextBoolean();
+    int[] counts = semi ? random.ints(n, 1, 4).toArray() : null;
+    int total = semi ? Arrays.stream(counts).sum() : n;
+    Wire.Side matches = random.nextBoolean()
+        ? new Wire.Side(ids(random, total), 0L, null, new int[0])
+        : new Wire.Side(null, random.nextLong(), positions(random, total), new int[0]);
+    Wire.Side parents = random.nextBoolean()
+        ? new Wire.Side(ids(random, n), 0L, null, new int[0])
+        : new Wire.Side(null, random.nextLong(), positions(random, n), new int[0]);
+    return Wire.Derived.matched(random.nextLong(), parents,
+        new Wire.Matches(counts, matches, semi ? random.nextLong() : 0L));
   }
 
   /** Increasing, with gaps and partition jumps, or (rarely) decreasing: deltas of every sign. */
