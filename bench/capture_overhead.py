@@ -189,7 +189,7 @@ KAFKA_CODEC = "spark.sparkprov.kafka.compression.type"
 KAFKA_ZSTD_LEVEL = "spark.sparkprov.kafka.compression.zstd.level"  # Kafka clients >= 3.8
 
 
-CPU_SHOWN = ("tasks", "jit", "gc", "kafka_producer", "broker", "other")
+CPU_SHOWN = ("tasks", "jit", "gc", "kafka_producer", "broker", "other", "ended")
 
 
 def median_cpu(runs: list[dict[str, float]]) -> dict[str, float]:

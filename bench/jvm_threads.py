@@ -17,10 +17,11 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["KINDS", "ThreadCpu", "kind_of", "process_cpu"]
+__all__ = ["KINDS", "Snapshot", "ThreadCpu", "kind_of", "process_cpu"]
 
 # Thread names as the JVM, Spark and Kafka's client give them, by what they do.
 _KINDS = (
@@ -29,7 +30,7 @@ _KINDS = (
     ("gc", re.compile(r"^G1 |^GC Thread|^VM Thread")),
     ("kafka_producer", re.compile(r"^kafka-producer")),
 )
-KINDS = (*(name for name, _ in _KINDS), "other")
+KINDS = (*(name for name, _ in _KINDS), "other", "ended")
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -62,24 +63,45 @@ class ThreadCpu:
         pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
         return cls(pid, broker_pid)
 
-    def snapshot(self) -> Counter[str]:
-        # A thread that ended between two snapshots takes its CPU with it: Spark's task
-        # threads are pooled and the JVM's compiler threads live long, so little is lost.
-        spent: Counter[str] = Counter()
+    def snapshot(self) -> Snapshot:
+        """Each live thread's CPU by thread id, and the whole process's (which keeps the CPU of
+        threads that ended)."""
+        threads: dict[str, tuple[str, float]] = {}
         for task in Path(f"/proc/{self.pid}/task").iterdir():
             try:
                 name, cpu = _cpu_of_stat((task / "stat").read_text())
             except (OSError, ValueError):
                 continue
-            spent[kind_of(name)] += cpu
+            threads[task.name] = (kind_of(name), cpu)
+        broker = None
         if self.broker_pid is not None:
             try:
-                spent["broker"] = process_cpu(self.broker_pid)
+                broker = process_cpu(self.broker_pid)
             except OSError:
                 self.broker_pid = None
-        return spent
+        return Snapshot(threads, process_cpu(self.pid), broker)
 
-    def since(self, before: Counter[str]) -> dict[str, float]:
-        """CPU seconds per kind spent since ``before`` (a snapshot)."""
+    def since(self, before: Snapshot) -> dict[str, float]:
+        """CPU seconds per kind spent since ``before``. A thread alive at both snapshots counts
+        its difference, one born since then all of its CPU; what the process spent beyond them
+        went to threads that ended in between (Spark's idle task threads, pooled, end after a
+        minute), reported as "ended" so that no kind goes negative."""
         now = self.snapshot()
-        return {k: round(now[k] - before.get(k, 0.0), 3) for k in now}
+        spent: Counter[str] = Counter()
+        for tid, (kind, cpu) in now.threads.items():
+            spent[kind] += cpu - before.threads.get(tid, (kind, 0.0))[1]
+        ended = (now.process - before.process) - sum(spent.values())
+        if ended > 0.0:
+            spent["ended"] += ended
+        if now.broker is not None and before.broker is not None:
+            spent["broker"] = now.broker - before.broker
+        return {k: round(v, 3) for k, v in spent.items()}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A process's threads (id: kind and CPU seconds), its own CPU and the broker's."""
+
+    threads: dict[str, tuple[str, float]]
+    process: float
+    broker: float | None

@@ -42,3 +42,20 @@ def test_the_cpu_a_busy_thread_spends_is_counted_since_the_snapshot() -> None:
     assert spent["other"] >= 0.2  # this process's threads are none of the JVM's kinds
     assert spent["broker"] >= 0.2  # the "broker" here is this process as a whole
     assert "tasks" not in spent
+
+
+def test_a_thread_that_ends_between_snapshots_is_counted_as_ended() -> None:
+    cpu = ThreadCpu(os.getpid())
+    before = cpu.snapshot()
+
+    def spin() -> None:
+        end = time.thread_time() + 0.3
+        while time.thread_time() < end:
+            pass
+
+    worker = threading.Thread(target=spin)
+    worker.start()
+    worker.join()  # gone from /proc before the second snapshot
+    spent = cpu.since(before)
+    assert spent["ended"] >= 0.2
+    assert all(v >= 0 for v in spent.values())
