@@ -728,7 +728,7 @@ class _Derived:
     right: np.ndarray | None = None
     # A semi join's rows with matches: the PLUS nodes of its rows with more than one (a node
     # block after this one); an anti join's: each EXCLUDED node's value, its match's id.
-    plus: np.ndarray = field(default_factory=lambda: _NO_IDS)
+    plus: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     values: list[str] = field(default_factory=list)
 
 
