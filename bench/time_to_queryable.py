@@ -10,7 +10,11 @@ Two shapes over the same inputs (``--rows`` order rows and ``--dim`` customers, 
   region with 3 aggregates, collected (37 rows out);
 - ``enrich``: filter, join, withColumn, written as parquet (every kept row reaches the output);
 - and, when named, ``total``: filter and one global aggregate (one group of every kept row: the
-  hub the indexer pages).
+  hub the indexer pages);
+- and ``cars=CARS/EXECUTIONS`` (``cars`` alone: 20000/10): Lipstick's car dealerships
+  (examples/cars.py), a job that runs for tens of seconds at a rate of lineage the engine can
+  write, so that its records stored by the job's end say whether ingest overlaps the job; its
+  input rows are its cars.
 
 Everything runs on a private stack (``--folder``, its own ports; the jars come from ``.stack``,
 so run ``make setup`` first): Kafka, Neo4j, one ingest process and the query service, as ``make
@@ -71,6 +75,7 @@ from bench.harness import (
     without_addresses,
 )
 from capture_agent import ProvenanceSession
+from examples import cars
 from examples.spark import local_spark
 from ingest_service.retention import delete_runs
 from localstack.stack import Stack
@@ -503,7 +508,7 @@ def run_shape(
         if result.get("time_to_queryable_s") is not None:
             result["queryable_vs_bare"] = result["time_to_queryable_s"] / result["bare_engine_s"]
 
-    inputs = result["rows"] + result["dim"]
+    inputs = result["rows"] if name.startswith("cars") else result["rows"] + result["dim"]
     stored = result["graph_added"].get("nodes", 0) + result["graph_added"].get("relationships", 0)
     result |= {
         "input_rows": inputs,
@@ -601,6 +606,7 @@ def shape_bodies(spark: SparkSession, data: Path, rows: int, dim: int) -> dict[s
         "pipeline": lambda prov: pipeline(prov, facts, dims),
         "enrich": lambda prov: enrich(prov, facts, dims, str(data / "enriched.parquet")),
         "total": lambda prov: total(prov, facts),
+        "cars": lambda prov: cars.run(prov, rows, dim, seed=1),
     }
 
 
@@ -608,8 +614,10 @@ def shape_spec(text: str, rows: int, dim: int) -> tuple[str, str, int, int]:
     """A ``--shapes`` entry: its label in the report, the shape, its order and customer rows
     (``NAME=ROWS/DIM``, or ``NAME`` at ``--rows``/``--dim``)."""
     name, _, scale = text.partition("=")
-    if name not in ("pipeline", "enrich", "total"):
-        raise SystemExit(f"--shapes: no shape {name!r} (pipeline, enrich, total)")
+    if name not in ("pipeline", "enrich", "total", "cars"):
+        raise SystemExit(f"--shapes: no shape {name!r} (pipeline, enrich, total, cars)")
+    if not scale and name == "cars":
+        return name, name, 20_000, 10  # cars and executions, as bench.capture_overhead's
     if not scale:
         return name, name, rows, dim
     try:
@@ -702,6 +710,8 @@ def main(argv: list[str] | None = None) -> int:
     servers = [s for s in args.servers.split(",") if s]
     if set(servers) - {"cold", "warm"}:
         raise SystemExit(f"--servers takes cold and warm, not {args.servers}")
+    if "warm" in servers and any(shape == "cars" for _, shape, _, _ in shapes):
+        raise SystemExit("--shapes cars runs on cold servers only (--servers cold)")
     warm_bodies: dict[str, Body] = {}
     if "warm" in servers:
         warm_data = Path(args.data) / f"rows{args.warm_rows}-dim{args.warm_rows // 10}"
