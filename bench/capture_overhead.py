@@ -65,7 +65,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from bench.harness import ROOT, topic_bytes
+from bench.harness import ROOT, fresh_topic, topic_bytes
 from bench.jvm_threads import ThreadCpu
 from capture_agent import ProvenanceSession
 from examples import arctic, cars
@@ -74,6 +74,7 @@ from sparkprov import defaults
 
 RESULTS = Path(__file__).parent / "results"
 TOPIC = "sparkprov.bench"
+BENCH_PARTITIONS = 4  # as the local stack's broker makes a topic (localstack num.partitions)
 
 
 def make_pipeline_inputs(
@@ -302,6 +303,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", default=os.path.join(tempfile.gettempdir(), "sparkprov-bench"))
     parser.add_argument("--topic", default=TOPIC, help="sparkprov.lineage: ingest consumes it")
     parser.add_argument(
+        "--keep-topic",
+        action="store_true",
+        help=f"append to {TOPIC} as it is; by default it is deleted and made again first (a "
+        "broker appending to a log of several GB spent 2-5x the CPU per run)",
+    )
+    parser.add_argument(
         "--codegen-cache",
         type=int,
         default=1000,
@@ -333,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
         }
     conf["spark.sql.codegen.cache.maxEntries"] = str(args.codegen_cache)
     conf["spark.driver.memory"] = args.driver_memory
+    made_new = args.topic == TOPIC and not args.keep_topic
+    if made_new:
+        fresh_topic(bootstrap, TOPIC, BENCH_PARTITIONS)
     spark = local_spark("sparkprov-bench", conf=conf)
     data = Path(args.data)
     data.mkdir(parents=True, exist_ok=True)
@@ -369,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         "workloads": {},
     }
     report["topic"] = args.topic
+    report["topic_made_new"] = made_new
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"capture_overhead-{time.strftime('%Y%m%d-%H%M%S')}.json"
     report["arguments"] = vars(args)

@@ -184,6 +184,34 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
         admin.close()
 
 
+def fresh_topic(bootstrap: str, topic: str, partitions: int, timeout_s: float = 300.0) -> None:
+    """``topic`` empty: deleted with its logs (if it was there), then created again. A broker
+    appending to a log of several GB took 2-5x the CPU per run it took on a new one
+    (bench/README.md, "The bench's topic made new"), so a benchmark's runs start on a new log."""
+    from kafka.admin import KafkaAdminClient
+    from kafka.errors import TopicAlreadyExistsError, UnknownTopicOrPartitionError
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        with contextlib.suppress(UnknownTopicOrPartitionError):
+            admin.delete_topics([topic])
+        deadline = time.monotonic() + timeout_s
+        while topic in admin.list_topics() or topic_bytes(bootstrap, topic) > 0:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {topic} still there {timeout_s:.0f} s after deleting it")
+            time.sleep(1.0)
+    finally:
+        admin.close()
+    for attempt in range(30):  # the broker may still be removing the old log
+        try:
+            create_topic(bootstrap, topic, partitions)
+            return
+        except TopicAlreadyExistsError:  # while marked for deletion
+            if attempt == 29:
+                raise
+            time.sleep(2.0)
+
+
 class Consumers:
     """``count`` ingest processes in one group; each keeps its own peak RSS once stopped."""
 

@@ -15,6 +15,7 @@ switch and the skip property leave the plan as it was.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from typing import Any
 
@@ -56,6 +57,10 @@ EXTRA = {
     "full_outer": """
         SELECT c.name, o.oid FROM customers c FULL OUTER JOIN orders o ON o.cust = c.id""",
     "file_source": """
+        SELECT c.city, MAX(f.amount) AS top FROM orders_files f JOIN customers c
+        ON f.cust = c.id WHERE f.amount > 1.5 GROUP BY c.city""",
+    # the same, its positions read through the _metadata struct (MetadataColumns off, CONFS)
+    "file_source_through_the_struct": """
         SELECT c.city, MAX(f.amount) AS top FROM orders_files f JOIN customers c
         ON f.cust = c.id WHERE f.amount > 1.5 GROUP BY c.city""",
     "one_view_joined_in_two_branches": """
@@ -136,6 +141,7 @@ CONFS = {
     "python_udf_grouped_layered": LAYERED,
     # shuffled: orders_files, the smaller side, is what Spark would broadcast
     "file_source_joined": NO_BROADCAST,
+    "file_source_through_the_struct": {"spark.sparkprov.metadataColumns": "false"},
     "file_source_joined_every_row": {**NO_BROADCAST, "spark.sparkprov.sourceJoinsFirst": "false"},
 }
 # Files read twice in one query: one source under the extension (CaptureRun.fileSource), where
@@ -352,6 +358,30 @@ def test_a_file_sources_rows_are_labelled_by_file_and_row_index(job: dict[str, A
     (listed,) = [s for s in job["__markers__"]["sources"] if s["relation"] == "orders_files"]
     assert len(listed["files"]) == 2 and listed["files"] == sorted(listed["files"])
     assert len(listed["masks"]) == 1
+
+
+def _positions_read(plan: str) -> list[str]:
+    """What each source position in the final plan reads its file from."""
+    final = plan.split("== Initial Plan ==")[0]
+    return re.findall(r"sparkprov_source_position\(([^,]+),", final)
+
+
+def test_a_file_sources_positions_read_the_scans_columns_not_the_metadata_struct(
+    job: dict[str, Any],
+) -> None:
+    """Spark rebuilds a parquet row's _metadata struct from the scan's flat columns for every
+    row that reads a field of it; the capture points read the flat columns instead
+    (io.sparkprov.capture.MetadataColumns), with the same rows and lineage as through the
+    struct (its switch off)."""
+    direct = job["file_source"]
+    through = job["file_source_through_the_struct"]
+    assert "error" not in through, through.get("error", "")[:2000]
+    read = _positions_read(direct["plan"])
+    assert read and not any("_metadata" in r for r in read), direct["plan"]
+    read_off = _positions_read(through["plan"])
+    assert read_off and all("_metadata" in r for r in read_off), through["plan"]
+    assert direct["rows"] == through["rows"] == direct["plain"]
+    assert direct["lineage"] == through["lineage"] == direct["reference"]
 
 
 def test_files_read_twice_are_one_source_and_the_second_reads_rows_are_rows_of_their_own(

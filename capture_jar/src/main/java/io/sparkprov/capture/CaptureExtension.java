@@ -3,6 +3,7 @@ package io.sparkprov.capture;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.execution.ColumnarRule;
 import scala.Function1;
 import scala.runtime.AbstractFunction1;
 import scala.runtime.BoxedUnit;
@@ -30,6 +31,13 @@ public final class CaptureExtension extends AbstractFunction1<SparkSessionExtens
       public Function1<LogicalPlan, BoxedUnit> apply(SparkSession session) {
         install((org.apache.spark.sql.classic.SparkSession) session);
         return SourceNames.CHECK_RULE;
+      }
+    });
+    // Before the stages' code is generated, with adaptive execution or without.
+    extensions.injectColumnar(new AbstractFunction1<SparkSession, ColumnarRule>() {
+      @Override
+      public ColumnarRule apply(SparkSession session) {
+        return MetadataColumns.COLUMNAR;
       }
     });
     return BoxedUnit.UNIT;

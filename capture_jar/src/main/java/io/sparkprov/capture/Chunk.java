@@ -402,10 +402,23 @@ final class Chunk {
     return column;
   }
 
-  /** Adds the chunk's source positions (its "rowno" input) to {@code rows}. */
+  /** Adds the chunk's source positions (its "rowno" input) to {@code rows}: a run of
+   * consecutive positions (a scan's rows, in file order) as one range, not row by row. */
   void addPositionsTo(org.roaringbitmap.longlong.Roaring64NavigableMap rows) {
-    for (int r = 0, at = plan.input("rowno"); r < size; r++, at += width) {
-      rows.addLong(cells[at]);
+    int at = plan.input("rowno");
+    int r = 0;
+    while (r < size) {
+      long start = cells[at + r * width];
+      int end = r + 1;
+      while (end < size && cells[at + end * width] == start + (end - r)) {
+        end++;
+      }
+      if (end - r == 1) {
+        rows.addLong(start);
+      } else {
+        rows.addRange(start, start + (end - r));
+      }
+      r = end;
     }
   }
 
