@@ -55,7 +55,7 @@ public final class Tap
   private final int[] scales; // a DECIMAL input's scale
   // A source tap's rows sent before by the run with every value it keeps: not sent again
   // (SourceRowsOnce). Null: not looked up.
-  private final SentPositions sentBefore;
+  private final Roaring64NavigableMap sentBefore;
   private final Runs runs; // null: every row is kept and recorded as it comes
   private final Tap excluded; // an existence join's anti join capture point; else null
   // A source tap above a join (SourceJoinsFirst): a row met again in a task is not sent again.
@@ -74,7 +74,7 @@ public final class Tap
   }
 
   private Tap(TapPlan plan, Sink sink, Counts counts, Chunk.Slot[] slots, int[] scales,
-      SentPositions sentBefore, Runs runs, Tap excluded, boolean aboveJoin) {
+      Roaring64NavigableMap sentBefore, Runs runs, Tap excluded, boolean aboveJoin) {
     this.plan = plan;
     this.sink = sink;
     this.counts = counts;
@@ -165,8 +165,7 @@ public final class Tap
     if (rows.serializedSizeInBytes() > MAX_SKIPPED_BYTES) {
       rows = new Roaring64NavigableMap(); // too big to ship with every task: send them again
     }
-    return new Tap(plan, sink, counts, slots, scales, SentPositions.of(rows), runs, excluded,
-        aboveJoin);
+    return new Tap(plan, sink, counts, slots, scales, rows, runs, excluded, aboveJoin);
   }
 
   /** This source tap above a join ({@link SourceJoinsFirst}): a row the join gives again (for
@@ -301,8 +300,8 @@ public final class Tap
     final Roaring64NavigableMap positions =
         Emission.Kind.of(plan.kind()) == Emission.Kind.SOURCE ? new Roaring64NavigableMap() : null;
     // The rows sent before (none: null) and where a row's position is.
-    final SentPositions.Reader skip =
-        sentBefore == null || sentBefore.isEmpty() ? null : sentBefore.reader();
+    final Roaring64NavigableMap skip =
+        sentBefore == null || sentBefore.isEmpty() ? null : sentBefore;
     // A tap above a join: the positions it has taken in this task.
     final MetPositions met = aboveJoin ? new MetPositions() : null;
     final int rowno = skip == null && !aboveJoin ? -1 : plan.input("rowno");
