@@ -282,9 +282,13 @@ def timed(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument(
-        "--warmup", type=int, default=1, help="untimed plain+captured pairs first (per workload)"
+        "--warmup",
+        type=int,
+        default=4,
+        help="untimed plain+captured pairs first (per workload): after 1-2 the JIT still compiles "
+        "capture's code and TPC-H measured 1.4-1.5, after 4 1.2-1.3 (bench/README.md)",
     )
     parser.add_argument("--workloads", default="pipeline,cars,arctic,tpch")
     parser.add_argument("--modes", default="plain,jvm,python", help="plain must come first")
