@@ -25,7 +25,8 @@ import scala.runtime.AbstractPartialFunction;
  * {@code _metadata} struct from them in a projection above the scan, so every read of
  * {@code _metadata.file_path} builds that struct for the row first: an array, a boxed row index
  * and a row object per source row, for each capture point that takes the row's position
- * ({@link SourcePosition}). This physical rule, run right after planning, passes the flat
+ * ({@link SourcePosition}). This physical rule, a columnar rule run before the transitions and
+ * the stages' generated code (with adaptive execution or without), passes the flat
  * columns up through the filters to the first projection above and reads the fields there from
  * them. The struct is still made for whatever else reads it; the plan's results are the same.
  *
@@ -81,8 +82,24 @@ final class MetadataColumns extends Rule<SparkPlan> {
       return null;
     }
     Map<Long, List<Attribute>> fields = structs(struct);
-    if (fields.isEmpty() || !reads(top, filters, fields)) {
+    if (fields.isEmpty()) {
       return null;
+    }
+    List<Expression> conditions = new ArrayList<>();
+    boolean changed = false;
+    for (FilterExec f : filters) {
+      Expression condition = read(f.condition(), fields);
+      changed |= condition != f.condition();
+      conditions.add(condition);
+    }
+    List<NamedExpression> projected = new ArrayList<>();
+    for (NamedExpression e : CollectionConverters.asJava(top.projectList())) {
+      Expression read = read((Expression) e, fields);
+      changed |= read != e;
+      projected.add((NamedExpression) read);
+    }
+    if (!changed) {
+      return null; // nothing above reads a field
     }
     List<NamedExpression> widened =
         new ArrayList<>(CollectionConverters.asJava(struct.projectList()));
@@ -100,11 +117,7 @@ final class MetadataColumns extends Rule<SparkPlan> {
     SparkPlan child = new ProjectExec(CollectionConverters.asScala(widened).toList(),
         struct.child());
     for (int i = filters.size() - 1; i >= 0; i--) {
-      child = new FilterExec(read(filters.get(i).condition(), fields), child);
-    }
-    List<NamedExpression> projected = new ArrayList<>();
-    for (NamedExpression e : CollectionConverters.asJava(top.projectList())) {
-      projected.add((NamedExpression) read((Expression) e, fields));
+      child = new FilterExec(conditions.get(i), child);
     }
     return new ProjectExec(CollectionConverters.asScala(projected).toList(), child);
   }
@@ -143,28 +156,6 @@ final class MetadataColumns extends Rule<SparkPlan> {
     return found;
   }
 
-  private static boolean reads(ProjectExec top, List<FilterExec> filters,
-      Map<Long, List<Attribute>> fields) {
-    List<Expression> all = new ArrayList<>();
-    for (NamedExpression e : CollectionConverters.asJava(top.projectList())) {
-      all.add((Expression) e);
-    }
-    for (FilterExec f : filters) {
-      all.add(f.condition());
-    }
-    for (Expression e : all) {
-      if (e.find(new scala.runtime.AbstractFunction1<Expression, Object>() {
-        @Override
-        public Object apply(Expression x) {
-          return field(x, fields) != null;
-        }
-      }).isDefined()) {
-        return true;
-      }
-    }
-    return false;
-  }
-
   /** The flat column a field read {@code e} reads, or null. */
   private static Attribute field(Expression e, Map<Long, List<Attribute>> fields) {
     if (e instanceof GetStructField g && g.child() instanceof Attribute a) {
@@ -176,6 +167,8 @@ final class MetadataColumns extends Rule<SparkPlan> {
     return null;
   }
 
+  /** {@code e} with its field reads on the flat columns; the same object when it has none
+   * (Catalyst's transforms keep a node no rule changed). */
   private static Expression read(Expression e, Map<Long, List<Attribute>> fields) {
     return e.transformUp(new AbstractPartialFunction<Expression, Expression>() {
       @Override
