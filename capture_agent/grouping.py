@@ -243,6 +243,7 @@ class TrackedGroupedData:
         origin: _Origin,
         values: dict[str, Column],
         aggregates: int = 0,
+        value_of: tuple[int, ...] = (),
     ) -> DataFrame:
         """``members`` with the member tap of group ``key``; its members travel as the positions
         they derive from where :meth:`_members` found them (a join's pairs, a source's rows)."""
@@ -250,7 +251,9 @@ class TrackedGroupedData:
 
         session = context_of(self._frame)
         hidden: dict[str, Column] = {"id": F.col(ID), "group": F.col(_GROUP), **values}
-        spec = MemberSpec(key=key + ":members", aggregates=aggregates, group_key=key)
+        spec = MemberSpec(
+            key=key + ":members", aggregates=aggregates, group_key=key, value_of=value_of
+        )
         join, source, folded = origin
         if join is not None:
             hidden["left"] = F.col(HIDDEN_PREFIX + "left")
@@ -269,8 +272,12 @@ class TrackedGroupedData:
         members, key, key_cols, origin = self._members()
         functions, inputs = describe_aggregates(members.groupBy(*key_cols).agg(*exprs), len(exprs))
 
-        values = {f"x{i}": session.kept_value(F.expr(sql)) for i, sql in enumerate(inputs)}
-        members = self._member_tap(members, key, origin, values, len(inputs))
+        # Aggregates of one input (sum(amount), avg(amount)) share its value input.
+        distinct = list(dict.fromkeys(inputs))
+        value_of = tuple(distinct.index(sql) for sql in inputs)
+        values = {f"x{k}": session.kept_value(F.expr(sql)) for k, sql in enumerate(distinct)}
+        shared = value_of if len(distinct) < len(inputs) else ()
+        members = self._member_tap(members, key, origin, values, len(inputs), shared)
 
         if key_cols:
             grouped = members.groupBy(*key_cols, F.col(_GROUP)).agg(*exprs)

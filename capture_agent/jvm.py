@@ -101,6 +101,8 @@ class TapPlan(TypedDict):
     rows_per_message: int
     max_text_bytes: int
     values_read: bool  # keep only the attributes the query reads after the tap (values="read")
+    # a member tap's aggregates sharing inputs: per aggregate, its value input x<k>; [] for x<i>
+    value_of: list[int]
 
 
 # Exact types: BlackBoxSpec is a PlusSpec.
@@ -174,6 +176,7 @@ def plan_of(spec: TapSpec, ctx: TapContext, split: tuple[str, ...]) -> TapPlan:
         rows_per_message=ctx.rows_per_message,
         max_text_bytes=limits.MAX_TEXT_BYTES,
         values_read=spec.values_read,
+        value_of=list(getattr(spec, "value_of", ())),
     )
 
 

@@ -413,18 +413,32 @@ class MemberSpec(TapSpec):
     # is a TIMES node of its pair (lineage.proto, MemberBlock.join_rows). Set for the JVM taps
     # only (capture_agent.frame.materialize_with_origin), which send it as kind "join_member".
     join_rows: bool = False
+    # Aggregates of one input share its value input: per aggregated column, the k of its input
+    # x<k> (the JVM tap sends each once: lineage.proto's MemberBlock.value_of); () where
+    # column i is x<i>.
+    value_of: tuple[int, ...] = ()
+
+    def value_input(self, i: int) -> str:
+        """The hidden input that holds aggregated column ``i``'s member values."""
+        return f"x{self.value_of[i] if self.value_of else i}"
 
     def hidden_inputs(self) -> tuple[str, ...]:
         pair = ("left", "right") if self.pair_key else ()
-        return ("id", "group", *[f"x{i}" for i in range(self.aggregates)], *pair)
+        distinct = max(self.value_of) + 1 if self.value_of else self.aggregates
+        return ("id", "group", *[f"x{k}" for k in range(distinct)], *pair)
 
     def members(self, pdf: pd.DataFrame) -> MemberColumns:
+        texts: dict[str, list[str | None]] = {}
+        for i in range(self.aggregates):
+            name = self.value_input(i)
+            if name not in texts:
+                texts[name] = _value_texts(pdf[name])
         return MemberColumns(
             group_key=self.group_key,
             members=id_column(pdf, "id"),
             groups=id_column(pdf, "group"),
             delta=self.delta,
-            values=[_value_texts(pdf[f"x{i}"]) for i in range(self.aggregates)],
+            values=[texts[self.value_input(i)] for i in range(self.aggregates)],
         )
 
     def wire(

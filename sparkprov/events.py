@@ -76,7 +76,8 @@ SCHEMA_VERSION = 2
 # blocks their groups as a dictionary (MemberBlock.group_ids, group_index).
 # 8: a semi or an anti join's rows may travel as their left rows and matches (DerivedIds'
 # match fields), the reader deriving their ids, PLUS nodes, values and edges.
-READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8})
+# 9: aggregates of one input may share its member value column (MemberBlock.value_of).
+READABLE_SCHEMA_VERSIONS = frozenset({1, 2, 3, 4, 5, 6, 7, 8, 9})
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 # Levels of split paths (split, sub-split, sub-sub-split): connected sets are kept per level.
 # lineage.proto's SplitDepth carries it, for the plugin's Schema.LEVELS too.
@@ -944,12 +945,8 @@ def member_columns(block: lineage_pb2.MemberBlock) -> MemberColumns:
     groups = _member_groups(block)
     if len(groups) != n:
         raise MalformedEvent("ragged", f"member block has {len(groups)} groups for {n} ids")
-    if len(block.values) != block.aggregates:
-        raise MalformedEvent(
-            "ragged",
-            f"member block has {len(block.values)} value columns for {block.aggregates} aggregates",
-        )
-    values: list[list[str | None]] = []
+    value_of = _value_of(block)
+    distinct: list[list[str | None]] = []
     for column, entries in zip(block.values, value_columns, strict=True):
         if len(entries) != n:
             raise MalformedEvent(
@@ -960,7 +957,9 @@ def member_columns(block: lineage_pb2.MemberBlock) -> MemberColumns:
             if row >= n:
                 raise MalformedEvent("ragged", f"member block has a null row past {n}")
             texts[row] = None
-        values.append(texts)
+        distinct.append(texts)
+    # Aggregates sharing an input share its list: the stored values are the same either way.
+    values = [distinct[k] for k in value_of]
     _check_split(block.split)
     return MemberColumns(
         group_key=block.group_key,
@@ -972,6 +971,32 @@ def member_columns(block: lineage_pb2.MemberBlock) -> MemberColumns:
         lefts=lefts,
         rights=rights,
     )
+
+
+def _value_of(block: lineage_pb2.MemberBlock) -> list[int]:
+    """Per aggregated column, the index of its value column: ``value_of`` (schema version 9,
+    aggregates of one input sharing its column), or column i for aggregate i."""
+    if not len(block.value_of):
+        if len(block.values) != block.aggregates:
+            raise MalformedEvent(
+                "ragged",
+                f"member block has {len(block.values)} value columns "
+                f"for {block.aggregates} aggregates",
+            )
+        return list(range(block.aggregates))
+    value_of = list(block.value_of)
+    if len(value_of) != block.aggregates:
+        raise MalformedEvent(
+            "ragged",
+            f"member block has {len(value_of)} value_of entries for {block.aggregates} aggregates",
+        )
+    if max(value_of) >= len(block.values) or set(value_of) != set(range(len(block.values))):
+        raise MalformedEvent(
+            "ragged",
+            f"member block's value_of {value_of} does not name each of its "
+            f"{len(block.values)} value columns",
+        )
+    return value_of
 
 
 def _member_groups(block: lineage_pb2.MemberBlock) -> np.ndarray:

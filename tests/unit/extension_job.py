@@ -97,6 +97,18 @@ def lineage(emitter: Any, relation: str) -> list[list[Any]]:
     return sorted(out, key=repr)
 
 
+def member_columns(emitter: Any) -> list[list[Any]]:
+    """Per member block sent: its value_of, aggregates and number of value columns."""
+    from sparkprov.v1 import lineage_pb2
+
+    out: list[list[Any]] = []
+    for _, value in emitter.messages():
+        event = lineage_pb2.LineageEvent.FromString(value)
+        if event.WhichOneof("body") == "batch":
+            out += [[list(m.value_of), m.aggregates, len(m.values)] for m in event.batch.members]
+    return out
+
+
 def exclusions(emitter: Any) -> list[list[list[str]]]:
     """Per EXCLUDED node (a row an anti join dropped, which no output row reaches): the labels
     of the source rows the dropped row reaches back to, then those of its match (the parent
@@ -382,6 +394,7 @@ def main(jar: str, queries_path: str, out_path: str) -> None:
             "reference_shape_read_once": shape(emitter, "Out", merge_reads=True),
             "reference_exclusions": exclusions(emitter),
             "exclusions": exclusions(RunMessages(run, start, end)),
+            "member_columns": member_columns(RunMessages(run, start, end)),
         }
     results["__write__"] = written(spark, run, str(Path(out_path).parent / "big_orders.parquet"))
     run.finish()

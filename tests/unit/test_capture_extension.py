@@ -52,6 +52,9 @@ FILE_SOURCE_JOINED = """
     SELECT c.city, SUM(f.amount) AS s FROM orders_files f JOIN customers c ON f.cust = c.id
     WHERE c.city = 'NY' GROUP BY c.city"""
 EXTRA = {
+    "aggregates_sharing_an_input": """
+        SELECT c.city, SUM(o.amount) AS s, AVG(o.amount) AS a, COUNT(o.oid) AS n,
+            MAX(o.amount) AS m FROM orders o JOIN customers c ON o.cust = c.id GROUP BY c.city""",
     "filter_project": "SELECT oid, amount * 2 AS twice FROM orders WHERE amount > 2",
     "distinct_keys": "SELECT DISTINCT city FROM customers",
     "full_outer": """
@@ -271,6 +274,16 @@ def test_a_query_under_the_extension_emits_the_references_graph(
         return
     assert job[name]["shape"] == expected
     assert "MISSING" not in job[name]["shape"]  # no edge names a node never sent
+
+
+def test_aggregates_of_one_input_send_its_values_once(job: dict[str, Any]) -> None:
+    """SUM, AVG and MAX of amount share one value column (MemberBlock.value_of); COUNT(oid)
+    has its own. The graph is the reference's (the shape test above)."""
+    sent = job["aggregates_sharing_an_input"]["member_columns"]
+    assert sent and all(block == [[0, 0, 1, 0], 4, 2] for block in sent)
+    for name in CAPTURED:  # where others share (their graphs: the shape test), consistently
+        for value_of, aggregates, columns in job[name].get("member_columns", []):
+            assert not value_of or (len(value_of), max(value_of) + 1) == (aggregates, columns)
 
 
 def test_a_file_sources_capture_point_keeps_only_the_columns_the_query_reads(

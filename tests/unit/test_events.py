@@ -210,6 +210,45 @@ def test_a_bad_group_dictionary_is_refused_as_ragged(fields: dict[str, list[int]
     assert info.value.reason == "ragged"
 
 
+def _shared_event(aggregates: int, columns: list[list[int]], value_of: list[int]) -> bytes:
+    """Two members, ``columns`` of values, aggregates reading them as ``value_of`` says."""
+    event = lineage_pb2.LineageEvent(schema_version=9, run_id="r")
+    block = event.batch.members.add(
+        group_key="g#1", delta=True, aggregates=aggregates, groups=[7, 7], value_of=value_of
+    )
+    block.members.extend([1, 2])
+    for longs in columns:
+        block.values.add().longs.extend(longs)
+    return event.SerializeToString()
+
+
+def test_aggregates_sharing_a_value_column_read_as_columns_of_their_own() -> None:
+    """Schema version 9: sum(x), count(y), avg(x) send x once; each aggregate reads its own."""
+    shared = events.decode(_shared_event(3, [[10, 20], [5, 6]], [0, 1, 0]))
+    plain = events.decode(_shared_event(3, [[10, 20], [5, 6], [10, 20]], []))
+    assert isinstance(shared, events.Batch) and isinstance(plain, events.Batch)
+    assert shared.members[0].values == [["10", "20"], ["5", "6"], ["10", "20"]]
+    assert events.member_block("r", shared.members[0]) == events.member_block("r", plain.members[0])
+    assert shared.expanded().rows() == plain.expanded().rows()
+
+
+@pytest.mark.parametrize(
+    ("aggregates", "columns", "value_of"),
+    [
+        (3, [[1, 2], [3, 4]], [0, 2, 0]),  # a column past those sent
+        (3, [[1, 2], [3, 4]], [0, 0]),  # fewer entries than aggregates
+        (2, [[1, 2], [3, 4]], [0, 0]),  # a column sent that no aggregate reads
+        (3, [[1, 2], [3, 4]], []),  # no value_of and fewer columns than aggregates
+    ],
+)
+def test_a_bad_value_of_is_refused_as_ragged(
+    aggregates: int, columns: list[list[int]], value_of: list[int]
+) -> None:
+    with pytest.raises(MalformedEvent) as info:
+        events.decode(_shared_event(aggregates, columns, value_of))
+    assert info.value.reason == "ragged"
+
+
 def _join_rows_event(
     left: list[int], right: list[int], aggregates: int = 1, **derived: list[int]
 ) -> bytes:
@@ -417,7 +456,7 @@ def test_malformed_derived_ids_name_their_reason(derived: dict[str, Any], reason
     [
         (None, "empty"),
         (b"\xff\xff\xff", "undecodable"),
-        (_event(schema_version=9, run_id="r"), "schema_version"),
+        (_event(schema_version=10, run_id="r"), "schema_version"),
         (_event(schema_version=0, run_id="r"), "schema_version"),
         (_event(schema_version=1), "no_run_id"),
         (_event(schema_version=1, run_id="r"), "no_body"),
@@ -442,7 +481,7 @@ def test_version_1_events_from_older_capture_agents_are_still_read() -> None:
     batch = events.decode(event.SerializeToString())
     assert isinstance(batch, events.Batch) and list(batch.blocks[0]["ids"]) == [5, 6]
     assert events.SCHEMA_VERSION == 2
-    assert sorted(events.READABLE_SCHEMA_VERSIONS) == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert sorted(events.READABLE_SCHEMA_VERSIONS) == [1, 2, 3, 4, 5, 6, 7, 8, 9]
 
 
 _TEXT = st.text(alphabet=st.sampled_from(["a", "Z", "é", "北", "🙂", " ", "0", "\x00"]), max_size=6)

@@ -118,6 +118,33 @@ def test_sources_joins_and_groups(spark) -> None:  # type: ignore[no-untyped-def
     _same_both_ways(spark, job)
 
 
+def test_aggregates_of_one_input_share_its_column(spark) -> None:  # type: ignore[no-untyped-def]
+    """sum(age), avg(age) and max(age) send age once (count(name) its own column):
+    the member block's value_of names the shared column; the stored graph is the same."""
+
+    def job(prov: ProvenanceSession, spark: SparkSession) -> list[Any]:
+        joined = _people(prov, spark).join(_depts(prov, spark), "city", "left")
+        totals = joined.groupBy("region").agg(
+            F.sum("age").alias("s"),
+            F.count("name").alias("n"),
+            F.avg("age").alias("a"),
+            F.max("age").alias("m"),
+        )
+        return totals.named("Totals").collect()
+
+    _same_both_ways(spark, job)
+    emitter = MemoryEmitter(spark)
+    with ProvenanceSession(spark, "shared", emitter=emitter, capture="jvm") as prov:
+        job(prov, spark)
+    shared = [
+        m
+        for _, value in emitter.messages()
+        for m in lineage_pb2.LineageEvent.FromString(value).batch.members
+    ]
+    assert shared and all(list(m.value_of) == [0, 1, 0, 0] for m in shared)
+    assert all((m.aggregates, len(m.values)) == (4, 2) for m in shared)
+
+
 # Kept values of every type Spark casts to text, nulls and the doubles Java prints apart.
 TYPED_SCHEMA = (
     "k long, i int, s short, b byte, d double, f float, m decimal(12,3), day date, "
@@ -253,7 +280,7 @@ def test_numbers_travel_as_numbers(spark) -> None:  # type: ignore[no-untyped-de
         event = lineage_pb2.LineageEvent.FromString(value)
         if not event.HasField("batch"):
             continue
-        assert event.schema_version == 8
+        assert event.schema_version == 9
         columns = [
             (name, column)
             for block in event.batch.nodes
@@ -309,7 +336,7 @@ def test_source_and_join_ids_travel_as_their_inputs(spark) -> None:  # type: ign
     for _, value in emitter.messages():
         event = lineage_pb2.LineageEvent.FromString(value)
         if event.HasField("batch"):
-            assert event.schema_version == 8
+            assert event.schema_version == 9
             blocks += [(event.batch.tap, b) for b in event.batch.nodes]
             assert not event.batch.edges.src, "join edges are implied by the pairs"
     # Both join sides hold source rows as they are: they travel as positions, not ids.

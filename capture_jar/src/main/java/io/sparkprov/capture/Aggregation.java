@@ -47,23 +47,47 @@ final class Aggregation {
    * names and the salts of the groups' AGGREGATE nodes under {@code key}.
    */
   record MemberColumns(List<String> inputs, List<String> types, List<Expression> values,
-      List<String> functions, List<Long> salts) {
+      List<String> functions, List<Long> salts, List<Integer> valueOf) {
     /** Which input is the member's group id. */
     static final int GROUP = 1;
 
+    /** Aggregates over one input ({@code sum(amount)}, {@code avg(amount)}) share one value
+     * input: each distinct input is copied, encoded and sent once ({@link TapPlan#valueOf}). */
     static MemberColumns of(String key, Expression id, Expression group,
         List<Aggregated> aggregated) {
       MemberColumns m = new MemberColumns(new ArrayList<>(List.of("id", "group")),
           new ArrayList<>(List.of("id", "id")), new ArrayList<>(List.of(id, group)),
-          new ArrayList<>(), new ArrayList<>());
+          new ArrayList<>(), new ArrayList<>(), new ArrayList<>());
+      List<Expression> distinct = new ArrayList<>();
+      boolean shared = false;
       for (int i = 0; i < aggregated.size(); i++) {
-        m.inputs.add("x" + i);
-        m.types.add("text");
-        m.values.add(aggregated.get(i).input());
+        Expression input = aggregated.get(i).input();
+        int column = indexOfSame(distinct, input);
+        if (column < 0) {
+          column = distinct.size();
+          distinct.add(input);
+          m.inputs.add("x" + column);
+          m.types.add("text");
+          m.values.add(input);
+        }
+        shared |= column != i;
+        m.valueOf.add(column);
         m.functions.add(aggregated.get(i).function());
         m.salts.add(Salts.salt(key, i, "aggregate"));
       }
+      if (!shared) {
+        m.valueOf.clear();
+      }
       return m;
+    }
+
+    private static int indexOfSame(List<Expression> inputs, Expression input) {
+      for (int k = 0; k < inputs.size(); k++) {
+        if (inputs.get(k).semanticEquals(input)) {
+          return k;
+        }
+      }
+      return -1;
     }
   }
 
@@ -128,7 +152,7 @@ final class Aggregation {
     TapPlan memberTap = at.tapPlan(join != null ? "join_member" : "member", key + ":members", "",
         List.of(), inputs, types,
         TapPlacement.Placement.split(""), key, List.of(), List.of(), aggregated.size(), origins,
-        pairKey, false);
+        pairKey, false, columns.valueOf());
     TapExpression memberCapture =
         new TapExpression(values, new Tap(memberTap, run.sink(), run.counts()));
     LogicalPlan tapped;

@@ -626,14 +626,18 @@ record Emission(
     private void member(long[] ids, Wire.Derived derived, boolean joinRows) {
       long[] groups = chunk.ids("group");
       List<ValueColumn> values = new ArrayList<>();
+      for (int k = 0; k < plan.valueInputs(); k++) {
+        values.add(chunk.values("x" + k).truncated(plan.maxTextBytes()));
+      }
       long present = 0;
-      for (int i = 0; i < plan.aggregates(); i++) {
-        ValueColumn column = chunk.values("x" + i).truncated(plan.maxTextBytes());
-        present += column.present();
-        values.add(column);
+      int[] valueOf = new int[plan.aggregates()];
+      for (int i = 0; i < valueOf.length; i++) {
+        valueOf[i] = plan.valueInput(i);
+        present += values.get(valueOf[i]).present();
       }
       members.add(new MemberBlock(derived == null ? ids : null, groups, plan.groupKey(),
-          plan.delta(), values, derived, joinRows));
+          plan.delta(), values, derived, joinRows,
+          plan.valueOf().isEmpty() ? null : valueOf));
       // The reader stores the expansion: count it (sparkprov.derived.MemberColumns' counts).
       nodeCount += 2 * present;
       edgeCount += (plan.delta() ? n : 0) + 3 * present;

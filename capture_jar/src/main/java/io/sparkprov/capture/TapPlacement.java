@@ -207,7 +207,7 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       return new Pending(new TapPlan(p.kind(), p.key(), p.runId(), p.workflow(), relation, names,
           p.inputs(), p.inputTypes(), List.of(split), p.label(), p.module(), p.functions(),
           p.groupKey(), p.delta(), p.aggregates(), p.salts(), p.origins(), p.pairKey(),
-          p.rowsPerMessage(), p.maxTextBytes(), p.valuesRead()), inputs, kept, run);
+          p.rowsPerMessage(), p.maxTextBytes(), p.valuesRead(), p.valueOf()), inputs, kept, run);
     }
   }
 
@@ -663,10 +663,19 @@ public final class TapPlacement extends Rule<LogicalPlan> {
         List<String> inputs, List<String> types, String[] split, String groupKey,
         List<String> functions, List<Long> salts, int aggregates, List<String> origins,
         String pairKey, boolean valuesRead) {
+      return tapPlan(kind, key, relation, attributes, inputs, types, split, groupKey, functions,
+          salts, aggregates, origins, pairKey, valuesRead, List.of());
+    }
+
+    TapPlan tapPlan(String kind, String key, String relation, List<String> attributes,
+        List<String> inputs, List<String> types, String[] split, String groupKey,
+        List<String> functions, List<Long> salts, int aggregates, List<String> origins,
+        String pairKey, boolean valuesRead, List<Integer> valueOf) {
       return new TapPlan(kind, key, run.runId(), run.workflow(), relation, attributes, inputs,
           types, List.of(split), "", 0L, functions, groupKey,
           kind.equals("member") || kind.equals("join_member"), aggregates,
-          salts, origins, pairKey, run.rowsPerMessage(), CaptureRun.MAX_TEXT_BYTES, valuesRead);
+          salts, origins, pairKey, run.rowsPerMessage(), CaptureRun.MAX_TEXT_BYTES, valuesRead,
+          valueOf);
     }
 
     CaptureRun run() {

@@ -26,6 +26,10 @@ import java.util.List;
  * @param valuesRead the relation keeps only the attributes the query reads after the tap
  *     ({@code values="read"}): {@link ValuesPruning} drops the others from the optimized plan,
  *     so the scan does not read them for the tap alone
+ * @param valueOf a member tap's whose aggregates share inputs ({@code sum(amount)} and {@code
+ *     avg(amount)}): per aggregated column, which of the value inputs {@code x0}, {@code x1}, ...
+ *     holds its members' values (lineage.proto's {@code MemberBlock.value_of}); empty where
+ *     column {@code i} is input {@code xi}
  */
 @JsonIgnoreProperties(ignoreUnknown = false)
 public record TapPlan(
@@ -49,12 +53,18 @@ public record TapPlan(
     @JsonProperty("pair_key") String pairKey,
     @JsonProperty("rows_per_message") int rowsPerMessage,
     @JsonProperty("max_text_bytes") int maxTextBytes,
-    @JsonProperty("values_read") boolean valuesRead)
+    @JsonProperty("values_read") boolean valuesRead,
+    @JsonProperty("value_of") List<Integer> valueOf)
     implements Serializable {
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
   public TapPlan {
+    valueOf = valueOf == null ? List.of() : List.copyOf(valueOf);
+    if (!valueOf.isEmpty() && valueOf.size() != aggregates) {
+      throw new IllegalArgumentException("tap " + key + ": value_of has " + valueOf.size()
+          + " entries for " + aggregates + " aggregates");
+    }
     if (inputs.size() != inputTypes.size()) {
       throw new IllegalArgumentException("tap " + key + ": inputs and input_types differ in size");
     }
@@ -64,6 +74,31 @@ public record TapPlan(
     Emission.Kind.of(kind); // refuses an unknown kind here, on the driver
   }
 
+  /** A plan whose aggregated columns each have an input of their own (no {@code value_of}). */
+  public TapPlan(String kind, String key, String runId, String workflow, String relation,
+      List<String> attributes, List<String> inputs, List<String> inputTypes, List<String> split,
+      String label, long module, List<String> functions, String groupKey, boolean delta,
+      int aggregates, List<Long> salts, List<String> origins, String pairKey, int rowsPerMessage,
+      int maxTextBytes, boolean valuesRead) {
+    this(kind, key, runId, workflow, relation, attributes, inputs, inputTypes, split, label,
+        module, functions, groupKey, delta, aggregates, salts, origins, pairKey, rowsPerMessage,
+        maxTextBytes, valuesRead, List.of());
+  }
+
+  /** The value input ({@code x0}, {@code x1}, ...) that holds aggregated column {@code i}. */
+  int valueInput(int i) {
+    return valueOf.isEmpty() ? i : valueOf.get(i);
+  }
+
+  /** How many value inputs a member tap has: its distinct aggregated inputs. */
+  int valueInputs() {
+    int count = 0;
+    for (int i = 0; i < aggregates; i++) {
+      count = Math.max(count, valueInput(i) + 1);
+    }
+    return count;
+  }
+
   /** This plan keeping only {@code kept} of its attributes (in their order). */
   TapPlan keeping(List<String> kept) {
     if (!attributes.containsAll(kept)) {
@@ -71,7 +106,7 @@ public record TapPlan(
     }
     return new TapPlan(kind, key, runId, workflow, relation, List.copyOf(kept), inputs, inputTypes,
         split, label, module, functions, groupKey, delta, aggregates, salts, origins, pairKey,
-        rowsPerMessage, maxTextBytes, valuesRead);
+        rowsPerMessage, maxTextBytes, valuesRead, valueOf);
   }
 
   /** This plan with its nodes labelled {@code newLabel} (a BLACK_BOX's functions). */
@@ -81,14 +116,14 @@ public record TapPlan(
     }
     return new TapPlan(kind, key, runId, workflow, relation, attributes, inputs, inputTypes,
         split, newLabel, module, functions, groupKey, delta, aggregates, salts, origins, pairKey,
-        rowsPerMessage, maxTextBytes, valuesRead);
+        rowsPerMessage, maxTextBytes, valuesRead, valueOf);
   }
 
   /** This plan without member to DELTA edges (a window partition's members: no row merged). */
   TapPlan withoutDelta() {
     return new TapPlan(kind, key, runId, workflow, relation, attributes, inputs, inputTypes,
         split, label, module, functions, groupKey, false, aggregates, salts, origins, pairKey,
-        rowsPerMessage, maxTextBytes, valuesRead);
+        rowsPerMessage, maxTextBytes, valuesRead, valueOf);
   }
 
   public static TapPlan parse(String json) {

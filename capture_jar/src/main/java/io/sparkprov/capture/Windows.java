@@ -79,7 +79,7 @@ final class Windows {
     List<String> origins = child.origin().isEmpty() ? List.of() : List.of(child.origin());
     TapPlan memberTap = at.tapPlan("member", key + ":members", "", List.of(), columns.inputs(),
         columns.types(), TapPlacement.Placement.split(""), key, List.of(), List.of(),
-        aggregated.size(), origins, false).withoutDelta();
+        aggregated.size(), origins, "", false, columns.valueOf()).withoutDelta();
     LogicalPlan tapped = new Filter(
         new TapExpression(columns.values(), new Tap(memberTap, run.sink(), run.counts())),
         members);

@@ -22,8 +22,9 @@ final class Wire {
   /** 3: node blocks may carry their ids as the inputs they derive from ({@link Derived}); 7:
    * value columns may carry their integers as differences (StringColumn.deltas), member blocks
    * their groups as a dictionary ({@link GroupDictionary}); 8: a semi or an anti join's rows
-   * as parents with their matches ({@link Matches}). */
-  static final int SCHEMA_VERSION = 8;
+   * as parents with their matches ({@link Matches}); 9: member blocks may share one value
+   * column between aggregates of one input (MemberBlock.value_of). */
+  static final int SCHEMA_VERSION = 9;
 
   // Field numbers: the generated classes' (proto/sparkprov/v1/lineage.proto), never typed here.
   private static final int EVENT_SCHEMA_VERSION = LineageEvent.SCHEMA_VERSION_FIELD_NUMBER;
@@ -77,6 +78,7 @@ final class Wire {
   private static final int MEMBER_SPLIT = io.sparkprov.v1.MemberBlock.SPLIT_FIELD_NUMBER;
   private static final int MEMBER_JOIN_ROWS = io.sparkprov.v1.MemberBlock.JOIN_ROWS_FIELD_NUMBER;
   private static final int MEMBER_GROUP_IDS = io.sparkprov.v1.MemberBlock.GROUP_IDS_FIELD_NUMBER;
+  private static final int MEMBER_VALUE_OF = io.sparkprov.v1.MemberBlock.VALUE_OF_FIELD_NUMBER;
   private static final int MEMBER_GROUP_INDEX =
       io.sparkprov.v1.MemberBlock.GROUP_INDEX_FIELD_NUMBER;
   private static final int MEMBER_DERIVED =
@@ -193,11 +195,23 @@ final class Wire {
    * members' ids travel as the positions they derive from and {@code members} is null. */
   record MemberBlock(
       long[] members, long[] groups, String groupKey, boolean delta, List<ValueColumn> values,
-      Derived derived, boolean joinRows, GroupDictionary dictionary) {
+      Derived derived, boolean joinRows, GroupDictionary dictionary, int[] valueOf) {
+    /** {@code valueOf}: per aggregated column, its index in {@code values} (aggregates sharing
+     * an input share its column: MemberBlock.value_of); null where column i is values[i]. */
+    MemberBlock(long[] members, long[] groups, String groupKey, boolean delta,
+        List<ValueColumn> values, Derived derived, boolean joinRows, int[] valueOf) {
+      this(members, groups, groupKey, delta, values, derived, joinRows,
+          GroupDictionary.of(groups), valueOf);
+    }
+
     MemberBlock(long[] members, long[] groups, String groupKey, boolean delta,
         List<ValueColumn> values, Derived derived, boolean joinRows) {
-      this(members, groups, groupKey, delta, values, derived, joinRows,
-          GroupDictionary.of(groups));
+      this(members, groups, groupKey, delta, values, derived, joinRows, null);
+    }
+
+    /** The number of aggregated columns: one per value column, or one per {@code valueOf}. */
+    int aggregates() {
+      return valueOf == null ? values.size() : valueOf.length;
     }
 
     MemberBlock(long[] members, long[] groups, String groupKey, boolean delta,
@@ -328,7 +342,7 @@ final class Wire {
     }
     w.string(MEMBER_GROUP_KEY, block.groupKey());
     w.bool(MEMBER_DELTA, block.delta());
-    w.uint32(MEMBER_AGGREGATES, block.values().size());
+    w.uint32(MEMBER_AGGREGATES, block.aggregates());
     for (ValueColumn column : block.values()) {
       w.message(MEMBER_VALUES, c -> column(c, column));
     }
@@ -342,6 +356,9 @@ final class Wire {
     if (dictionary != null) {
       w.fixed64s(MEMBER_GROUP_IDS, dictionary.ids());
       w.packedUint32(MEMBER_GROUP_INDEX, dictionary.index());
+    }
+    if (block.valueOf() != null) {
+      w.packedUint32(MEMBER_VALUE_OF, block.valueOf());
     }
   }
 

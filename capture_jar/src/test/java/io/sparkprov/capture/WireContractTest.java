@@ -142,7 +142,7 @@ class WireContractTest {
               .addAllGroups(block.dictionary() == null ? boxed(block.groups()) : List.of())
               .setGroupKey(block.groupKey())
               .setDelta(block.delta())
-              .setAggregates(block.values().size())
+              .setAggregates(block.aggregates())
               .addAllSplit(plan.split());
       for (ValueColumn column : block.values()) {
         m.addValues(column(column));
@@ -153,6 +153,9 @@ class WireContractTest {
       if (block.dictionary() != null) {
         m.addAllGroupIds(boxed(block.dictionary().ids()));
         m.addAllGroupIndex(Arrays.stream(block.dictionary().index()).boxed().toList());
+      }
+      if (block.valueOf() != null) {
+        m.addAllValueOf(Arrays.stream(block.valueOf()).boxed().toList());
       }
       batch.addMembers(m);
     }
@@ -421,8 +424,15 @@ class WireContractTest {
         groups[i] = pool[random.nextInt(pool.length)];
       }
     }
+    int[] valueOf = null;
+    if (!values.isEmpty() && random.nextBoolean()) { // aggregates sharing their inputs' columns
+      valueOf = new int[values.size() + random.nextInt(3)];
+      for (int i = 0; i < valueOf.length; i++) {
+        valueOf[i] = i < values.size() ? i : random.nextInt(values.size());
+      }
+    }
     return new Wire.MemberBlock(derived == null ? ids(random, n) : null, groups,
-        "g#" + random.nextInt(5), random.nextBoolean(), values, derived);
+        "g#" + random.nextInt(5), random.nextBoolean(), values, derived, false, valueOf);
   }
 
   private static long[] ids(Random random, int n) {
