@@ -60,7 +60,7 @@ class CaptureContext:
         emitter: Emitter,
         counts: Any,
         *,
-        rows_per_message: int = 2048,
+        rows_per_message: int = defaults.ROWS_PER_MESSAGE,
         splits: Mapping[str, Sequence[str]] | None = None,
         jvm: JvmTaps | None = None,
         query_address: str = defaults.GRPC_ADDR,

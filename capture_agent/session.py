@@ -146,7 +146,7 @@ class ProvenanceSession:
         bootstrap: str | None = None,
         topic: str | None = None,
         run_id: str | None = None,
-        rows_per_message: int = 2048,
+        rows_per_message: int = defaults.ROWS_PER_MESSAGE,
         publish_timeout_s: float = 60.0,
         enabled: bool | None = None,
         splits: Mapping[str, Sequence[str]] | None = None,

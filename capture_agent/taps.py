@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sparkprov import defaults, limits
 from sparkprov.derived import MemberColumns, derive, position_labels, salt_of
 from sparkprov.events import EdgeColumns, NodeColumns, encode_batch, truncate_values
 
@@ -518,7 +519,40 @@ class TapContext:
     workflow: str
     emitter: Any  # capture_agent.emitters.Emitter
     counts: Any  # pyspark Accumulator of {(tap, partition): (nodes, edges)}
-    rows_per_message: int = 2048
+    rows_per_message: int = defaults.ROWS_PER_MESSAGE
+
+
+# The characters of texts (and entries of id arrays) at which a chunk ends before its
+# rows_per_message do: a UTF-8 character takes up to 4 bytes, so a chunk's texts stay within
+# half of the largest message (sparkprov.events.MAX_EVENT_BYTES), as the JVM taps' do
+# (capture_jar's Chunk.MAX_OBJECT_BYTES).
+MAX_CHUNK_TEXT_CHARS = 1 << 20
+
+
+def chunk_bounds(pdf: pd.DataFrame, rows: int) -> list[tuple[int, int]]:
+    """Where a batch's chunks (one message each) begin and end: ``rows`` rows each, fewer where
+    their texts (each counted up to MAX_TEXT_BYTES) reach MAX_CHUNK_TEXT_CHARS first, so that
+    rows of large values make more messages, none the broker refuses; at least one row each."""
+    n = len(pdf)
+    sizes = np.zeros(n, dtype=np.int64)
+    for name in pdf.columns:
+        column = pdf[name]
+        if column.dtype != object:
+            continue
+        try:
+            lengths = column.str.len()  # texts, and id arrays (lists)
+        except AttributeError:  # objects of other types: not a text of the message
+            continue
+        sizes += lengths.fillna(0).clip(upper=limits.MAX_TEXT_BYTES).to_numpy(dtype=np.int64)
+    bounds = []
+    start = 0
+    while start < n:
+        end = min(start + rows, n)
+        reached = np.searchsorted(sizes[start:end].cumsum(), MAX_CHUNK_TEXT_CHARS, side="left")
+        end = min(end, start + int(reached) + 1)
+        bounds.append((start, end))
+        start = end
+    return bounds
 
 
 def make_tap(spec: TapSpec, ctx: TapContext, split: tuple[str, ...] = ()) -> Any:
@@ -540,8 +574,8 @@ def make_tap(spec: TapSpec, ctx: TapContext, split: tuple[str, ...] = ()) -> Any
             if len(pdf):
                 low = int(pdf["id"].min())
                 min_id = low if min_id is None else min(min_id, low)
-            for start in range(0, len(pdf), step):
-                chunk = pdf.iloc[start : start + step]
+            for start, end in chunk_bounds(pdf, step):
+                chunk = pdf.iloc[start:end]
                 nodes, edges, members = spec.wire(chunk)
                 nodes, members = truncate_values(nodes, members)
                 if split:

@@ -57,3 +57,31 @@ def test_a_100kb_value_is_stored_truncated_and_the_run_completes(
         assert text.startswith("x" * 60_000)
     values = [d for _, d in graph.nodes(data=True) if d.get("op") == "VALUE"]
     assert any(d["value"].endswith(mark) for d in values)  # the member's value too
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("capture", ["jvm", "python"])
+def test_many_large_values_make_more_messages_and_the_run_completes(
+    spark, client, neo4j_driver, capture
+) -> None:  # type: ignore[no-untyped-def]
+    """300 values of 90 KB: one chunk of their rows would be a message of ~40 MB, which Kafka
+    refuses; the taps end a chunk at its texts' bound instead, and the job succeeds."""
+    rows = [(i % 3, (f"x{i:03d}" * 22_500)) for i in range(300)]
+    df = spark.createDataFrame(rows, ["k", "text"])
+    plain = df.groupBy("k").agg(F.max("text").alias("m")).collect()
+    with ProvenanceSession(spark, workflow="many-large-values", capture=capture) as prov:
+        got = (
+            prov.source(df, "Texts")
+            .groupBy("k")
+            .agg(F.max("text").alias("m"))
+            .named("Longest")
+            .collect()
+        )
+    assert sorted(got) == sorted(plain)
+    run = client.wait_for_run(prov.run_id)
+    graph = run_graph(neo4j_driver, prov.run_id)
+    assert run.node_count == own_nodes(graph) == prov.counts()[0]
+    assert run.edge_count == graph.number_of_edges() == prov.counts()[1]
+    tokens = [d for _, d in graph.nodes(data=True) if d.get("op") == "TOKEN"]
+    assert len(tokens) == 300
+    assert all(len(d["a_text"].encode("utf-8")) == limits.MAX_TEXT_BYTES for d in tokens)

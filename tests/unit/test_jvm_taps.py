@@ -11,6 +11,7 @@ every column under "read".
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -548,6 +549,22 @@ def test_the_java_record_reads_every_key_of_the_plan() -> None:
     assert {k for k in TapPlan.__annotations__} == set(
         part.split('"')[1] for part in java.split("@JsonProperty(")[1:]
     )
+
+
+def test_the_jvm_sizes_its_messages_as_python_and_ingest_do() -> None:
+    """CaptureRun.java's default rows per message and largest message are sparkprov's."""
+    from sparkprov import defaults
+    from sparkprov.events import MAX_EVENT_BYTES
+
+    source = Path(__file__).parents[2] / "capture_jar/src/main/java/io/sparkprov/capture"
+    java = (source / "CaptureRun.java").read_text()
+
+    def constant(name: str) -> int:
+        (expression,) = re.findall(rf"static final int {name} = ([0-9 *]+);", java)
+        return math.prod(int(part) for part in expression.split("*"))
+
+    assert constant("DEFAULT_ROWS_PER_MESSAGE") == defaults.ROWS_PER_MESSAGE
+    assert constant("MAX_MESSAGE_BYTES") == MAX_EVENT_BYTES
 
 
 def test_unsupported_spark_versions_are_refused_by_name() -> None:

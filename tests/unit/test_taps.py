@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -193,3 +195,23 @@ def test_window_rows_share_their_partitions_aggregate() -> None:
         [(1, 11), (2, 12), (a, 11), (a, 12)]
     )
     assert 1 not in set(member_edges.dst) and 5 not in set(member_edges.dst)
+
+
+def test_chunks_end_at_their_rows_or_their_texts_bound() -> None:
+    """A batch of large values makes more chunks (each within a message's bound), short ones
+    the rows' chunks; every row in exactly one chunk, at least one row each."""
+    from capture_agent.taps import MAX_CHUNK_TEXT_CHARS, chunk_bounds
+    from sparkprov import limits
+
+    big = "x" * (limits.MAX_TEXT_BYTES + 10)  # counted as the text kept
+    n = 3 * MAX_CHUNK_TEXT_CHARS // limits.MAX_TEXT_BYTES
+    pdf = pd.DataFrame({"id": range(n), "a0": [big] * n, "ids": [[1, 2]] * n})
+    bounds = chunk_bounds(pdf, 8192)
+    assert bounds[0] == (0, 0 + MAX_CHUNK_TEXT_CHARS // limits.MAX_TEXT_BYTES)
+    assert [e for _, e in bounds[:-1]] == [s for s, _ in bounds[1:]] and bounds[-1][1] == n
+    assert len(bounds) == 3  # each chunk's last row reaches the bound
+    short = pd.DataFrame({"id": range(10_000), "a0": ["y"] * 10_000})
+    assert chunk_bounds(short, 4096) == [(0, 4096), (4096, 8192), (8192, 10_000)]
+    assert chunk_bounds(short.iloc[:0], 4096) == []
+    dates = pd.DataFrame({"id": [1, 2], "d": [datetime.date(2024, 1, 1), None]})  # not texts
+    assert chunk_bounds(dates, 1) == [(0, 1), (1, 2)]

@@ -33,7 +33,8 @@ import org.apache.spark.scheduler.SparkListenerApplicationEnd;
  *       capture point takes with its rows, as {@link DiscardSink.Step} says: for profiles);
  *   <li>{@value #BOOTSTRAP}, {@value #TOPIC} (default {@value #DEFAULT_TOPIC}) and {@value
  *       #KAFKA_PREFIX}{@code <producer setting>}: the Kafka producer's;
- *   <li>{@value #ROWS_PER_MESSAGE} (default 2048);
+ *   <li>{@value #ROWS_PER_MESSAGE} (default {@value #DEFAULT_ROWS_PER_MESSAGE}; fewer where the
+ *       rows' texts fill a message first: {@link Chunk#MAX_OBJECT_BYTES});
  *   <li>{@value #VALUES}: the values a source row's TOKEN keeps, {@code read} (default: the
  *       columns the query reads) or {@code all} (read when a query is placed).
  * </ul>
@@ -46,12 +47,16 @@ public final class CaptureRun {
   public static final String TOPIC = "spark.sparkprov.topic";
   public static final String KAFKA_PREFIX = "spark.sparkprov.kafka.";
   public static final String ROWS_PER_MESSAGE = "spark.sparkprov.rowsPerMessage";
+  /** As sparkprov.defaults.ROWS_PER_MESSAGE. */
+  static final int DEFAULT_ROWS_PER_MESSAGE = 8192;
   public static final String DEFAULT_TOPIC = "sparkprov.lineage";
   public static final String VALUES = "spark.sparkprov.values";
   /** The most files of a source the run marker lists (sparkprov/limits.py MAX_SOURCE_FILES). */
   static final int MAX_SOURCE_FILES = 2000;
   /** The longest text a tap keeps (sparkprov/limits.py MAX_TEXT_BYTES). */
   static final int MAX_TEXT_BYTES = 65536;
+  /** The largest message a producer sends (sparkprov.events.MAX_EVENT_BYTES). */
+  static final int MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
   /** The producer's linger (sparkprov/defaults.py KAFKA_LINGER_MS): tasks and markers flush
    * before they wait, so it only makes batches fuller. */
   static final int LINGER_MS = 50;
@@ -85,7 +90,7 @@ public final class CaptureRun {
     this.runId = given.isEmpty() ? UUID.randomUUID().toString()
         : number == 1 ? given : given + "-" + number;
     this.workflow = conf.get(WORKFLOW, sc.appName());
-    this.rowsPerMessage = Integer.parseInt(conf.get(ROWS_PER_MESSAGE, "2048"));
+    this.rowsPerMessage = Integer.parseInt(conf.get(ROWS_PER_MESSAGE, String.valueOf(DEFAULT_ROWS_PER_MESSAGE)));
     this.sink = sink(sc, conf);
     this.counts = new Counts(sc);
     publish(RunMarkers.started(runId, workflow, System.currentTimeMillis(), sc.applicationId()));
@@ -222,6 +227,10 @@ public final class CaptureRun {
         settings.put("enable.idempotence", "true");
         settings.put("linger.ms", String.valueOf(LINGER_MS));
         settings.put("batch.size", String.valueOf(1024 * 1024));
+        // As the Python producers (capture_agent.publisher's max_message_bytes) and ingest
+        // (sparkprov.events.MAX_EVENT_BYTES): a chunk of large texts (Chunk.MAX_OBJECT_BYTES)
+        // fits.
+        settings.put("max.request.size", String.valueOf(MAX_MESSAGE_BYTES));
         settings.put("compression.type", "zstd");
         // Level 1, as sparkprov.defaults.KAFKA_ZSTD_LEVEL: less CPU and fewer bytes than 3 here.
         settings.put("compression.zstd.level", "1");

@@ -41,6 +41,15 @@ final class Chunk {
     }
   }
 
+  /**
+   * The texts' and id arrays' bytes at which a chunk is full before its rows are (texts counted
+   * up to the plan's longest kept text): a quarter of the 8 MB a message may take (the Kafka
+   * producers' max.request.size, ingest's sparkprov.events.MAX_EVENT_BYTES), leaving the rest
+   * to the ids and numbers of {@code rowsPerMessage} rows. Rows of large values make more,
+   * smaller messages rather than one the broker refuses.
+   */
+  static final long MAX_OBJECT_BYTES = 2L << 20;
+
   // 10^18: an unscaled value under it has at most 18 digits.
   private static final java.math.BigInteger UNSCALED_BOUND =
       java.math.BigInteger.TEN.pow(Decimal.MAX_LONG_DIGITS());
@@ -60,6 +69,7 @@ final class Chunk {
   // The columns Emission reads from a full chunk, kept for the next one (free again at clear()).
   private final Scratch scratch;
   private int size;
+  private long objectBytes; // the rows' texts and id arrays so far (MAX_OBJECT_BYTES)
 
   /** A chunk whose texts arrive as texts (the slots the plan's input types name). */
   Chunk(TapPlan plan) {
@@ -118,14 +128,17 @@ final class Chunk {
     return size;
   }
 
+  /** Whether the chunk holds {@code rowsPerMessage} rows, or texts and id arrays of {@link
+   * #MAX_OBJECT_BYTES}. */
   boolean full() {
-    return size == plan.rowsPerMessage();
+    return size == plan.rowsPerMessage() || objectBytes >= MAX_OBJECT_BYTES;
   }
 
   /** Empties the chunk; the columns read from it before ({@link #ids}, {@link #values}, ...)
    * are no longer the reader's: their arrays serve the next rows. */
   void clear() {
     size = 0;
+    objectBytes = 0;
     next[0] = 0;
     scratch.reset();
   }
@@ -166,15 +179,30 @@ final class Chunk {
         case WIDE_DECIMAL -> wide(i, r, isNull ? null : (Decimal) refs[i]);
         default -> throw new IllegalStateException();
       }
+      objectBytes += objectBytes(i, r);
     }
     size = r + 1;
     next[0] = at + width;
   }
 
+  /** The bytes row {@code r}'s object input {@code i} adds to a message (a text up to the
+   * longest kept). */
+  private long objectBytes(int i, int r) {
+    if (arrays[i] != null) {
+      long[] ids = arrays[i][r];
+      return ids == null ? 0 : 8L * ids.length;
+    }
+    byte[] text = texts[i][r];
+    int kept = plan.maxTextBytes() > 0 ? plan.maxTextBytes() : Integer.MAX_VALUE;
+    return text == null ? 0 : Math.min(text.length, kept);
+  }
+
   /** Row {@code r}'s id array {@code i} set to {@code ids} (a row committed before its ids were
    * known: {@link Tap.Runs}). */
   void setArray(int r, int i, long[] ids) {
+    objectBytes -= objectBytes(i, r);
     arrays[i][r] = ids;
+    objectBytes += objectBytes(i, r);
   }
 
   /** Row {@code r}'s input {@code i} set to {@code value}, not null. */
@@ -239,6 +267,7 @@ final class Chunk {
       }
       if (isObject(slots[i])) {
         cellNulls[r * width + i] = isNull;
+        objectBytes += objectBytes(i, r);
       }
     }
     size = r + 1;
