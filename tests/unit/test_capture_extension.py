@@ -393,7 +393,9 @@ def test_a_file_sources_positions_read_the_scans_columns_not_the_metadata_struct
     assert read and not any("_metadata" in r for r in read), direct["plan"]
     read_off = _positions_read(through["plan"])
     assert read_off and all("_metadata" in r for r in read_off), through["plan"]
-    assert direct["rows"] == through["rows"] == direct["plain"]
+    # No ORDER BY: the rows in any order (AQE coalesces the two plans' shuffles apart).
+    assert sorted(map(repr, direct["rows"])) == sorted(map(repr, through["rows"]))
+    assert sorted(map(repr, direct["rows"])) == sorted(map(repr, direct["plain"]))
     assert direct["lineage"] == through["lineage"] == direct["reference"]
 
 

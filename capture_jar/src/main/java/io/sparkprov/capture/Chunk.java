@@ -49,6 +49,9 @@ final class Chunk {
    * smaller messages rather than one the broker refuses.
    */
   static final long MAX_OBJECT_BYTES = 2L << 20;
+  /** The rows a chunk's arrays hold at first; they double as rows come, up to rowsPerMessage,
+   * so that a task of a few rows allocates for a few, not for a full chunk. */
+  static final int INITIAL_ROWS = 1024;
 
   // 10^18: an unscaled value under it has at most 18 digits.
   private static final java.math.BigInteger UNSCALED_BOUND =
@@ -59,8 +62,8 @@ final class Chunk {
   private final int[] scales; // a DECIMAL column's scale
   private final int width;
   // Row-major: row r's input i at r * width + i. A null's long is whatever was there before.
-  private final long[] cells;
-  private final boolean[] cellNulls;
+  private long[] cells;
+  private boolean[] cellNulls;
   private final byte[][][] texts; // UTF-8, as Spark holds them; per input, per row
   private final long[][][] arrays;
   private final int[] refSlots; // the inputs held as objects (texts, arrays, wide decimals)
@@ -68,6 +71,8 @@ final class Chunk {
   private final int[] next = new int[1];
   // The columns Emission reads from a full chunk, kept for the next one (free again at clear()).
   private final Scratch scratch;
+  private final java.util.List<Object[]> writers = new java.util.ArrayList<>(1);
+  private int capacity; // the rows the arrays hold now: INITIAL_ROWS, doubled up to the plan's
   private int size;
   private long objectBytes; // the rows' texts and id arrays so far (MAX_OBJECT_BYTES)
 
@@ -91,9 +96,9 @@ final class Chunk {
           "tap " + plan.key() + " has " + width + " inputs, its rows " + slots.length
               + " slots and " + scales.length + " scales");
     }
-    int capacity = plan.rowsPerMessage();
     this.width = width;
-    scratch = new Scratch(capacity);
+    scratch = new Scratch(plan.rowsPerMessage());
+    capacity = Math.min(INITIAL_ROWS, plan.rowsPerMessage());
     // One row more than it holds: where the next row is written while a full chunk waits for
     // its last row's ids (a tap over runs, Tap.Runs), not kept.
     cells = new long[(capacity + 1) * width];
@@ -161,8 +166,38 @@ final class Chunk {
    * reuse after the call, an ArrayData, a Decimal) to {@code refs[i]}. {@link #commit} then
    * makes it a row of the chunk; a row not committed is written over by the next.
    */
-  Object[] writer(Object[] refs) {
-    return new Object[] {cells, cellNulls, refs, next};
+  Object[] writer(Object[] refs, Object... more) {
+    Object[] writer = new Object[4 + more.length];
+    writer[0] = cells;
+    writer[1] = cellNulls;
+    writer[2] = refs;
+    writer[3] = next;
+    System.arraycopy(more, 0, writer, 4, more.length);
+    writers.add(writer); // its arrays replaced where the chunk grows (a row reads them anew)
+    return writer;
+  }
+
+  /** Room for the next row: the arrays doubled (up to the plan's rows) when the rows fill
+   * them, and every writer handed out pointed at the new ones. */
+  private void makeRoom() {
+    if (size < capacity || capacity == plan.rowsPerMessage()) {
+      return;
+    }
+    capacity = (int) Math.min(2L * capacity, plan.rowsPerMessage());
+    cells = Arrays.copyOf(cells, (capacity + 1) * width);
+    cellNulls = Arrays.copyOf(cellNulls, (capacity + 1) * width);
+    for (int i : refSlots) {
+      if (texts[i] != null) {
+        texts[i] = Arrays.copyOf(texts[i], capacity);
+      }
+      if (arrays[i] != null) {
+        arrays[i] = Arrays.copyOf(arrays[i], capacity);
+      }
+    }
+    for (Object[] writer : writers) {
+      writer[0] = cells;
+      writer[1] = cellNulls;
+    }
   }
 
   /** The row written at {@code next} ({@link #writer}) as the chunk's next, its objects in
@@ -183,6 +218,7 @@ final class Chunk {
     }
     size = r + 1;
     next[0] = at + width;
+    makeRoom();
   }
 
   /** The bytes row {@code r}'s object input {@code i} adds to a message (a text up to the
@@ -272,6 +308,7 @@ final class Chunk {
     }
     size = r + 1;
     next[0] = size * width;
+    makeRoom();
   }
 
   /** A wide decimal: its unscaled long at the column's scale where it has at most 18 digits

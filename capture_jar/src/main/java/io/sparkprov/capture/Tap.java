@@ -246,12 +246,6 @@ public final class Tap
     }
   }
 
-  private static Object[] withRun(Object[] writer, long[] run) {
-    Object[] out = java.util.Arrays.copyOf(writer, writer.length + 1);
-    out[writer.length] = run;
-    return out;
-  }
-
   private TaskState taskState() {
     TaskState s = state;
     return s == null ? start() : s;
@@ -284,7 +278,7 @@ public final class Tap
     final Object[] refs = new Object[plan.width()];
     // A tap over runs: the run of the pair being written, and the runs (MatchRuns).
     final long[] run = new long[1];
-    final Object[] writer = runs == null ? chunk.writer(refs) : withRun(chunk.writer(refs), run);
+    final Object[] writer = runs == null ? chunk.writer(refs) : chunk.writer(refs, run);
     final MatchRuns matchRuns = runs == null ? null : new MatchRuns(runs, plan.key(), chunk,
         refs, pairInput(), stopAfter != DiscardSink.Step.CALL, this::sendIfFull,
         excluded == null ? null : new Excluding(plan.input("left"), excluded.taskState()));

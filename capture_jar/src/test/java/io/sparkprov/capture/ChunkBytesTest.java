@@ -40,6 +40,31 @@ class ChunkBytesTest {
   }
 
   @Test
+  void aChunkGrowsAsItsRowsComeAndItsWritersSeeTheNewArrays() {
+    Chunk chunk = new Chunk(source(8192));
+    Object[] refs = new Object[2];
+    Object[] writer = chunk.writer(refs);
+    int rows = 0;
+    while (!chunk.full()) { // as the generated code writes: the writer's arrays read per row
+      int at = ((int[]) writer[3])[0];
+      ((long[]) writer[0])[at] = 7L * rows;
+      ((boolean[]) writer[1])[at] = false;
+      ((boolean[]) writer[1])[at + 1] = false;
+      refs[1] = UTF8String.fromString("t" + rows);
+      chunk.commit(refs);
+      rows++;
+    }
+    assertEquals(8192, rows);
+    long[] ids = chunk.ids("id");
+    for (int r = 0; r < rows; r++) {
+      assertEquals(7L * r, ids[r], "row " + r);
+    }
+    String[] texts = chunk.attribute(0).strings();
+    assertEquals("t0", texts[0]);
+    assertEquals("t8191", texts[8191]);
+  }
+
+  @Test
   void aChunkIsFullAtItsRowsWhateverItsTexts() {
     Chunk chunk = new Chunk(source(4));
     assertEquals(4, rowsUntilFull(chunk, 1, 100));
