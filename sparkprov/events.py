@@ -990,7 +990,7 @@ def _value_of(block: lineage_pb2.MemberBlock) -> list[int]:
             "ragged",
             f"member block has {len(value_of)} value_of entries for {block.aggregates} aggregates",
         )
-    if max(value_of) >= len(block.values) or set(value_of) != set(range(len(block.values))):
+    if set(value_of) != set(range(len(block.values))):
         raise MalformedEvent(
             "ragged",
             f"member block's value_of {value_of} does not name each of its "

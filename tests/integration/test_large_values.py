@@ -15,14 +15,11 @@ from .graph import own_nodes, run_graph
 BIG = 100_000
 
 
-@pytest.mark.integration
-@pytest.mark.parametrize("capture", ["jvm", "python"])
-def test_a_100kb_value_is_stored_truncated_and_the_run_completes(
-    spark, client, neo4j_driver, capture
-) -> None:  # type: ignore[no-untyped-def]
-    df = spark.createDataFrame([("a", "x" * BIG), ("a", "short"), ("b", "y")], ["k", "text"])
+def _longest_stored(spark, client, neo4j_driver, df, workflow, capture):  # type: ignore[no-untyped-def]
+    """Each key's longest text of ``df`` under capture: the plain job's rows (which keep every
+    value whole), the run completed with exact counts; its stored graph."""
     plain = df.groupBy("k").agg(F.max("text").alias("m")).collect()
-    with ProvenanceSession(spark, workflow="large-values", capture=capture) as prov:
+    with ProvenanceSession(spark, workflow=workflow, capture=capture) as prov:
         rows = (
             prov.source(df, "Texts")
             .groupBy("k")
@@ -35,6 +32,16 @@ def test_a_100kb_value_is_stored_truncated_and_the_run_completes(
     graph = run_graph(neo4j_driver, prov.run_id)
     assert run.node_count == own_nodes(graph) == prov.counts()[0]
     assert run.edge_count == graph.number_of_edges() == prov.counts()[1]
+    return graph
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("capture", ["jvm", "python"])
+def test_a_100kb_value_is_stored_truncated_and_the_run_completes(
+    spark, client, neo4j_driver, capture
+) -> None:  # type: ignore[no-untyped-def]
+    df = spark.createDataFrame([("a", "x" * BIG), ("a", "short"), ("b", "y")], ["k", "text"])
+    graph = _longest_stored(spark, client, neo4j_driver, df, "large-values", capture)
     mark = limits.truncation_mark(BIG)
     (big_token,) = [
         d for _, d in graph.nodes(data=True) if d.get("op") == "TOKEN" and d["a_text"][0] == "x"
@@ -68,20 +75,7 @@ def test_many_large_values_make_more_messages_and_the_run_completes(
     refuses; the taps end a chunk at its texts' bound instead, and the job succeeds."""
     rows = [(i % 3, (f"x{i:03d}" * 22_500)) for i in range(300)]
     df = spark.createDataFrame(rows, ["k", "text"])
-    plain = df.groupBy("k").agg(F.max("text").alias("m")).collect()
-    with ProvenanceSession(spark, workflow="many-large-values", capture=capture) as prov:
-        got = (
-            prov.source(df, "Texts")
-            .groupBy("k")
-            .agg(F.max("text").alias("m"))
-            .named("Longest")
-            .collect()
-        )
-    assert sorted(got) == sorted(plain)
-    run = client.wait_for_run(prov.run_id)
-    graph = run_graph(neo4j_driver, prov.run_id)
-    assert run.node_count == own_nodes(graph) == prov.counts()[0]
-    assert run.edge_count == graph.number_of_edges() == prov.counts()[1]
+    graph = _longest_stored(spark, client, neo4j_driver, df, "many-large-values", capture)
     tokens = [d for _, d in graph.nodes(data=True) if d.get("op") == "TOKEN"]
     assert len(tokens) == 300
     assert all(len(d["a_text"].encode("utf-8")) == limits.MAX_TEXT_BYTES for d in tokens)
