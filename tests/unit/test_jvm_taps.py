@@ -10,11 +10,13 @@ every column under "read".
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
 from collections import Counter
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -580,28 +582,52 @@ def test_a_missing_jar_names_the_fix(tmp_path) -> None:  # type: ignore[no-untyp
         jar_path(str(tmp_path / "nope.jar"))
 
 
-def test_node_ids_are_spark_xxhash64_of_run_key_and_columns(spark) -> None:  # type: ignore[no-untyped-def]
-    """The JVM's node ids (xxhash64 seeded with the hash of run and key) equal
+@pytest.mark.parametrize("codegen", [True, False], ids=["generated", "interpreted"])
+def test_node_ids_are_spark_xxhash64_of_run_key_and_columns(spark, codegen: bool) -> None:  # type: ignore[no-untyped-def]
+    """The JVM's node ids (xxhash64 seeded with the hash of run and key: RunSeededHash) equal
     ``xxhash64(lit(run), lit(key), cols...)``, the Python taps' ids, for every column type and
-    null; and they differ per run and key."""
+    null, generated and interpreted, over few columns (hashed inline) and many (Spark's own
+    split code); and they differ per run and key."""
     df = spark.createDataFrame(
-        [(1, "a", 2.5), (None, "Zé", None), (-(2**62), None, 0.1)], "n long, s string, x double"
+        [
+            (1, "a", 2.5, Decimal("1.25"), True, datetime.date(2026, 1, 2), 7),
+            (None, "Zé", None, None, None, None, None),
+            (-(2**62), None, -0.0, Decimal("-3.10"), False, datetime.date(1969, 12, 31), -1),
+        ],
+        "n long, s string, x double, d decimal(12,2), b boolean, t date, i int",
     )
-    with ProvenanceSession(spark, "jvm-taps", emitter=MemoryEmitter(spark)) as prov:
-        jvm = prov.capture.jvm
-        assert jvm is not None
-        cols = [F.col("n"), F.col("s"), F.col("x")]
-        got = df.select(
-            jvm.node_id("run-1", "op#3", cols).alias("jvm"),
-            F.xxhash64(F.lit("run-1"), F.lit("op#3"), *cols).alias("spark"),
-            jvm.node_id("run-2", "op#3", cols).alias("other_run"),
-            jvm.node_id("run-1", "op#4", [F.col("n")]).alias("other_key"),
-            F.xxhash64(F.lit("run-1"), F.lit("op#4"), F.col("n")).alias("spark_key"),
-            jvm.node_id("run-1", "op#5", []).alias("constant"),
-            F.xxhash64(F.lit("run-1"), F.lit("op#5")).alias("spark_constant"),
-        ).collect()
+    conf = {"spark.sql.codegen.wholeStage": str(codegen).lower()}
+    if not codegen:
+        conf["spark.sql.codegen.factoryMode"] = "NO_CODEGEN"
+    before = {k: spark.conf.get(k, None) for k in conf}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    try:
+        with ProvenanceSession(spark, "jvm-taps", emitter=MemoryEmitter(spark)) as prov:
+            jvm = prov.capture.jvm
+            assert jvm is not None
+            few = [F.col("n"), F.col("s"), F.col("x")]
+            many = few + [F.col(c) for c in ("d", "b", "t", "i")] + [F.upper("s")]
+            got = df.select(
+                jvm.node_id("run-1", "op#3", few).alias("jvm"),
+                F.xxhash64(F.lit("run-1"), F.lit("op#3"), *few).alias("spark"),
+                jvm.node_id("run-1", "op#6", many).alias("many"),
+                F.xxhash64(F.lit("run-1"), F.lit("op#6"), *many).alias("spark_many"),
+                jvm.node_id("run-2", "op#3", few).alias("other_run"),
+                jvm.node_id("run-1", "op#4", [F.col("n")]).alias("other_key"),
+                F.xxhash64(F.lit("run-1"), F.lit("op#4"), F.col("n")).alias("spark_key"),
+                jvm.node_id("run-1", "op#5", []).alias("constant"),
+                F.xxhash64(F.lit("run-1"), F.lit("op#5")).alias("spark_constant"),
+            ).collect()
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
     for row in got:
         assert row.jvm == row.spark and row.other_key == row.spark_key
+        assert row.many == row.spark_many
         assert row.constant == row.spark_constant
         assert row.other_run != row.jvm
     assert len({row.jvm for row in got}) == 3

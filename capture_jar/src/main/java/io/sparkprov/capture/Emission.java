@@ -34,6 +34,8 @@ record Emission(
   }
 
   private static final long LOW_33_BITS = (1L << 33) - 1;
+  /** A member tap's pairs: every how many rows their ids are checked to be the pairs' hash. */
+  static final int PAIRS_CHECKED_EVERY = 64;
 
   static Emission of(TapPlan plan, Chunk chunk) {
     Builder b = new Builder(plan, chunk);
@@ -86,6 +88,10 @@ record Emission(
     private long edgeCount;
     private long joinNodeCount;
     private long joinEdgeCount;
+    // The id columns and null masks read so far, by input name: each copied out of the chunk
+    // once per emission (a join's sides are read for its pairs, its self pairs and its edges).
+    private final java.util.Map<String, long[]> rawIds = new java.util.HashMap<>(4);
+    private final java.util.Map<String, boolean[]> nullMasks = new java.util.HashMap<>(4);
 
     Builder(TapPlan plan, Chunk chunk) {
       this.plan = plan;
@@ -97,6 +103,15 @@ record Emission(
       return new Emission(
           nodes, edges ? src.toArray() : null, edges ? dst.toArray() : null, members, nodeCount,
           edgeCount, joinNodeCount, joinEdgeCount);
+    }
+
+    /** Id column {@code name}, 0 where null (Chunk#rawIds); callers only read it. */
+    private long[] rawIds(String name) {
+      return rawIds.computeIfAbsent(name, chunk::rawIds);
+    }
+
+    private boolean[] nullMask(String name) {
+      return nullMasks.computeIfAbsent(name, chunk::nullMask);
     }
 
     private void node(NodeBlock block) {
@@ -182,7 +197,15 @@ record Emission(
     /** Whether every id is Spark's xxhash64 of its row's inputs with {@code seed}, a null input
      * skipped (so that the reader may derive them); if not, the ids travel as they are. */
     private static boolean derivable(long seed, long[] ids, long[][] inputs, boolean[][] nulls) {
-      for (int r = 0; r < ids.length; r++) {
+      return derivable(seed, ids, inputs, nulls, 1);
+    }
+
+    /** As {@link #derivable(long, long[], long[][], boolean[][])}, over every {@code stride}-th
+     * row and the last one. */
+    private static boolean derivable(long seed, long[] ids, long[][] inputs, boolean[][] nulls,
+        int stride) {
+      int last = ids.length - 1;
+      for (int r = 0; r <= last; r = r < last && r + stride > last ? last : r + stride) {
         long h = seed;
         for (int k = 0; k < inputs.length; k++) {
           if (nulls[k] == null || !nulls[k][r]) {
@@ -291,8 +314,8 @@ record Emission(
       LongList to = new LongList();
       boolean[] self = selfPairs();
       for (String side : new String[] {"left", "right"}) {
-        long[] column = chunk.rawIds(side);
-        boolean[] missing = chunk.nullMask(side);
+        long[] column = rawIds(side);
+        boolean[] missing = nullMask(side);
         for (int r = 0; r < n; r++) {
           if (!missing[r] && !(self[r] && side.equals("right"))) {
             from.add(column[r]);
@@ -306,10 +329,10 @@ record Emission(
     /** The rows whose left and right rows are one node (both present): their TIMES node has one
      * edge from it, not two. */
     private boolean[] selfPairs() {
-      long[] left = chunk.rawIds("left");
-      long[] right = chunk.rawIds("right");
-      boolean[] leftMissing = chunk.nullMask("left");
-      boolean[] rightMissing = chunk.nullMask("right");
+      long[] left = rawIds("left");
+      long[] right = rawIds("right");
+      boolean[] leftMissing = nullMask("left");
+      boolean[] rightMissing = nullMask("right");
       boolean[] self = chunk.scratchFlags(n);
       for (int r = 0; r < n; r++) {
         self[r] = !leftMissing[r] && !rightMissing[r] && left[r] == right[r];
@@ -409,8 +432,8 @@ record Emission(
     void antiJoin() {
       long[] ids = chunk.ids("id");
       long[] left = chunk.ids("left");
-      long[] right = chunk.rawIds("right");
-      boolean[] missing = chunk.nullMask("right");
+      long[] right = rawIds("right");
+      boolean[] missing = nullMask("right");
       long seed = seed();
       if (derivable(seed, ids, new long[][] {left}, new boolean[1][])) {
         antiJoinMatched(seed, left, right, missing);
@@ -556,17 +579,20 @@ record Emission(
      * is not that hash or a row has neither side. */
     private Wire.Derived pairs(long[] ids, long seed) {
       // Fresh arrays of the chunk's rows (Chunk gathers each), 0 where null.
-      long[] left = chunk.rawIds("left");
-      long[] right = chunk.rawIds("right");
-      boolean[] leftNull = chunk.nullMask("left");
-      boolean[] rightNull = chunk.nullMask("right");
+      long[] left = rawIds("left");
+      long[] right = rawIds("right");
+      boolean[] leftNull = nullMask("left");
+      boolean[] rightNull = nullMask("right");
       for (int r = 0; r < n; r++) {
         if (leftNull[r] && rightNull[r]) {
           return null;
         }
       }
+      // The pairs' ids are their hash by the plan's making (Aggregation's members of a join,
+      // frame.py's join: one expression over every row), so a sample of the rows checks them:
+      // two XXH64 per joined row less.
       if (!derivable(seed, ids, new long[][] {left, right},
-          new boolean[][] {leftNull, rightNull})) {
+          new boolean[][] {leftNull, rightNull}, PAIRS_CHECKED_EVERY)) {
         return null;
       }
       return Wire.Derived.pairs(seed, side(left, leftNull, mask(0)),

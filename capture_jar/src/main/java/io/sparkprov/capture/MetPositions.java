@@ -20,6 +20,12 @@ final class MetPositions {
   private long lastHigh = -1;
   private RoaringBitmap last;
   private long lastPosition = -1;
+  // Of the last upper bits: every lower bits below `ceiling` may be taken, none at or above it
+  // is; the run [runStart, ceiling) is taken but not yet in the bitmap (runStart == ceiling:
+  // none). A scan meets its rows in order, so most rows are past the ceiling: taken with no
+  // lookup, and added to the bitmap a run at a time.
+  private long ceiling;
+  private long runStart;
 
   /** Whether {@code position} is taken for the first time (and now marked as taken). */
   boolean firstTime(long position) {
@@ -29,9 +35,30 @@ final class MetPositions {
     lastPosition = position;
     long high = position >>> LOW_BITS;
     if (high != lastHigh) {
+      addRun();
       last = byHigh.computeIfAbsent(high, h -> new RoaringBitmap());
       lastHigh = high;
+      ceiling = last.isEmpty() ? 0 : Integer.toUnsignedLong(last.last()) + 1;
+      runStart = ceiling;
     }
-    return last.checkedAdd((int) (position & LOW_MASK));
+    long low = position & LOW_MASK;
+    if (low >= ceiling) {
+      if (low > ceiling) {
+        addRun();
+        runStart = low;
+      }
+      ceiling = low + 1;
+      return true;
+    }
+    addRun();
+    return last.checkedAdd((int) low);
+  }
+
+  /** The run taken past the bitmap's last position, added to it. */
+  private void addRun() {
+    if (last != null && runStart < ceiling) {
+      last.add(runStart, ceiling);
+    }
+    runStart = ceiling;
   }
 }

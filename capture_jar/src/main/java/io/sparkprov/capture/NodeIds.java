@@ -5,10 +5,8 @@ import java.util.List;
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.XXH64;
-import org.apache.spark.sql.catalyst.expressions.XxHash64;
 import org.apache.spark.sql.classic.ExpressionUtils;
 import org.apache.spark.unsafe.types.UTF8String;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Node ids as Spark expressions, equal to {@code xxhash64(lit(run), lit(key), cols...)} (the
@@ -21,7 +19,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * as the first argument instead, a {@link RunConstant} read from the stage's references, after
  * Spark's own seed: {@code xxhash64(preimage, cols...)}, where {@code preimage} is the long whose
  * hash with seed 42 is {@code s} ({@link #unhashLong}: XXH64's hash of one long is a bijection).
- * The values are the same; the code is the same in every run.
+ * The values are the same; the code is the same in every run. {@link RunSeededHash} generates
+ * that code with {@code s} read as the seed itself, one XXH64 round less per row.
  */
 final class NodeIds {
   /** Spark's xxhash64 seed (org.apache.spark.sql.functions.xxhash64). */
@@ -44,13 +43,11 @@ final class NodeIds {
     if (columns.length == 0) { // xxhash64(lit(run), lit(key)): constant for the run
       return ExpressionUtils.column(new RunConstant(seed));
     }
-    List<Expression> children = new ArrayList<>(columns.length + 1);
-    children.add(new RunConstant(unhashLong(seed, SPARK_SEED)));
+    List<Expression> children = new ArrayList<>(columns.length);
     for (Column c : columns) {
       children.add(ExpressionUtils.expression(c));
     }
-    return ExpressionUtils.column(
-        new XxHash64(CollectionConverters.asScala(children).toList(), SPARK_SEED));
+    return ExpressionUtils.column(RunSeededHash.of(seed, children));
   }
 
   // XXH64's 64-bit primes (org.apache.spark.sql.catalyst.expressions.XXH64).

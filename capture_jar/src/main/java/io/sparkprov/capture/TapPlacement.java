@@ -17,7 +17,6 @@ import org.apache.spark.sql.catalyst.expressions.MonotonicallyIncreasingID;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.ScalarSubquery;
 import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
-import org.apache.spark.sql.catalyst.expressions.XxHash64;
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
 import org.apache.spark.sql.catalyst.optimizer.ReplaceCTERefWithRepartition$;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
@@ -747,10 +746,7 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       if (columns.length == 0) {
         return new RunConstant(seed);
       }
-      List<Expression> children = new ArrayList<>();
-      children.add(new RunConstant(NodeIds.unhashLong(seed, NodeIds.SPARK_SEED)));
-      children.addAll(List.of(columns));
-      return new XxHash64(seq(children), NodeIds.SPARK_SEED);
+      return RunSeededHash.of(seed, List.of(columns));
     }
 
     /** The hash inputs of grouping keys: each key and whether it is null (grouping.py). */

@@ -194,6 +194,30 @@ class EmissionTest {
     assertArrayEquals(new long[] {id + 1},
         Emission.of(overJoin, notTheJoins).members().get(0).members());
 
+    // The pairs' ids are checked at every PAIRS_CHECKED_EVERY-th row and the last: one of
+    // them that is not its pair's hash sends the ids.
+    int rows = 3 * Emission.PAIRS_CHECKED_EVERY + 5;
+    TapPlan overJoinOfMany = new TapPlan("member", "g#1:members", "run", "wf", "", List.of(),
+        List.of("id", "group", "left", "right"), List.of("id", "id", "id", "id"),
+        List.of("main"), "", 0, List.of(), "g#1", true, 0, List.of(), List.of("source:A#0", ""),
+        "join#2", rows, 16, false);
+    for (int wrong : new int[] {Emission.PAIRS_CHECKED_EVERY * 2, rows - 1, -1}) {
+      Chunk many = new Chunk(overJoinOfMany);
+      long[] ids = new long[rows];
+      for (int r = 0; r < rows; r++) {
+        ids[r] = XXH64.hashLong(r, XXH64.hashLong((7L + r) ^ mask, joinSeed)) + (r == wrong ? 1 : 0);
+        many.add(row(ids[r], 99L, (7L + r) ^ mask, (long) r));
+      }
+      Wire.MemberBlock block = Emission.of(overJoinOfMany, many).members().get(0);
+      if (wrong < 0) {
+        assertEquals(null, block.members());
+        assertEquals(rows, block.derived().left().positions().length);
+      } else {
+        assertArrayEquals(ids, block.members(), "a wrong id at row " + wrong);
+        assertEquals(null, block.derived());
+      }
+    }
+
     TapPlan overSource = new TapPlan("member", "g#1:members", "run", "wf", "", List.of(),
         List.of("id", "group"), List.of("id", "id"), List.of("main"), "", 0, List.of(), "g#1",
         true, 0, List.of(), List.of("source:A#0"), "", 4, 16, false);

@@ -34,4 +34,27 @@ class MetPositionsTest {
       assertEquals(seen.add(position), met.firstTime(position), "position " + position);
     }
   }
+  @Test
+  void rowsMostlyInOrderWithStepsBackAndOtherFilesAreEachTakenOnceAsAHashSetSays() {
+    // A scan's rows in order (taken past the ceiling, a run at a time), partners met again
+    // further on, gaps, other files between: the runs and the bitmap answer together.
+    MetPositions met = new MetPositions();
+    Set<Long> seen = new HashSet<>();
+    Random random = new Random(27);
+    long[] next = new long[3];
+    for (int i = 0; i < 300_000; i++) {
+      int file = random.nextInt(10) == 0 ? random.nextInt(3) : i / 100_000;
+      long low;
+      int step = random.nextInt(100);
+      if (step < 80) {
+        low = next[file]++;
+      } else if (step < 90) {
+        low = next[file] += 1 + random.nextInt(50); // a gap
+      } else {
+        low = Math.max(0, next[file] - 1 - random.nextInt(200)); // back to a row met before
+      }
+      long position = ((long) file << 33) | low;
+      assertEquals(seen.add(position), met.firstTime(position), "step " + i);
+    }
+  }
 }
