@@ -38,7 +38,9 @@ public final class RunSeededHash extends Expression implements Serializable {
   private final long seed;
   private transient XxHash64 spark; // Spark's xxhash64 of the columns with seed s
 
-  private RunSeededHash(List<Expression> columns, long seed) {
+  /** Public, with the product's elements as its parameters: Catalyst's TreeNode.makeCopy
+   * copies a node through such a constructor. */
+  public RunSeededHash(List<Expression> columns, long seed) {
     if (columns.isEmpty()) {
       throw new IllegalArgumentException("a seeded hash of no columns: use RunConstant");
     }
