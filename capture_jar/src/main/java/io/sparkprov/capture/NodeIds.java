@@ -47,7 +47,7 @@ final class NodeIds {
     for (Column c : columns) {
       children.add(ExpressionUtils.expression(c));
     }
-    return ExpressionUtils.column(RunSeededHash.of(seed, children));
+    return ExpressionUtils.column(new RunSeededHash(children, seed));
   }
 
   // XXH64's 64-bit primes (org.apache.spark.sql.catalyst.expressions.XXH64).

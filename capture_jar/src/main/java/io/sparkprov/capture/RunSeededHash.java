@@ -48,10 +48,6 @@ public final class RunSeededHash extends Expression implements Serializable {
     this.seed = seed;
   }
 
-  static RunSeededHash of(long seed, List<Expression> columns) {
-    return new RunSeededHash(columns, seed);
-  }
-
   long seed() {
     return seed;
   }

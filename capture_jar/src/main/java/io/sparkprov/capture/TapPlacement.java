@@ -746,7 +746,7 @@ public final class TapPlacement extends Rule<LogicalPlan> {
       if (columns.length == 0) {
         return new RunConstant(seed);
       }
-      return RunSeededHash.of(seed, List.of(columns));
+      return new RunSeededHash(List.of(columns), seed);
     }
 
     /** The hash inputs of grouping keys: each key and whether it is null (grouping.py). */
